@@ -1,0 +1,213 @@
+//! Device images: a directory that holds a powered-on zoned namespace between invocations.
+//!
+//! - `config.toml`: format version, store kind and the namespace configuration (written last at creation, so a
+//!   half-created directory is never taken for an image);
+//! - `zones.meta`: the zone journal (see `journal`), which keeps zone states, including open ones, and write
+//!   pointers; only `power_cycle` applies the controller-reset rule;
+//! - `data`: a sparse file with the namespace's data, for the `file` store. With the `memory` store data lives
+//!   as long as the image stays open; with `null` it is never kept. Zone state persists with every store.
+//!
+//! An image is opened by one process at a time (an exclusive lock on the journal).
+
+use std::fs;
+use std::io;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::journal::{JournalError, ZoneJournal};
+use crate::{FileStore, MediaStore, MemoryStore, NamespaceConfig, NullStore, ZonedNamespace};
+
+/// Bumped whenever the image layout changes; an image of another version is refused.
+pub const IMAGE_FORMAT_VERSION: u32 = 1;
+
+const CONFIG_FILE: &str = "config.toml";
+const JOURNAL_FILE: &str = "zones.meta";
+const DATA_FILE: &str = "data";
+
+/// Where an image keeps its data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoreKind {
+    /// A sparse data file in the image: data survives between invocations and crashes.
+    #[default]
+    File,
+    /// Sparse memory: data lives while the image is open.
+    Memory,
+    /// No data: reads return zeros.
+    Null,
+}
+
+impl StoreKind {
+    pub const fn name(self) -> &'static str {
+        match self {
+            StoreKind::File => "file",
+            StoreKind::Memory => "memory",
+            StoreKind::Null => "null",
+        }
+    }
+}
+
+/// The contents of `config.toml`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ImageConfig {
+    pub format_version: u32,
+    pub store: StoreKind,
+    pub namespace: NamespaceConfig,
+}
+
+/// Why an image could not be created or opened. The image on disk is left as it was.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImageError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{0} already exists; pass --force to replace it")]
+    Exists(PathBuf),
+    #[error("{0} is not a zonelab image (no config.toml); refusing to replace it")]
+    NotAnImage(PathBuf),
+    #[error("{0} is not a zonelab image: it has no config.toml")]
+    Missing(PathBuf),
+    #[error("{path} is corrupt: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("{path} has image format version {found}; this zonelab reads version {IMAGE_FORMAT_VERSION}")]
+    Version { path: PathBuf, found: u32 },
+    #[error(transparent)]
+    Config(#[from] crate::ConfigError),
+    #[error("{0} is in use by another zonelab process")]
+    Busy(PathBuf),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+/// An open device image: the namespace and the directory it persists to.
+#[derive(Debug)]
+pub struct Image {
+    path: PathBuf,
+    store_kind: StoreKind,
+    namespace: ZonedNamespace<Box<dyn MediaStore>>,
+    /// Holds the image's exclusive lock until the image is dropped.
+    _lock: fs::File,
+}
+
+impl std::fmt::Debug for dyn MediaStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MediaStore")
+    }
+}
+
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> ImageError + '_ {
+    move |source| ImageError::Io { path: path.to_path_buf(), source }
+}
+
+/// Takes the exclusive lock that keeps two processes from driving one image.
+fn lock(dir: &Path, journal_path: &Path) -> Result<fs::File, ImageError> {
+    let file = fs::File::open(journal_path).map_err(io_error(journal_path))?;
+    // SAFETY: flock only reads its integer arguments; the descriptor is owned by `file`.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(ImageError::Busy(dir.to_path_buf()));
+    }
+    Ok(file)
+}
+
+impl Image {
+    /// Creates an image at `dir` with every zone EMPTY. An existing image is replaced only with `force`, and
+    /// a directory that is not an image is never replaced.
+    pub fn create(dir: &Path, store: StoreKind, namespace: NamespaceConfig, force: bool) -> Result<Image, ImageError> {
+        let geometry = namespace.validate()?;
+        let config_path = dir.join(CONFIG_FILE);
+        if dir.exists() {
+            let is_image = config_path.exists();
+            let is_empty_dir = fs::read_dir(dir).map(|mut entries| entries.next().is_none()).unwrap_or(false);
+            if !is_image && !is_empty_dir {
+                return Err(ImageError::NotAnImage(dir.to_path_buf()));
+            }
+            if is_image && !force {
+                return Err(ImageError::Exists(dir.to_path_buf()));
+            }
+            if is_image {
+                let journal_path = dir.join(JOURNAL_FILE);
+                let _in_use_check = if journal_path.exists() { Some(lock(dir, &journal_path)?) } else { None };
+                fs::remove_file(&config_path).map_err(io_error(&config_path))?;
+                for stale in [JOURNAL_FILE, DATA_FILE] {
+                    let _ = fs::remove_file(dir.join(stale));
+                }
+            }
+        }
+        fs::create_dir_all(dir).map_err(io_error(dir))?;
+        let size_bytes = geometry.nsze_lba << geometry.lba_shift;
+        if store == StoreKind::File {
+            let data_path = dir.join(DATA_FILE);
+            FileStore::create(&data_path, size_bytes).map_err(io_error(&data_path))?;
+        }
+        ZoneJournal::create(&dir.join(JOURNAL_FILE), &geometry)?;
+        let config = ImageConfig { format_version: IMAGE_FORMAT_VERSION, store, namespace };
+        let text = toml::to_string(&config).expect("an image configuration always serializes");
+        fs::write(&config_path, text).map_err(io_error(&config_path))?;
+        Image::open(dir)
+    }
+
+    /// Opens an image, completing any many-zone command a crash interrupted.
+    pub fn open(dir: &Path) -> Result<Image, ImageError> {
+        let config_path = dir.join(CONFIG_FILE);
+        let text = match fs::read_to_string(&config_path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Err(ImageError::Missing(dir.to_path_buf())),
+            Err(error) => return Err(io_error(&config_path)(error)),
+        };
+        let corrupt = |reason: String| ImageError::Corrupt { path: config_path.clone(), reason };
+        let version = toml::from_str::<toml::Table>(&text)
+            .map_err(|error| corrupt(error.message().to_string()))?
+            .get("format-version")
+            .and_then(toml::Value::as_integer)
+            .ok_or_else(|| corrupt("it has no format-version".into()))?;
+        if version != i64::from(IMAGE_FORMAT_VERSION) {
+            return Err(ImageError::Version { path: config_path, found: u32::try_from(version).unwrap_or(u32::MAX) });
+        }
+        let config: ImageConfig = toml::from_str(&text).map_err(|error| corrupt(error.message().to_string()))?;
+        let geometry = config.namespace.validate()?;
+        let journal_path = dir.join(JOURNAL_FILE);
+        let lock_holder = lock(dir, &journal_path)?;
+        let (journal, records, intent) = ZoneJournal::open(&journal_path, &geometry)?;
+        let size_bytes = geometry.nsze_lba << geometry.lba_shift;
+        let store: Box<dyn MediaStore> = match config.store {
+            StoreKind::File => {
+                let data_path = dir.join(DATA_FILE);
+                let store = FileStore::open(&data_path, size_bytes).map_err(|error| match error.kind() {
+                    io::ErrorKind::InvalidData => ImageError::Corrupt { path: data_path.clone(), reason: error.to_string() },
+                    _ => io_error(&data_path)(error),
+                })?;
+                Box::new(store)
+            }
+            StoreKind::Memory => Box::new(MemoryStore::new(size_bytes)),
+            StoreKind::Null => Box::new(NullStore),
+        };
+        let mut namespace = ZonedNamespace::restore(config.namespace, store, journal, &records)
+            .map_err(|reason| ImageError::Corrupt { path: journal_path.clone(), reason })?;
+        if let Some(intent) = intent {
+            namespace.replay(intent).map_err(|status| ImageError::Corrupt {
+                path: journal_path.clone(),
+                reason: format!("the interrupted command {intent:?} could not be completed: {status}"),
+            })?;
+        }
+        Ok(Image { path: dir.to_path_buf(), store_kind: config.store, namespace, _lock: lock_holder })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn store_kind(&self) -> StoreKind {
+        self.store_kind
+    }
+
+    pub fn namespace(&self) -> &ZonedNamespace<Box<dyn MediaStore>> {
+        &self.namespace
+    }
+
+    pub fn namespace_mut(&mut self) -> &mut ZonedNamespace<Box<dyn MediaStore>> {
+        &mut self.namespace
+    }
+}

@@ -1,0 +1,34 @@
+//! # zonelab-zns: the zoned namespace
+//!
+//! The bottom layer of zonelab (see `../shared/DESIGN.md`): an NVMe Zoned Namespace that follows the ZNS
+//! command set exactly as `../shared/zns/SEMANTICS.md` decides: zone states and transitions, open and active
+//! resource limits with auto-close, zone append with ZASL, zone capacity below zone size, reports with filters
+//! and the Partial bit, the controller-reset rule, fault injection, and NVMe status codes.
+//!
+//! It is pure and synchronous and has no notion of time: `ZonedNamespace::execute(command)` returns the
+//! completion or the status. The flash timing model, the controller's queues and the runtimes are the layers
+//! above. Data lives behind the `MediaStore` trait (`NullStore`, `MemoryStore`, `FileStore`); an `Image` is a
+//! directory that keeps a namespace, zone states included, across invocations and crashes of the process.
+
+mod config;
+mod image;
+mod journal;
+mod namespace;
+mod size;
+mod status;
+mod store;
+mod zone;
+
+pub use config::{CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, MIN_PAGE_BYTES};
+pub use image::{Image, ImageConfig, ImageError, StoreKind, IMAGE_FORMAT_VERSION};
+pub use journal::{JournalError, JOURNAL_FORMAT_VERSION};
+pub use namespace::{
+    Command, Completion, InjectError, ReceiveAction, ZonedIdentify, ZonedNamespace, SUPPORTED_IO_OPCODES,
+};
+pub use size::{ByteSize, ParseSizeError};
+pub use status::{Status, STATUS_DNR};
+pub use store::{FileStore, MediaStore, MemoryStore, NullStore, StoreError};
+pub use zone::{
+    zone_attrs, ParseZoneStateError, ReportFilter, ZoneDescriptor, ZoneReport, ZoneSendAction, ZoneState,
+    REPORT_HEADER_BYTES, WP_INVALID, ZONE_DESCRIPTOR_BYTES, ZONE_TYPE_SEQUENTIAL_WRITE_REQUIRED,
+};

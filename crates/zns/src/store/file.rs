@@ -1,0 +1,68 @@
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+use super::{MediaStore, StoreError};
+
+/// Data in a sparse file the size of the namespace, so that an image costs only the blocks written.
+/// Discard punches holes; where the file system cannot, the bytes stay and the namespace hides them.
+#[derive(Debug)]
+pub struct FileStore {
+    file: File,
+}
+
+impl FileStore {
+    /// Creates (or truncates) the data file at `path` with `size_bytes` of holes.
+    pub fn create(path: &Path, size_bytes: u64) -> std::io::Result<FileStore> {
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)?;
+        file.set_len(size_bytes)?;
+        Ok(FileStore { file })
+    }
+
+    /// Opens an existing data file, which must be exactly `size_bytes` long.
+    pub fn open(path: &Path, size_bytes: u64) -> std::io::Result<FileStore> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let actual = file.metadata()?.len();
+        if actual != size_bytes {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} is {actual} bytes long; the namespace needs {size_bytes}", path.display()),
+            ));
+        }
+        Ok(FileStore { file })
+    }
+}
+
+impl MediaStore for FileStore {
+    fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> Result<(), StoreError> {
+        Ok(self.file.read_exact_at(buf, offset_bytes)?)
+    }
+
+    fn write_at(&mut self, offset_bytes: u64, data: &[u8]) -> Result<(), StoreError> {
+        Ok(self.file.write_all_at(data, offset_bytes)?)
+    }
+
+    fn discard(&mut self, offset_bytes: u64, len_bytes: u64) -> Result<(), StoreError> {
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset_bytes), libc::off_t::try_from(len_bytes)) else {
+            return Ok(());
+        };
+        // SAFETY: fallocate only reads its integer arguments; the descriptor is owned by `self.file`.
+        let result = unsafe {
+            libc::fallocate(self.file.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, offset, len)
+        };
+        if result != 0 {
+            let error = std::io::Error::last_os_error();
+            // A file system without hole punching keeps the bytes; the namespace never reads above a write
+            // pointer, so they stay invisible.
+            if error.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                return Err(error.into());
+            }
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), StoreError> {
+        Ok(self.file.sync_data()?)
+    }
+}
