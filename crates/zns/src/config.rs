@@ -151,10 +151,7 @@ impl NamespaceConfig {
             return Err(refuse("zone-cap", format!("{} is not a multiple of the {lba_bytes}-byte LBA", self.zone_cap)));
         }
         if self.max_active != 0 && self.max_open > self.max_active {
-            return Err(refuse(
-                "max-open",
-                format!("{} is above max-active {}", self.max_open, self.max_active),
-            ));
+            return Err(refuse("max-open", format!("{} is above max-active {}", self.max_open, self.max_active)));
         }
         check_page_multiple("mdts", self.mdts)?;
         check_page_multiple("zasl", self.zasl)?;
@@ -167,7 +164,8 @@ impl NamespaceConfig {
             .filter(|lbas| lbas.checked_mul(lba_bytes).is_some())
             .ok_or_else(|| refuse("zones", format!("{} zones of {} overflow 64 bits", self.zones, self.zone_size)))?;
         let max_transfer_lba = (self.mdts.bytes() != 0).then(|| self.mdts.bytes() / lba_bytes);
-        let max_append_lba = if self.zasl.bytes() != 0 { Some(self.zasl.bytes() / lba_bytes) } else { max_transfer_lba };
+        let max_append_lba =
+            if self.zasl.bytes() != 0 { Some(self.zasl.bytes() / lba_bytes) } else { max_transfer_lba };
         Ok(Geometry {
             lba_size: self.lba_size,
             lba_shift: self.lba_size.trailing_zeros(),
@@ -232,8 +230,9 @@ mod tests {
 
     #[test]
     fn toml_uses_kebab_case_and_size_strings() {
-        let config = NamespaceConfig::from_toml("zones = 4\nzone-size = \"1MiB\"\nzone-cap = \"768KiB\"\nmax-open = 2\n")
-            .expect("parses");
+        let config =
+            NamespaceConfig::from_toml("zones = 4\nzone-size = \"1MiB\"\nzone-cap = \"768KiB\"\nmax-open = 2\n")
+                .expect("parses");
         assert_eq!(config.zone_cap, ByteSize(768 << 10));
         assert_eq!(NamespaceConfig::from_toml(&config.to_toml()).expect("round trip"), config);
         let error = NamespaceConfig::from_toml("zone-sise = \"1MiB\"").expect_err("unknown key");

@@ -154,7 +154,9 @@ impl Image {
         let config_path = dir.join(CONFIG_FILE);
         let text = match fs::read_to_string(&config_path) {
             Ok(text) => text,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Err(ImageError::Missing(dir.to_path_buf())),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Err(ImageError::Missing(dir.to_path_buf()))
+            }
             Err(error) => return Err(io_error(&config_path)(error)),
         };
         let corrupt = |reason: String| ImageError::Corrupt { path: config_path.clone(), reason };
@@ -176,7 +178,9 @@ impl Image {
             StoreKind::File => {
                 let data_path = dir.join(DATA_FILE);
                 let store = FileStore::open(&data_path, size_bytes).map_err(|error| match error.kind() {
-                    io::ErrorKind::InvalidData => ImageError::Corrupt { path: data_path.clone(), reason: error.to_string() },
+                    io::ErrorKind::InvalidData => {
+                        ImageError::Corrupt { path: data_path.clone(), reason: error.to_string() }
+                    }
                     _ => io_error(&data_path)(error),
                 })?;
                 Box::new(store)

@@ -116,7 +116,8 @@ impl ZoneJournal {
     /// Creates the journal with every zone EMPTY.
     pub fn create(path: &Path, geometry: &Geometry) -> Result<ZoneJournal, JournalError> {
         let io_error = |source| JournalError::Io { path: path.to_path_buf(), source };
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path).map_err(io_error)?;
+        let file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path).map_err(io_error)?;
         let empty = encode_record(&ZoneRecord { state: ZoneState::Empty, attrs: 0, wp_offset_lba: 0, open_seq: 0 });
         let mut all = vec![0u8; RECORDS_OFFSET as usize + RECORD_BYTES * geometry.zones as usize];
         all[..64].copy_from_slice(&encode_header(geometry));
@@ -130,7 +131,10 @@ impl ZoneJournal {
 
     /// Opens a journal and checks it against `geometry`, returning every zone's record and any intent left by
     /// a crash. Nothing is written.
-    pub fn open(path: &Path, geometry: &Geometry) -> Result<(ZoneJournal, Vec<ZoneRecord>, Option<Intent>), JournalError> {
+    pub fn open(
+        path: &Path,
+        geometry: &Geometry,
+    ) -> Result<(ZoneJournal, Vec<ZoneRecord>, Option<Intent>), JournalError> {
         let corrupt = |reason: String| JournalError::Corrupt { path: path.to_path_buf(), reason };
         let io_error = |source| JournalError::Io { path: path.to_path_buf(), source };
         let file = OpenOptions::new().read(true).write(true).open(path).map_err(io_error)?;
@@ -155,7 +159,10 @@ impl ZoneJournal {
             return Err(corrupt("its geometry differs from the image configuration".into()));
         }
         if actual_len != expected_len {
-            return Err(corrupt(format!("it is {actual_len} bytes long; {} zones need {expected_len}", geometry.zones)));
+            return Err(corrupt(format!(
+                "it is {actual_len} bytes long; {} zones need {expected_len}",
+                geometry.zones
+            )));
         }
         let intent = Self::decode_intent(&header[64..128]).map_err(corrupt)?;
         let mut all = vec![0u8; RECORD_BYTES * geometry.zones as usize];
@@ -169,7 +176,8 @@ impl ZoneJournal {
                 }
                 let state = ZoneState::from_raw(bytes[0])
                     .ok_or_else(|| corrupt(format!("zone {zone} has undefined state {:#x}", bytes[0])))?;
-                let record = ZoneRecord { state, attrs: bytes[1], wp_offset_lba: u64_at(bytes, 8), open_seq: u64_at(bytes, 16) };
+                let record =
+                    ZoneRecord { state, attrs: bytes[1], wp_offset_lba: u64_at(bytes, 8), open_seq: u64_at(bytes, 16) };
                 if record.wp_offset_lba > geometry.zone_cap_lba {
                     return Err(corrupt(format!("zone {zone} has its write pointer beyond its capacity")));
                 }
