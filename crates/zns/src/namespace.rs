@@ -54,7 +54,9 @@ pub enum Command<'a> {
 pub enum Completion {
     Success,
     /// Zone Append: the LBA the data was written at (completion dwords 0 and 1).
-    Appended { lba: u64 },
+    Appended {
+        lba: u64,
+    },
 }
 
 /// The controller-level identify fields of the zoned command set (case 62, 72 of CONFORMANCE.md).
@@ -123,7 +125,12 @@ impl<S: MediaStore> ZonedNamespace<S> {
     pub fn new(config: NamespaceConfig, store: S) -> Result<ZonedNamespace<S>, crate::ConfigError> {
         let geometry = config.validate()?;
         let zones = (0..geometry.zones)
-            .map(|zone| ZoneMeta { state: ZoneState::Empty, attrs: 0, wp_lba: geometry.zone_start_lba(zone), open_seq: 0 })
+            .map(|zone| ZoneMeta {
+                state: ZoneState::Empty,
+                attrs: 0,
+                wp_lba: geometry.zone_start_lba(zone),
+                open_seq: 0,
+            })
             .collect();
         Ok(ZonedNamespace {
             config,
@@ -149,7 +156,12 @@ impl<S: MediaStore> ZonedNamespace<S> {
         let mut namespace = ZonedNamespace::new(config, store).map_err(|error| error.to_string())?;
         for (zone, record) in (0u32..).zip(records) {
             let start = namespace.geometry.zone_start_lba(zone);
-            let meta = ZoneMeta { state: record.state, attrs: record.attrs, wp_lba: start + record.wp_offset_lba, open_seq: record.open_seq };
+            let meta = ZoneMeta {
+                state: record.state,
+                attrs: record.attrs,
+                wp_lba: start + record.wp_offset_lba,
+                open_seq: record.open_seq,
+            };
             namespace.account(zone, None, &meta);
             namespace.zones[zone as usize] = meta;
             namespace.next_open_seq = namespace.next_open_seq.max(record.open_seq + 1);
@@ -395,7 +407,8 @@ impl<S: MediaStore> ZonedNamespace<S> {
     fn auto_close(&mut self, victim: u32) -> Result<(), Status> {
         let meta = self.zones[victim as usize];
         debug_assert_eq!(meta.state, ZoneState::ImplicitlyOpened);
-        let state = if meta.wp_lba == self.geometry.zone_start_lba(victim) { ZoneState::Empty } else { ZoneState::Closed };
+        let state =
+            if meta.wp_lba == self.geometry.zone_start_lba(victim) { ZoneState::Empty } else { ZoneState::Closed };
         self.commit(victim, state, meta.wp_lba)
     }
 
@@ -524,8 +537,9 @@ impl<S: MediaStore> ZonedNamespace<S> {
     /// so that the command is all-or-nothing and a replay after a crash processes the same zones. Finish with
     /// `finish-checks-resources` skips the check: every zone it touches ends FULL holding nothing.
     fn select_all(&mut self, action: ZoneSendAction) -> Result<(), Status> {
-        let selected: Vec<u32> =
-            (0..self.geometry.zones).filter(|&zone| processed_by_select_all(action, self.zones[zone as usize].state)).collect();
+        let selected: Vec<u32> = (0..self.geometry.zones)
+            .filter(|&zone| processed_by_select_all(action, self.zones[zone as usize].state))
+            .collect();
         if action == ZoneSendAction::Open && self.geometry.max_open != 0 {
             let free = self.geometry.max_open - self.nr_open;
             if selected.len() as u64 > u64::from(free) {
@@ -538,7 +552,9 @@ impl<S: MediaStore> ZonedNamespace<S> {
         self.with_intent(Intent::SelectAll(action as u8), |namespace| {
             for zone in selected {
                 match action {
-                    ZoneSendAction::Finish => namespace.commit(zone, ZoneState::Full, namespace.zones[zone as usize].wp_lba)?,
+                    ZoneSendAction::Finish => {
+                        namespace.commit(zone, ZoneState::Full, namespace.zones[zone as usize].wp_lba)?
+                    }
                     _ => namespace.zone_action(zone, action)?,
                 }
             }
@@ -547,7 +563,11 @@ impl<S: MediaStore> ZonedNamespace<S> {
     }
 
     /// Runs a command that changes several zones between a journaled intent and its clearing.
-    fn with_intent(&mut self, intent: Intent, apply: impl FnOnce(&mut Self) -> Result<(), Status>) -> Result<(), Status> {
+    fn with_intent(
+        &mut self,
+        intent: Intent,
+        apply: impl FnOnce(&mut Self) -> Result<(), Status>,
+    ) -> Result<(), Status> {
         if let Some(journal) = &mut self.journal {
             journal.begin(intent).map_err(|_| Status::WriteFault)?;
         }
@@ -581,7 +601,8 @@ impl<S: MediaStore> ZonedNamespace<S> {
         if buf.len() < REPORT_HEADER_BYTES || !buf.len().is_multiple_of(4) {
             return Err(Status::InvalidField);
         }
-        if matches!(self.geometry.max_transfer_lba, Some(limit) if buf.len() as u64 > limit << self.geometry.lba_shift) {
+        if matches!(self.geometry.max_transfer_lba, Some(limit) if buf.len() as u64 > limit << self.geometry.lba_shift)
+        {
             return Err(Status::InvalidField);
         }
         let fits = (buf.len() - REPORT_HEADER_BYTES) / ZONE_DESCRIPTOR_BYTES;
@@ -622,7 +643,8 @@ impl<S: MediaStore> ZonedNamespace<S> {
     /// Controller reset or power cycle: IMPL_OPEN, EXPL_OPEN and CLOSED zones become CLOSED if written, else
     /// EMPTY; no zone stays open.
     pub fn power_cycle(&mut self) -> Result<(), Status> {
-        let affected: Vec<u32> = (0..self.geometry.zones).filter(|&zone| self.zones[zone as usize].state.is_active()).collect();
+        let affected: Vec<u32> =
+            (0..self.geometry.zones).filter(|&zone| self.zones[zone as usize].state.is_active()).collect();
         self.with_intent(Intent::PowerCycle, |namespace| {
             for zone in affected {
                 let wp = namespace.zones[zone as usize].wp_lba;
@@ -681,7 +703,9 @@ impl<S: MediaStore> ZonedNamespace<S> {
             if meta.state == ZoneState::Empty && meta.wp_lba != start {
                 return Err(format!("EMPTY zone {zone} has its write pointer {} past its start", meta.wp_lba));
             }
-            if (meta.state == ZoneState::ImplicitlyOpened) != (self.implicitly_opened.get(&meta.open_seq) == Some(&zone)) {
+            if (meta.state == ZoneState::ImplicitlyOpened)
+                != (self.implicitly_opened.get(&meta.open_seq) == Some(&zone))
+            {
                 return Err(format!("zone {zone} ({}) is misplaced in the implicit-open order", meta.state));
             }
         }
