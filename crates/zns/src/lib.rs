@@ -14,6 +14,7 @@ mod config;
 mod image;
 mod journal;
 mod namespace;
+pub mod pattern;
 mod size;
 mod status;
 mod store;

@@ -1,1 +1,472 @@
-fn main() {}
+//! `zonelab`: the command line of the ZNS SSD laboratory. Each subcommand opens a device image, runs one NVMe
+//! command (or one report) on it and prints the result; a command the device rejects prints its NVMe status and
+//! exits 1, a usage error exits 2.
+
+mod bench;
+mod churn;
+mod demo;
+mod format;
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use zonelab_zns::{
+    ByteSize, ConfigError, Image, ImageError, InjectError, NamespaceConfig, ReportFilter, Status, StoreKind,
+    ZoneSendAction, ZoneState,
+};
+
+#[derive(Parser)]
+#[command(name = "zonelab", version, about = "A ZNS (NVMe Zoned Namespace) SSD laboratory in user space")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create a device image: a directory holding the namespace configuration, zone states and data.
+    Create(CreateArgs),
+    /// Show the geometry, limits and open/active zone counts of an image.
+    Info {
+        image: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report zones (Zone Management Receive).
+    Report(ReportArgs),
+    /// Explicitly open a zone, or every CLOSED zone with --all.
+    Open(ZoneActionArgs),
+    /// Close a zone, or every open zone with --all.
+    Close(ZoneActionArgs),
+    /// Finish a zone (make it FULL), or every open and closed zone with --all.
+    Finish(ZoneActionArgs),
+    /// Reset a zone's write pointer, or every non-empty zone with --all.
+    Reset(ZoneActionArgs),
+    /// Take a READ_ONLY zone offline, or every READ_ONLY zone with --all.
+    Offline(ZoneActionArgs),
+    /// Write at a zone's write pointer.
+    Write(WriteArgs),
+    /// Zone Append: the device picks the LBA and reports it.
+    Append(AppendArgs),
+    /// Read blocks as raw bytes.
+    Read(ReadArgs),
+    /// Put a zone into READ_ONLY or OFFLINE, as null_blk's configfs does; injecting the same state again
+    /// returns the zone to EMPTY.
+    Inject(InjectArgs),
+    /// Power-cycle the device: open zones become CLOSED (or EMPTY if unwritten).
+    PowerCycle { image: PathBuf },
+    /// Flush: make every completed command durable on the host's disk.
+    Flush { image: PathBuf },
+    /// Run random writes, appends, resets and zone management on an image, with self-verifying data.
+    Churn(churn::ChurnArgs),
+    /// Measure performance.
+    Bench {
+        #[command(subcommand)]
+        which: bench::BenchCommand,
+    },
+    /// A guided tour: create an image, write, append, hit the limits, and report.
+    Demo {
+        /// Where to create the tour's image (default: a fresh temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+struct CreateArgs {
+    image: PathBuf,
+    /// Start from this TOML namespace configuration; the flags below override its fields.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    #[arg(long)]
+    zones: Option<u32>,
+    #[arg(long, value_name = "SIZE")]
+    zone_size: Option<ByteSize>,
+    /// Writable capacity of each zone (default: the zone size).
+    #[arg(long, value_name = "SIZE")]
+    zone_cap: Option<ByteSize>,
+    #[arg(long, value_name = "512|4096")]
+    lba_size: Option<u32>,
+    /// 0 means no limit.
+    #[arg(long, value_name = "N")]
+    max_open: Option<u32>,
+    /// 0 means no limit.
+    #[arg(long, value_name = "N")]
+    max_active: Option<u32>,
+    /// Zone Append Size Limit; 0 means MDTS.
+    #[arg(long, value_name = "SIZE")]
+    zasl: Option<ByteSize>,
+    /// Maximum Data Transfer Size; 0 means no limit.
+    #[arg(long, value_name = "SIZE")]
+    mdts: Option<ByteSize>,
+    #[arg(long, value_enum, default_value_t = StoreArg::File)]
+    store: StoreArg,
+    /// Replace an existing image.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StoreArg {
+    File,
+    Memory,
+    Null,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    image: PathBuf,
+    /// Report from the zone holding this LBA.
+    #[arg(long, default_value_t = 0)]
+    start_lba: u64,
+    /// Report at most N zones.
+    #[arg(long, value_name = "N")]
+    count: Option<usize>,
+    /// Only zones in this state: empty implicit-open explicit-open closed full read-only offline (or em oi oe cl
+    /// fu ro ol).
+    #[arg(long)]
+    state: Option<ZoneState>,
+    /// Set the Partial Report bit: nr_zones counts the zones returned, not all that match.
+    #[arg(long)]
+    partial: bool,
+    #[arg(long, value_enum, default_value_t = format::ReportFormat::Text)]
+    format: format::ReportFormat,
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false, id = "target")]
+struct ZoneTarget {
+    /// The zone by index.
+    #[arg(long, value_name = "N")]
+    zone: Option<u32>,
+    /// The zone by its start LBA.
+    #[arg(long, value_name = "LBA")]
+    start_lba: Option<u64>,
+}
+
+#[derive(Args)]
+#[command(group(ArgGroup::new("which").required(true).args(["zone", "start_lba", "all"])))]
+struct ZoneActionArgs {
+    image: PathBuf,
+    /// The zone by index.
+    #[arg(long, value_name = "N")]
+    zone: Option<u32>,
+    /// The zone by its start LBA.
+    #[arg(long, value_name = "LBA")]
+    start_lba: Option<u64>,
+    /// Select All: every zone the action processes.
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct DataSource {
+    /// Write this file's bytes (a whole number of LBAs).
+    #[arg(long, value_name = "FILE")]
+    data: Option<PathBuf>,
+    /// Fill the blocks with this byte (decimal or 0x-hex); needs --blocks.
+    #[arg(long, value_name = "BYTE", value_parser = parse_byte, requires = "blocks")]
+    pattern: Option<u8>,
+}
+
+#[derive(Args)]
+struct WriteArgs {
+    image: PathBuf,
+    #[arg(long)]
+    lba: u64,
+    #[command(flatten)]
+    source: DataSource,
+    #[arg(long, value_name = "N")]
+    blocks: Option<u64>,
+}
+
+#[derive(Args)]
+struct AppendArgs {
+    image: PathBuf,
+    #[command(flatten)]
+    target: ZoneTarget,
+    #[command(flatten)]
+    source: DataSource,
+    #[arg(long, value_name = "N")]
+    blocks: Option<u64>,
+}
+
+#[derive(Args)]
+struct ReadArgs {
+    image: PathBuf,
+    #[arg(long)]
+    lba: u64,
+    #[arg(long, value_name = "N")]
+    blocks: u64,
+    /// Write the bytes to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct InjectArgs {
+    image: PathBuf,
+    #[arg(long, value_name = "N")]
+    zone: u32,
+    #[arg(long, value_enum)]
+    state: FaultArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FaultArg {
+    ReadOnly,
+    Offline,
+}
+
+fn parse_byte(text: &str) -> Result<u8, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|_| format!("{text:?} is not a byte (0 to 255, or 0x00 to 0xff)"))
+}
+
+/// Everything that ends a command unsuccessfully, with the exit code it maps to.
+#[derive(Debug)]
+pub enum CliError {
+    /// The device rejected the command: exit 1.
+    Device(Status),
+    /// The image could not be created or opened: exit 1.
+    Image(ImageError),
+    /// A host-side file could not be read or written: exit 1.
+    Io(PathBuf, io::Error),
+    /// A bad configuration: exit 2.
+    Config(String),
+    /// Arguments that do not make a command: exit 2.
+    Usage(String),
+    /// Data that was found wrong (churn's verification): exit 1.
+    Failed(String),
+}
+
+impl From<Status> for CliError {
+    fn from(status: Status) -> Self {
+        CliError::Device(status)
+    }
+}
+
+impl From<ImageError> for CliError {
+    fn from(error: ImageError) -> Self {
+        match error {
+            ImageError::Config(error) => CliError::Config(error.to_string()),
+            other => CliError::Image(other),
+        }
+    }
+}
+
+impl From<ConfigError> for CliError {
+    fn from(error: ConfigError) -> Self {
+        CliError::Config(error.to_string())
+    }
+}
+
+impl CliError {
+    fn report(&self) -> ExitCode {
+        let (message, code) = match self {
+            CliError::Device(status) => (status.to_string(), 1),
+            CliError::Image(error) => (error.to_string(), 1),
+            CliError::Io(path, error) => (format!("{}: {error}", path.display()), 1),
+            CliError::Config(message) => (message.clone(), 2),
+            CliError::Usage(message) => (message.clone(), 2),
+            CliError::Failed(message) => (message.clone(), 1),
+        };
+        eprintln!("error: {message}");
+        ExitCode::from(code)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => error.report(),
+    }
+}
+
+fn run(command: Command) -> Result<(), CliError> {
+    let mut stdout = io::stdout().lock();
+    match command {
+        Command::Create(args) => create(args, &mut stdout),
+        Command::Info { image, json } => {
+            let image = Image::open(&image)?;
+            format::info(&image, json, &mut stdout).map_err(stdout_error)
+        }
+        Command::Report(args) => report(args, &mut stdout),
+        Command::Open(args) => zone_action(args, ZoneSendAction::Open),
+        Command::Close(args) => zone_action(args, ZoneSendAction::Close),
+        Command::Finish(args) => zone_action(args, ZoneSendAction::Finish),
+        Command::Reset(args) => zone_action(args, ZoneSendAction::Reset),
+        Command::Offline(args) => zone_action(args, ZoneSendAction::Offline),
+        Command::Write(args) => {
+            let mut image = Image::open(&args.image)?;
+            let data = load_data(&image, &args.source, args.blocks)?;
+            Ok(image.namespace_mut().write(args.lba, &data)?)
+        }
+        Command::Append(args) => {
+            let mut image = Image::open(&args.image)?;
+            let data = load_data(&image, &args.source, args.blocks)?;
+            let zslba = target_lba(&image, &args.target)?;
+            let lba = image.namespace_mut().append(zslba, &data)?;
+            writeln!(stdout, "appended at LBA {lba} ({lba:#x})").map_err(stdout_error)
+        }
+        Command::Read(args) => read(args, &mut stdout),
+        Command::Inject(args) => {
+            let mut image = Image::open(&args.image)?;
+            let state = match args.state {
+                FaultArg::ReadOnly => ZoneState::ReadOnly,
+                FaultArg::Offline => ZoneState::Offline,
+            };
+            image.namespace_mut().inject_zone_state(args.zone, state).map_err(|error| match error {
+                InjectError::Journal(status) => CliError::Device(status),
+                other => CliError::Usage(other.to_string()),
+            })
+        }
+        Command::PowerCycle { image } => Ok(Image::open(&image)?.namespace_mut().power_cycle()?),
+        Command::Flush { image } => Ok(Image::open(&image)?.namespace_mut().flush()?),
+        Command::Churn(args) => churn::run(&args, &mut stdout),
+        Command::Bench { which } => bench::run(which, &mut stdout),
+        Command::Demo { dir } => {
+            drop(stdout);
+            demo::run_tour(dir.as_deref(), &mut io::stdout())
+        }
+    }
+}
+
+fn stdout_error(error: io::Error) -> CliError {
+    CliError::Io(PathBuf::from("<stdout>"), error)
+}
+
+fn create(args: CreateArgs, out: &mut impl Write) -> Result<(), CliError> {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = fs::read_to_string(path).map_err(|error| CliError::Io(path.clone(), error))?;
+            NamespaceConfig::from_toml(&text)
+                .map_err(|error| CliError::Config(format!("{}: {}", path.display(), error.message())))?
+        }
+        None => NamespaceConfig::default(),
+    };
+    if let Some(zones) = args.zones {
+        config.zones = zones;
+    }
+    if let Some(size) = args.zone_size {
+        config.zone_size = size;
+    }
+    if let Some(cap) = args.zone_cap {
+        config.zone_cap = cap;
+    }
+    if let Some(lba_size) = args.lba_size {
+        config.lba_size = lba_size;
+    }
+    if let Some(max_open) = args.max_open {
+        config.max_open = max_open;
+    }
+    if let Some(max_active) = args.max_active {
+        config.max_active = max_active;
+    }
+    if let Some(zasl) = args.zasl {
+        config.zasl = zasl;
+    }
+    if let Some(mdts) = args.mdts {
+        config.mdts = mdts;
+    }
+    let store = match args.store {
+        StoreArg::File => StoreKind::File,
+        StoreArg::Memory => StoreKind::Memory,
+        StoreArg::Null => StoreKind::Null,
+    };
+    let image = Image::create(&args.image, store, config, args.force)?;
+    let geometry = image.namespace().geometry();
+    writeln!(
+        out,
+        "created {}: {} zones of {} ({} writable), {}-byte LBAs, {} store",
+        args.image.display(),
+        geometry.zones,
+        ByteSize(geometry.zone_size_lba << geometry.lba_shift),
+        ByteSize(geometry.zone_cap_lba << geometry.lba_shift),
+        geometry.lba_size,
+        store.name()
+    )
+    .map_err(stdout_error)
+}
+
+fn report(args: ReportArgs, out: &mut impl Write) -> Result<(), CliError> {
+    let image = Image::open(&args.image)?;
+    let filter = args.state.map_or(ReportFilter::All, ReportFilter::only);
+    let report = image.namespace().report_zones(args.start_lba, filter, args.partial, args.count)?;
+    format::report(&image, &report, args.format, out).map_err(stdout_error)
+}
+
+/// The start LBA named by `--zone` or `--start-lba`; a zone index past the end becomes an LBA past the end,
+/// so the device gives its own LBA Out of Range.
+fn target_lba(image: &Image, target: &ZoneTarget) -> Result<u64, CliError> {
+    match (target.zone, target.start_lba) {
+        (Some(zone), None) => Ok(u64::from(zone) << image.namespace().geometry().zone_shift),
+        (None, Some(lba)) => Ok(lba),
+        _ => Err(CliError::Usage("name the zone with exactly one of --zone or --start-lba".into())),
+    }
+}
+
+fn zone_action(args: ZoneActionArgs, action: ZoneSendAction) -> Result<(), CliError> {
+    let mut image = Image::open(&args.image)?;
+    let slba = if args.all {
+        0
+    } else {
+        target_lba(&image, &ZoneTarget { zone: args.zone, start_lba: args.start_lba })
+            .map_err(|_| CliError::Usage("name the zones with exactly one of --zone, --start-lba or --all".into()))?
+    };
+    Ok(image.namespace_mut().zone_management_send(slba, action, args.all)?)
+}
+
+fn load_data(image: &Image, source: &DataSource, blocks: Option<u64>) -> Result<Vec<u8>, CliError> {
+    let lba_size = u64::from(image.namespace().geometry().lba_size);
+    match (&source.data, source.pattern, blocks) {
+        (Some(path), None, None) => {
+            let data = fs::read(path).map_err(|error| CliError::Io(path.clone(), error))?;
+            if data.is_empty() || data.len() as u64 % lba_size != 0 {
+                return Err(CliError::Usage(format!(
+                    "{} is {} bytes long, not a whole number of {lba_size}-byte LBAs",
+                    path.display(),
+                    data.len()
+                )));
+            }
+            Ok(data)
+        }
+        (None, Some(byte), Some(blocks)) if blocks > 0 => {
+            let bytes = blocks
+                .checked_mul(lba_size)
+                .filter(|&bytes| bytes <= 1 << 32)
+                .ok_or_else(|| CliError::Usage(format!("--blocks {blocks} is more than one command can carry")))?;
+            Ok(vec![byte; bytes as usize])
+        }
+        (None, Some(_), _) => Err(CliError::Usage("--pattern needs --blocks N with N at least 1".into())),
+        _ => Err(CliError::Usage("give the data as --data FILE, or as --pattern BYTE --blocks N".into())),
+    }
+}
+
+fn read(args: ReadArgs, out: &mut impl Write) -> Result<(), CliError> {
+    let mut image = Image::open(&args.image)?;
+    let lba_size = u64::from(image.namespace().geometry().lba_size);
+    let bytes = args
+        .blocks
+        .checked_mul(lba_size)
+        .filter(|&bytes| bytes <= 1 << 32)
+        .ok_or_else(|| CliError::Usage(format!("--blocks {} is more than one command can carry", args.blocks)))?;
+    let mut buf = vec![0u8; bytes as usize];
+    image.namespace_mut().read(args.lba, &mut buf)?;
+    match &args.out {
+        Some(path) => write_file(path, &buf),
+        None => out.write_all(&buf).map_err(stdout_error),
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    fs::write(path, bytes).map_err(|error| CliError::Io(path.to_path_buf(), error))
+}
