@@ -1,0 +1,163 @@
+//! Every error path of the command line: device statuses exit 1 with the status name and code, usage and
+//! configuration errors exit 2 naming what is wrong, and no failure changes the image.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn device_rejections_exit_1_and_leave_the_image_as_it_was() {
+    let img = image(&["--zone-cap", "768KiB", "--mdts", "64KiB", "--zasl", "16KiB"]);
+    ok(&["write", img.s(), "--lba", "0", "--pattern", "1", "--blocks", "8"]);
+    let before = snapshot(&img.path);
+    let cases: &[(&[&str], &str)] = &[
+        (&["write", img.s(), "--lba", "0", "--pattern", "1", "--blocks", "1"], "Zone Invalid Write (0x1bc)"),
+        (&["write", img.s(), "--lba", "9", "--pattern", "1", "--blocks", "1"], "Zone Invalid Write (0x1bc)"),
+        (&["write", img.s(), "--lba", "2047", "--pattern", "1", "--blocks", "2"], "LBA Out of Range (0x080)"),
+        (&["write", img.s(), "--lba", "8", "--pattern", "1", "--blocks", "17"], "Invalid Field in Command (0x002)"),
+        (&["append", img.s(), "--zone", "0", "--pattern", "1", "--blocks", "5"], "Invalid Field in Command (0x002)"),
+        (
+            &["append", img.s(), "--start-lba", "1", "--pattern", "1", "--blocks", "1"],
+            "Invalid Field in Command (0x002)",
+        ),
+        (&["append", img.s(), "--zone", "99", "--pattern", "1", "--blocks", "1"], "LBA Out of Range (0x080)"),
+        (&["read", img.s(), "--lba", "255", "--blocks", "2"], "Zone Boundary Error (0x1b8)"),
+        (&["read", img.s(), "--lba", "2048", "--blocks", "1"], "LBA Out of Range (0x080)"),
+        (&["close", img.s(), "--zone", "1"], "Invalid Zone State Transition (0x1bf)"),
+        (&["offline", img.s(), "--zone", "1"], "Invalid Zone State Transition (0x1bf)"),
+        (&["open", img.s(), "--start-lba", "5"], "Invalid Field in Command (0x002)"),
+        (&["reset", img.s(), "--start-lba", "2048"], "LBA Out of Range (0x080)"),
+        (&["finish", img.s(), "--zone", "8"], "LBA Out of Range (0x080)"),
+        (&["report", img.s(), "--start-lba", "2048"], "LBA Out of Range (0x080)"),
+    ];
+    for (args, status) in cases {
+        refused(args, status);
+        assert_eq!(snapshot(&img.path), before, "zonelab {args:?} changed the image");
+    }
+}
+
+#[test]
+fn writes_to_full_zones_name_the_status() {
+    let img = image(&[]);
+    ok(&["finish", img.s(), "--zone", "0"]);
+    refused(&["write", img.s(), "--lba", "0", "--pattern", "1", "--blocks", "1"], "Zone Is Full (0x1b9)");
+    refused(&["open", img.s(), "--zone", "0"], "Invalid Zone State Transition (0x1bf)");
+}
+
+#[test]
+fn bad_configurations_are_refused_at_create_naming_the_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    let p = path.to_str().expect("utf-8");
+    usage_error(&["create", p, "--zone-size", "3MiB"], "zone-size");
+    usage_error(&["create", p, "--zone-size", "1MiB", "--zone-cap", "2MiB"], "zone-cap");
+    usage_error(&["create", p, "--max-open", "8", "--max-active", "4"], "max-open");
+    usage_error(&["create", p, "--zones", "0"], "zones");
+    usage_error(&["create", p, "--lba-size", "1024"], "lba-size");
+    usage_error(&["create", p, "--zasl", "12KiB"], "zasl");
+    usage_error(&["create", p, "--zone-size", "lots"], "invalid size \"lots\"");
+    assert!(!path.exists(), "a refused configuration creates nothing");
+}
+
+#[test]
+fn a_toml_configuration_with_overrides() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("ns.toml");
+    std::fs::write(&config, "zones = 4\nzone-size = \"2MiB\"\nmax-active = 3\n").expect("write config");
+    let path = dir.path().join("img");
+    let p = path.to_str().expect("utf-8");
+    ok(&["create", p, "--config", config.to_str().expect("utf-8"), "--zones", "6"]);
+    let info: serde_json::Value = serde_json::from_str(&ok(&["info", p, "--json"])).expect("json");
+    assert_eq!(
+        (info["nr_zones"].as_u64(), info["max_active"].as_u64(), info["max_open"].as_u64()),
+        (Some(6), Some(3), Some(3))
+    );
+    std::fs::write(&config, "zones = 4\nzone-sise = \"2MiB\"\n").expect("write config");
+    usage_error(&["create", p, "--config", config.to_str().expect("utf-8"), "--force"], "zone-sise");
+}
+
+#[test]
+fn create_does_not_replace_without_force_or_clobber_other_directories() {
+    let img = image(&[]);
+    let run = zonelab(&["create", img.s()]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("already exists; pass --force"), "{}", run.stderr);
+    ok(&["write", img.s(), "--lba", "0", "--pattern", "1", "--blocks", "1"]);
+    ok(&["create", img.s(), "--force"]);
+    assert_eq!(zone_state(&img, 0), "empty");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("precious.txt"), "keep me").expect("write");
+    let run = zonelab(&["create", dir.path().to_str().expect("utf-8"), "--force"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("not a zonelab image"), "{}", run.stderr);
+    assert!(dir.path().join("precious.txt").exists());
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let img = image(&[]);
+    usage_error(&["open", img.s()], "--zone");
+    usage_error(&["open", img.s(), "--zone", "1", "--all"], "cannot be used with");
+    usage_error(&["write", img.s(), "--lba", "0", "--pattern", "1"], "--blocks");
+    usage_error(&["write", img.s(), "--lba", "0", "--pattern", "300", "--blocks", "1"], "not a byte");
+    usage_error(&["report", img.s(), "--state", "opened"], "unknown zone state");
+    usage_error(&["report", img.s(), "--format", "xml"], "xml");
+    usage_error(&["inject", img.s(), "--zone", "1", "--state", "full"], "full");
+    usage_error(&["inject", img.s(), "--zone", "99", "--state", "offline"], "zone 99 does not exist");
+    usage_error(&["frobnicate"], "frobnicate");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let odd = dir.path().join("odd.bin");
+    std::fs::write(&odd, vec![0u8; 1000]).expect("write");
+    usage_error(
+        &["write", img.s(), "--lba", "0", "--data", odd.to_str().expect("utf-8")],
+        "not a whole number of 4096-byte LBAs",
+    );
+}
+
+#[test]
+fn corrupt_or_foreign_images_are_refused_without_a_panic() {
+    let img = image(&[]);
+    let meta = img.path.join("zones.meta");
+    let config = img.path.join("config.toml");
+    let original_meta = std::fs::read(&meta).expect("read meta");
+    let original_config = std::fs::read_to_string(&config).expect("read config");
+
+    let expect_refusal = |needle: &str| {
+        let run = zonelab(&["report", img.s()]);
+        assert_eq!(run.code, 1, "stderr: {}", run.stderr);
+        assert!(run.stderr.starts_with("error: ") && run.stderr.contains(needle), "{} lacks {needle:?}", run.stderr);
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    };
+
+    let mut damaged = original_meta.clone();
+    damaged[4096 + 64 * 3 + 9] ^= 0xff;
+    std::fs::write(&meta, &damaged).expect("write");
+    expect_refusal("the record of zone 3 fails its checksum");
+
+    let mut other_version = original_meta.clone();
+    other_version[8] = 9;
+    std::fs::write(&meta, &other_version).expect("write");
+    expect_refusal("format version 9");
+
+    std::fs::write(&meta, &original_meta[..4500]).expect("write");
+    expect_refusal("zones need");
+
+    std::fs::write(&meta, &original_meta).expect("write");
+    std::fs::write(&config, original_config.replace("format-version = 1", "format-version = 7")).expect("write");
+    expect_refusal("image format version 7");
+
+    std::fs::write(&config, "this is not toml [").expect("write");
+    expect_refusal("config.toml is corrupt");
+
+    std::fs::write(&config, original_config.replace("zones = 8", "zones = 9")).expect("write");
+    expect_refusal("its geometry differs from the image configuration");
+
+    std::fs::write(&config, &original_config).expect("write");
+    std::fs::OpenOptions::new().write(true).open(img.path.join("data")).expect("open").set_len(10).expect("truncate");
+    expect_refusal("data is 10 bytes long");
+
+    let missing = zonelab(&["info", "/nonexistent/zonelab-image"]);
+    assert_eq!(missing.code, 1);
+    assert!(missing.stderr.contains("not a zonelab image"), "{}", missing.stderr);
+}
