@@ -311,7 +311,8 @@ impl<S: MediaStore> ZonedNamespace<S> {
     pub fn write(&mut self, slba: u64, data: &[u8]) -> Result<(), Status> {
         let nlb = self.blocks_in(data.len())?;
         self.check_mdts(nlb)?;
-        self.zoned_write(slba, nlb, Some(data)).map(|_| ())
+        self.check_bounds(slba, nlb)?;
+        self.zoned_write(self.geometry.zone_of(slba), slba, nlb, Some(data)).map(|_| ())
     }
 
     /// Write Zeroes at the write pointer; no MDTS check.
@@ -319,7 +320,8 @@ impl<S: MediaStore> ZonedNamespace<S> {
         if nlb == 0 {
             return Err(Status::InvalidField);
         }
-        self.zoned_write(slba, nlb, None).map(|_| ())
+        self.check_bounds(slba, nlb)?;
+        self.zoned_write(self.geometry.zone_of(slba), slba, nlb, None).map(|_| ())
     }
 
     /// Zone Append to the zone starting at `zslba`; returns the LBA the data landed at.
@@ -335,14 +337,13 @@ impl<S: MediaStore> ZonedNamespace<S> {
             return Err(Status::InvalidField);
         }
         let wp = self.zones[zone as usize].wp_lba;
-        self.zoned_write(wp, nlb, Some(data))
+        self.zoned_write(zone, wp, nlb, Some(data))
     }
 
-    /// The shared write path from step 2 of SEMANTICS.md 1.4: bounds, zone state, write pointer, capacity,
-    /// resources; then data, then zone state. `data` None writes zeros.
-    fn zoned_write(&mut self, slba: u64, nlb: u64, data: Option<&[u8]>) -> Result<u64, Status> {
-        self.check_bounds(slba, nlb)?;
-        let zone = self.geometry.zone_of(slba);
+    /// The shared write path from step 4 of SEMANTICS.md 1.4 (the caller has checked MDTS and bounds, on the
+    /// command's own SLBA, and names the zone, since an append's `slba` may be its write boundary): zone state, write pointer, capacity, resources; then data, then zone state. `data`
+    /// None writes zeros.
+    fn zoned_write(&mut self, zone: u32, slba: u64, nlb: u64, data: Option<&[u8]>) -> Result<u64, Status> {
         let meta = self.zones[zone as usize];
         match meta.state {
             ZoneState::Full => return Err(Status::ZoneIsFull),
