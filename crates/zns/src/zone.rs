@@ -84,19 +84,6 @@ impl ZoneState {
             ZoneState::Offline => "ol",
         }
     }
-
-    /// The NVMe specification's name, as nvme-cli prints it with `--verbose`.
-    pub const fn nvme_name(self) -> &'static str {
-        match self {
-            ZoneState::Empty => "EMPTY",
-            ZoneState::ImplicitlyOpened => "IMP_OPENED",
-            ZoneState::ExplicitlyOpened => "EXP_OPENED",
-            ZoneState::Closed => "CLOSED",
-            ZoneState::ReadOnly => "READONLY",
-            ZoneState::Full => "FULL",
-            ZoneState::Offline => "OFFLINE",
-        }
-    }
 }
 
 impl fmt::Display for ZoneState {
@@ -154,18 +141,6 @@ impl ZoneSendAction {
             0x11 => ZoneSendAction::ZrwaFlush,
             _ => return Err(Status::InvalidField),
         })
-    }
-
-    pub const fn name(self) -> &'static str {
-        match self {
-            ZoneSendAction::Close => "close",
-            ZoneSendAction::Finish => "finish",
-            ZoneSendAction::Open => "open",
-            ZoneSendAction::Reset => "reset",
-            ZoneSendAction::Offline => "offline",
-            ZoneSendAction::SetZoneDescriptorExtension => "set-zone-descriptor-extension",
-            ZoneSendAction::ZrwaFlush => "zrwa-flush",
-        }
     }
 }
 

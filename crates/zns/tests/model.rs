@@ -220,13 +220,32 @@ fn to_state(st: St) -> ZoneState {
 #[derive(Clone, Debug)]
 enum Op {
     /// Write at the write pointer plus `skew` (-1, 0 or +1 block).
-    Write { zone: u32, skew: i8, blocks: u64 },
-    Append { zone: u32, blocks: u64 },
-    Action { zone: u32, action: ZoneSendAction },
-    All { action: ZoneSendAction },
-    Inject { zone: u32, offline: bool },
+    Write {
+        zone: u32,
+        skew: i8,
+        blocks: u64,
+    },
+    Append {
+        zone: u32,
+        blocks: u64,
+    },
+    Action {
+        zone: u32,
+        action: ZoneSendAction,
+    },
+    All {
+        action: ZoneSendAction,
+    },
+    Inject {
+        zone: u32,
+        offline: bool,
+    },
     PowerCycle,
-    Read { zone: u32, first: u64, blocks: u64 },
+    Read {
+        zone: u32,
+        first: u64,
+        blocks: u64,
+    },
 }
 
 fn params() -> impl Strategy<Value = Params> {
@@ -242,24 +261,37 @@ fn params() -> impl Strategy<Value = Params> {
         any::<bool>(),
         any::<bool>(),
     )
-        .prop_map(|(lba_size, zones, size_log2, cap_seed, ma, mo_seed, zasl_bytes, auto_close, close_to_empty, finish_checks)| {
-            let size = 1u64 << size_log2;
-            let cap = 1 + cap_seed % size;
-            let max_active = ma.min(zones + 1);
-            let max_open = if max_active == 0 { mo_seed } else { mo_seed % (max_active + 1) };
-            Params {
+        .prop_map(
+            |(
                 lba_size,
                 zones,
-                size,
-                cap,
-                max_open,
-                max_active,
-                zasl_blocks: zasl_bytes / u64::from(lba_size),
+                size_log2,
+                cap_seed,
+                ma,
+                mo_seed,
+                zasl_bytes,
                 auto_close,
                 close_to_empty,
                 finish_checks,
-            }
-        })
+            )| {
+                let size = 1u64 << size_log2;
+                let cap = 1 + cap_seed % size;
+                let max_active = ma.min(zones + 1);
+                let max_open = if max_active == 0 { mo_seed } else { mo_seed % (max_active + 1) };
+                Params {
+                    lba_size,
+                    zones,
+                    size,
+                    cap,
+                    max_open,
+                    max_active,
+                    zasl_blocks: zasl_bytes / u64::from(lba_size),
+                    auto_close,
+                    close_to_empty,
+                    finish_checks,
+                }
+            },
+        )
 }
 
 fn action() -> impl Strategy<Value = ZoneSendAction> {
@@ -313,7 +345,11 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
         let (got, want) = match op.clone() {
             Op::Write { zone, skew, blocks } => {
                 let start = u64::from(zone) * size;
-                let at = if valid_zone(zone) { (start + model.z[zone as usize].written).saturating_add_signed(skew.into()) } else { start };
+                let at = if valid_zone(zone) {
+                    (start + model.z[zone as usize].written).saturating_add_signed(skew.into())
+                } else {
+                    start
+                };
                 let mut data = vec![0u8; (blocks * lba) as usize];
                 stamp_blocks(at, lba as usize, &mut data);
                 let got = ns.write(at, &data);
@@ -340,7 +376,8 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Action { zone, action } => {
                 let got = ns.zone_management_send(u64::from(zone) * size, action, false);
-                let want = if valid_zone(zone) { model.action(zone as usize, action) } else { Err(Status::LbaOutOfRange) };
+                let want =
+                    if valid_zone(zone) { model.action(zone as usize, action) } else { Err(Status::LbaOutOfRange) };
                 (got.map(|()| 0), want.map(|()| 0))
             }
             Op::All { action } => (ns.zone_management_send(0, action, true).map(|()| 0), model.all(action).map(|()| 0)),
@@ -383,7 +420,14 @@ fn run(p: Params, ops: Vec<Op>) -> Result<(), TestCaseError> {
         prop_assert_eq!(got, want, "step {}: {:?}", step, op);
         for i in 0..model.p.zones {
             let zone = ns.zone(i);
-            prop_assert_eq!(zone.state, to_state(model.z[i as usize].st), "step {}: zone {} state after {:?}", step, i, op);
+            prop_assert_eq!(
+                zone.state,
+                to_state(model.z[i as usize].st),
+                "step {}: zone {} state after {:?}",
+                step,
+                i,
+                op
+            );
             prop_assert_eq!(zone.wp_lba, model.reported_wp(i as usize), "step {}: zone {} wp after {:?}", step, i, op);
         }
         prop_assert_eq!((ns.open_zones(), ns.active_zones()), (model.open(), model.active()), "step {}", step);

@@ -430,7 +430,7 @@ fn load_data(image: &Image, source: &DataSource, blocks: Option<u64>) -> Result<
     match (&source.data, source.pattern, blocks) {
         (Some(path), None, None) => {
             let data = fs::read(path).map_err(|error| CliError::Io(path.clone(), error))?;
-            if data.is_empty() || data.len() as u64 % lba_size != 0 {
+            if data.is_empty() || !(data.len() as u64).is_multiple_of(lba_size) {
                 return Err(CliError::Usage(format!(
                     "{} is {} bytes long, not a whole number of {lba_size}-byte LBAs",
                     path.display(),

@@ -16,11 +16,6 @@ impl MemoryStore {
         MemoryStore { pages: BTreeMap::new(), size_bytes }
     }
 
-    /// Bytes of data held, for memory accounting.
-    pub fn resident_bytes(&self) -> u64 {
-        self.pages.len() as u64 * PAGE_BYTES
-    }
-
     /// Calls `visit(page, offset_in_page, range_in_buffer)` for each page piece of `[offset, offset + len)`.
     fn for_each_piece(offset_bytes: u64, len: usize, mut visit: impl FnMut(u64, usize, std::ops::Range<usize>)) {
         let mut done = 0usize;

@@ -1,0 +1,128 @@
+//! Device images: everything survives closing and reopening, a many-zone command interrupted by a crash is
+//! completed on open, and one image is driven by one process at a time.
+
+use std::os::unix::fs::FileExt;
+
+use zonelab_zns::{ByteSize, Image, ImageError, NamespaceConfig, StoreKind, ZoneSendAction, ZoneState};
+
+fn config() -> NamespaceConfig {
+    NamespaceConfig { zones: 6, zone_size: ByteSize(256 << 10), max_open: 2, ..NamespaceConfig::default() }
+}
+
+fn states(image: &Image) -> Vec<ZoneState> {
+    (0..6).map(|zone| image.namespace().zone(zone).state).collect()
+}
+
+#[test]
+fn reopening_keeps_states_order_and_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    {
+        let mut image = Image::create(&path, StoreKind::File, config(), false).expect("create");
+        let ns = image.namespace_mut();
+        ns.write(0, &[1u8; 8192]).expect("write zone 0");
+        ns.write(64, &[2u8; 4096]).expect("write zone 1");
+        ns.zone_management_send(128, ZoneSendAction::Open, false).expect("open zone 2");
+    }
+    let mut image = Image::open(&path).expect("reopen");
+    assert_eq!(
+        states(&image),
+        [
+            ZoneState::Closed,
+            ZoneState::ImplicitlyOpened,
+            ZoneState::ExplicitlyOpened,
+            ZoneState::Empty,
+            ZoneState::Empty,
+            ZoneState::Empty
+        ]
+    );
+    let mut buf = [0u8; 8192];
+    image.namespace_mut().read(0, &mut buf).expect("read");
+    assert!(buf.iter().all(|&b| b == 1));
+    // The implicit-open order survived: zone 1 is the next auto-close victim.
+    image.namespace_mut().write(192, &[3u8; 4096]).expect("write zone 3");
+    assert_eq!(image.namespace().zone(1).state, ZoneState::Closed);
+}
+
+#[test]
+fn memory_and_null_stores_keep_zone_state_but_not_data_across_opens() {
+    for store in [StoreKind::Memory, StoreKind::Null] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("img");
+        Image::create(&path, store, config(), false)
+            .expect("create")
+            .namespace_mut()
+            .write(0, &[9u8; 4096])
+            .expect("write");
+        let mut image = Image::open(&path).expect("reopen");
+        assert_eq!(image.namespace().zone(0).wp_lba, 1);
+        let mut buf = [7u8; 4096];
+        image.namespace_mut().read(0, &mut buf).expect("read");
+        assert!(buf.iter().all(|&b| b == 0), "{store:?} keeps no data across opens");
+        assert!(!path.join("data").exists());
+    }
+}
+
+#[test]
+fn an_interrupted_select_all_is_completed_on_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    {
+        let mut image = Image::create(&path, StoreKind::File, config(), false).expect("create");
+        let ns = image.namespace_mut();
+        ns.write(0, &[1u8; 4096]).expect("write");
+        ns.write(64, &[1u8; 4096]).expect("write");
+        ns.zone_management_send(128, ZoneSendAction::Finish, false).expect("finish");
+    }
+    // What a crash right after the intent was recorded leaves: the intent of a Reset with Select All, and no
+    // zone reset yet.
+    let journal = std::fs::OpenOptions::new().write(true).open(path.join("zones.meta")).expect("open journal");
+    let mut intent = [0u8; 64];
+    intent[0] = 1;
+    intent[1] = ZoneSendAction::Reset as u8;
+    let crc = crc32fast::hash(&intent[..60]);
+    intent[60..].copy_from_slice(&crc.to_le_bytes());
+    journal.write_all_at(&intent, 64).expect("write intent");
+    drop(journal);
+
+    let image = Image::open(&path).expect("open completes the reset");
+    assert!(states(&image).iter().all(|&state| state == ZoneState::Empty), "{:?}", states(&image));
+    drop(image);
+    let mut cleared = [0u8; 64];
+    std::fs::File::open(path.join("zones.meta")).expect("open").read_exact_at(&mut cleared, 64).expect("read");
+    assert_eq!(cleared, [0u8; 64], "the intent is cleared once the command completes");
+}
+
+#[test]
+fn one_process_at_a_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    let first = Image::create(&path, StoreKind::File, config(), false).expect("create");
+    assert!(matches!(Image::open(&path), Err(ImageError::Busy(_))));
+    assert!(matches!(Image::create(&path, StoreKind::File, config(), true), Err(ImageError::Busy(_))));
+    drop(first);
+    Image::open(&path).expect("free again");
+}
+
+#[test]
+fn a_failed_command_leaves_the_image_files_unchanged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    let mut image = Image::create(&path, StoreKind::File, config(), false).expect("create");
+    image.namespace_mut().write(0, &[5u8; 4096]).expect("write");
+    let snapshot =
+        || (std::fs::read(path.join("zones.meta")).expect("meta"), std::fs::read(path.join("data")).expect("data"));
+    let before = snapshot();
+    let ns = image.namespace_mut();
+    assert!(ns.write(0, &[6u8; 4096]).is_err());
+    assert!(ns.write(65, &[6u8; 4096]).is_err());
+    assert!(ns.zone_management_send(64, ZoneSendAction::Close, false).is_err());
+    assert!(ns.zone_management_send(1, ZoneSendAction::Reset, false).is_err());
+    ns.write(64, &[6u8; 4096]).expect("zone 1");
+    assert!(ns.write(128, &[6u8; 4096]).is_ok(), "auto-close makes room");
+    ns.zone_management_send(0, ZoneSendAction::Reset, true).expect("reset all");
+    let after_reset = snapshot();
+    assert_ne!(after_reset.0, before.0);
+    drop(image);
+    assert!(Image::open(&path).expect("open").namespace().zone(0).state == ZoneState::Empty);
+}
