@@ -9,6 +9,22 @@
 //! completion or the status. The flash timing model, the controller's queues and the runtimes are the layers
 //! above. Data lives behind the `MediaStore` trait (`NullStore`, `MemoryStore`, `FileStore`); an `Image` is a
 //! directory that keeps a namespace, zone states included, across invocations and crashes of the process.
+//!
+//! ```
+//! use zonelab_zns::{ByteSize, MemoryStore, NamespaceConfig, Status, ZoneState, ZonedNamespace};
+//!
+//! let config = NamespaceConfig { zones: 4, zone_size: ByteSize(1 << 20), max_open: 1, ..NamespaceConfig::default() };
+//! let mut ns = ZonedNamespace::new(config, MemoryStore::new(4 << 20))?;
+//! let block = [0xabu8; 4096];
+//!
+//! ns.write(0, &block)?; // at zone 0's write pointer: the zone opens implicitly
+//! assert_eq!(ns.zone(0).state, ZoneState::ImplicitlyOpened);
+//! assert_eq!(ns.write(0, &block), Err(Status::ZoneInvalidWrite)); // no longer the write pointer
+//!
+//! let lba = ns.append(256, &block)?; // zone 1; the open limit auto-closes zone 0
+//! assert_eq!((lba, ns.zone(0).state), (256, ZoneState::Closed));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod config;
 mod image;
