@@ -92,12 +92,6 @@ pub struct Image {
     _lock: fs::File,
 }
 
-impl std::fmt::Debug for dyn MediaStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MediaStore")
-    }
-}
-
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> ImageError + '_ {
     move |source| ImageError::Io { path: path.to_path_buf(), source }
 }

@@ -10,7 +10,6 @@ use std::fmt;
 pub enum Status {
     InvalidOpcode,
     InvalidField,
-    InternalError,
     LbaOutOfRange,
     InvalidZoneOperationRequest,
     ZrwaResourcesUnavailable,
@@ -36,7 +35,6 @@ impl Status {
         match self {
             Status::InvalidOpcode => 0x001,
             Status::InvalidField => 0x002,
-            Status::InternalError => 0x006,
             Status::LbaOutOfRange => 0x080,
             Status::InvalidZoneOperationRequest => 0x1b6,
             Status::ZrwaResourcesUnavailable => 0x1b7,
@@ -59,7 +57,6 @@ impl Status {
         match self {
             Status::InvalidOpcode => "Invalid Opcode",
             Status::InvalidField => "Invalid Field in Command",
-            Status::InternalError => "Internal Error",
             Status::LbaOutOfRange => "LBA Out of Range",
             Status::InvalidZoneOperationRequest => "Invalid Zone Operation Request",
             Status::ZrwaResourcesUnavailable => "ZRWA Resources Unavailable",
@@ -78,9 +75,9 @@ impl Status {
     }
 
     /// Whether the completion carries Do Not Retry. QEMU sets it on every zone and field error; media errors
-    /// (Write Fault, Unrecovered Read Error) and Internal Error may succeed when retried.
+    /// (Write Fault, Unrecovered Read Error) may succeed when retried.
     pub const fn do_not_retry(self) -> bool {
-        !matches!(self, Status::WriteFault | Status::UnrecoveredReadError | Status::InternalError)
+        !matches!(self, Status::WriteFault | Status::UnrecoveredReadError)
     }
 
     /// The status field as a completion entry carries it: the code with DNR where it applies.

@@ -187,17 +187,8 @@ impl ReportFilter {
         }
     }
 
-    pub const fn matches(self, state: ZoneState) -> bool {
-        match self {
-            ReportFilter::All => true,
-            ReportFilter::Empty => matches!(state, ZoneState::Empty),
-            ReportFilter::ImplicitlyOpened => matches!(state, ZoneState::ImplicitlyOpened),
-            ReportFilter::ExplicitlyOpened => matches!(state, ZoneState::ExplicitlyOpened),
-            ReportFilter::Closed => matches!(state, ZoneState::Closed),
-            ReportFilter::Full => matches!(state, ZoneState::Full),
-            ReportFilter::ReadOnly => matches!(state, ZoneState::ReadOnly),
-            ReportFilter::Offline => matches!(state, ZoneState::Offline),
-        }
+    pub fn matches(self, state: ZoneState) -> bool {
+        self == ReportFilter::All || self == ReportFilter::only(state)
     }
 }
 

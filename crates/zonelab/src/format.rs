@@ -79,16 +79,11 @@ fn text(report: &ZoneReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "nr_zones: {}", report.nr_zones)
 }
 
-/// blkzone's condition abbreviations, indexed by the condition value (note "of" for offline).
+/// blkzone's condition abbreviation: libzbd's, except "of" for offline.
 fn blkzone_condition(state: ZoneState) -> &'static str {
     match state {
-        ZoneState::Empty => "em",
-        ZoneState::ImplicitlyOpened => "oi",
-        ZoneState::ExplicitlyOpened => "oe",
-        ZoneState::Closed => "cl",
-        ZoneState::ReadOnly => "ro",
-        ZoneState::Full => "fu",
         ZoneState::Offline => "of",
+        other => other.short_name(),
     }
 }
 

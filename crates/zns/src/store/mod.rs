@@ -42,6 +42,13 @@ pub trait MediaStore {
     fn sync(&mut self) -> Result<(), StoreError>;
 }
 
+/// Lets a namespace over a boxed store (a device image picks its store at run time) be printed.
+impl std::fmt::Debug for dyn MediaStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MediaStore")
+    }
+}
+
 impl<S: MediaStore + ?Sized> MediaStore for Box<S> {
     fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> Result<(), StoreError> {
         (**self).read_at(offset_bytes, buf)
