@@ -515,6 +515,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
             (ZoneSendAction::Finish, ImplicitlyOpened | ExplicitlyOpened) => self.commit(zone, Full, meta.wp_lba),
             (ZoneSendAction::Finish, Full) => Ok(()),
             (ZoneSendAction::Reset, ImplicitlyOpened | ExplicitlyOpened | Closed | Full) => {
+                self.zones[zone as usize].attrs = 0;
                 self.commit(zone, Empty, start)?;
                 self.discard_zone(zone);
                 Ok(())
@@ -654,6 +655,29 @@ impl<S: MediaStore> ZonedNamespace<S> {
             }
             Ok(())
         })
+    }
+
+    /// What a power loss leaves of a zone whose write buffer was not programmed: its write pointer moves back to
+    /// `durable_wp_lba` (never forward). An open or closed zone left with nothing is EMPTY. A FULL zone stays
+    /// FULL, with Zone Finished by Controller set, since reopening it could exceed the active limit; the blocks
+    /// it lost read as zeros. The caller applies the controller-reset rule afterwards (`power_cycle`).
+    pub fn lose_unwritten_data(&mut self, zone: u32, durable_wp_lba: u64) -> Result<(), Status> {
+        let meta = self.zones[zone as usize];
+        let start = self.geometry.zone_start_lba(zone);
+        let affected = meta.state.is_active() || meta.state == ZoneState::Full;
+        if !affected || durable_wp_lba >= meta.wp_lba || durable_wp_lba < start {
+            return Ok(());
+        }
+        if meta.state == ZoneState::Full {
+            self.zones[zone as usize].attrs |= crate::zone_attrs::ZFC;
+            return self.commit(zone, ZoneState::Full, durable_wp_lba);
+        }
+        if durable_wp_lba == start {
+            self.commit(zone, ZoneState::Empty, start)?;
+            self.discard_zone(zone);
+            return Ok(());
+        }
+        self.commit(zone, meta.state, durable_wp_lba)
     }
 
     /// Fault injection as null_blk's configfs `zone_readonly` / `zone_offline` offers it: the zone gives up its

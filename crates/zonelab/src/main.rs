@@ -3,6 +3,7 @@
 //! exits 1, a usage error exits 2.
 
 mod bench;
+mod calibrate;
 mod churn;
 mod demo;
 mod format;
@@ -62,6 +63,10 @@ enum Command {
     Flush { image: PathBuf },
     /// Run random writes, appends, resets and zone management on an image, with self-verifying data.
     Churn(churn::ChurnArgs),
+    /// List the device presets.
+    Presets,
+    /// Replay a preset's reference measurements in virtual time and print model against measurement.
+    Calibrate(calibrate::CalibrateArgs),
     /// Measure performance.
     Bench {
         #[command(subcommand)]
@@ -332,6 +337,8 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::PowerCycle { image } => Ok(Image::open(&image)?.namespace_mut().power_cycle()?),
         Command::Flush { image } => Ok(Image::open(&image)?.namespace_mut().flush()?),
         Command::Churn(args) => churn::run(&args, &mut stdout),
+        Command::Presets => calibrate::list_presets(&mut stdout),
+        Command::Calibrate(args) => calibrate::run(&args, &mut stdout),
         Command::Bench { which } => bench::run(which, &mut stdout),
         Command::Demo { dir } => {
             drop(stdout);

@@ -1,0 +1,308 @@
+//! The controller: each command runs through the namespace (what happens) and the flash model (when it
+//! completes), with the host path's cost on either side.
+
+use serde::Serialize;
+use zonelab_media::{FlashModel, WriteKind};
+use zonelab_zns::{Command, Completion, MediaStore, Status, ZoneSendAction, ZoneState, ZonedNamespace};
+
+use crate::{DeviceConfig, HostCost};
+
+/// How the host reaches the device; each path adds its own per-command cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostPath {
+    /// User-space driver: the least host overhead; carries zone append.
+    Spdk,
+    /// io_uring on the block device: no zone append.
+    IoUring,
+    /// io_uring NVMe passthrough: carries zone append.
+    IoUringCmd,
+    /// The kernel block layer (psync, libaio): no zone append from user space.
+    Kernel,
+}
+
+impl HostPath {
+    pub fn name(self) -> &'static str {
+        match self {
+            HostPath::Spdk => "spdk",
+            HostPath::IoUring => "io_uring",
+            HostPath::IoUringCmd => "io_uring_cmd",
+            HostPath::Kernel => "kernel",
+        }
+    }
+
+    pub fn carries_append(self) -> bool {
+        matches!(self, HostPath::Spdk | HostPath::IoUringCmd)
+    }
+}
+
+/// A submitted command's outcome and when the host sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Submitted {
+    pub complete_ns: u64,
+    pub result: Result<Completion, Status>,
+}
+
+/// One command as the trace records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TraceEvent {
+    pub submit_ns: u64,
+    pub complete_ns: u64,
+    pub opcode: u8,
+    pub slba: u64,
+    pub nlb: u64,
+    /// NVMe status code, 0 on success.
+    pub status: u16,
+}
+
+/// Commands and bytes the device has completed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceCounters {
+    pub reads: u64,
+    pub writes: u64,
+    pub appends: u64,
+    pub zone_management: u64,
+    pub resets: u64,
+    pub finishes: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+fn ns(us: f64) -> u64 {
+    (us * 1000.0).round() as u64
+}
+
+/// An emulated ZNS SSD over a media store.
+#[derive(Debug)]
+pub struct Device<S> {
+    name: String,
+    namespace: ZonedNamespace<S>,
+    media: FlashModel,
+    host: HostPath,
+    host_cost: HostCost,
+    power_loss_protection: bool,
+    counters: DeviceCounters,
+    trace: Option<Vec<TraceEvent>>,
+}
+
+impl<S: MediaStore> Device<S> {
+    /// A device as `config` describes it, over `store`, reached through `host`.
+    pub fn new(config: &DeviceConfig, store: S, host: HostPath) -> Result<Device<S>, zonelab_zns::ConfigError> {
+        let namespace = ZonedNamespace::new(config.namespace.clone(), store)?;
+        Ok(Device::with_namespace(config, namespace, host))
+    }
+
+    /// A device over an existing namespace (a device image's).
+    pub fn with_namespace(config: &DeviceConfig, namespace: ZonedNamespace<S>, host: HostPath) -> Device<S> {
+        let geometry = *namespace.geometry();
+        let media = FlashModel::new(config.media.clone(), geometry.zones, geometry.zone_cap_lba << geometry.lba_shift);
+        let host_cost = match host {
+            HostPath::Spdk => config.host.spdk,
+            HostPath::IoUring => config.host.io_uring,
+            HostPath::IoUringCmd => config.host.io_uring_cmd,
+            HostPath::Kernel => config.host.kernel,
+        };
+        Device {
+            name: config.name.clone(),
+            namespace,
+            media,
+            host,
+            host_cost,
+            power_loss_protection: config.power_loss_protection,
+            counters: DeviceCounters::default(),
+            trace: None,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn namespace(&self) -> &ZonedNamespace<S> {
+        &self.namespace
+    }
+
+    pub fn media(&self) -> &FlashModel {
+        &self.media
+    }
+
+    pub fn host_path(&self) -> HostPath {
+        self.host
+    }
+
+    pub fn counters(&self) -> &DeviceCounters {
+        &self.counters
+    }
+
+    /// Starts recording a trace event per command.
+    pub fn enable_trace(&mut self) {
+        self.trace.get_or_insert_with(Vec::new);
+    }
+
+    pub fn trace(&self) -> &[TraceEvent] {
+        self.trace.as_deref().unwrap_or(&[])
+    }
+
+    /// Marks the first `bytes` of a zone as written long ago (a preconditioned drive), without time passing:
+    /// the namespace gets the data through its store, the flash model the occupancy.
+    pub fn precondition(&mut self, zone: u32, bytes: u64) -> Result<(), Status> {
+        let geometry = *self.namespace.geometry();
+        let start = geometry.zone_start_lba(zone);
+        let blocks = bytes >> geometry.lba_shift;
+        if blocks > 0 {
+            self.namespace.write_zeroes(start, blocks)?;
+        }
+        self.media.precondition(zone, blocks << geometry.lba_shift);
+        Ok(())
+    }
+
+    /// Runs `command`, submitted by the host at `now`: the namespace decides what happens, the flash model when
+    /// the device is done, and the host path adds its cost on both sides.
+    pub fn submit(&mut self, now: u64, command: Command<'_>) -> Submitted {
+        let arrival = now + ns(self.host_cost.submit_us);
+        let (opcode, slba, nlb) = describe(&command, self.namespace.geometry().lba_shift);
+        let outcome = self.run(arrival, command);
+        let (device_done, result) = match outcome {
+            Ok((done, completion)) => (done, Ok(completion)),
+            Err(status) => {
+                self.counters.errors += 1;
+                (arrival, Err(status))
+            }
+        };
+        let complete_ns = device_done.max(arrival) + ns(self.host_cost.complete_us);
+        debug_assert!(complete_ns >= now, "a command completes no earlier than it is submitted");
+        if let Some(trace) = &mut self.trace {
+            let status = result.err().map_or(0, Status::code);
+            trace.push(TraceEvent { submit_ns: now, complete_ns, opcode, slba, nlb, status });
+        }
+        Submitted { complete_ns, result }
+    }
+
+    fn run(&mut self, at: u64, command: Command<'_>) -> Result<(u64, Completion), Status> {
+        let geometry = *self.namespace.geometry();
+        let lba_shift = geometry.lba_shift;
+        match command {
+            Command::Read { slba, buf } => {
+                let len = buf.len() as u64;
+                self.namespace.read(slba, buf)?;
+                let mut done = at;
+                let (mut lba, end) = (slba, slba + (len >> lba_shift));
+                while lba < end {
+                    let zone = geometry.zone_of(lba);
+                    let piece_end = end.min(geometry.zone_start_lba(zone) + geometry.zone_size_lba);
+                    let offset = (lba - geometry.zone_start_lba(zone)) << lba_shift;
+                    done = done.max(self.media.read(at, zone, offset, (piece_end - lba) << lba_shift));
+                    lba = piece_end;
+                }
+                self.counters.reads += 1;
+                self.counters.bytes_read += len;
+                Ok((done, Completion::Success))
+            }
+            Command::Write { slba, data } => {
+                let opens = self.opens_implicitly(slba);
+                self.namespace.write(slba, data)?;
+                self.counters.writes += 1;
+                self.counters.bytes_written += data.len() as u64;
+                Ok((self.timed_write(at, slba, data.len() as u64, WriteKind::Write, opens), Completion::Success))
+            }
+            Command::WriteZeroes { slba, nlb } => {
+                let opens = self.opens_implicitly(slba);
+                self.namespace.write_zeroes(slba, nlb)?;
+                self.counters.writes += 1;
+                Ok((self.timed_write(at, slba, nlb << lba_shift, WriteKind::Zeroes, opens), Completion::Success))
+            }
+            Command::Append { zslba, data } => {
+                if !self.host.carries_append() {
+                    return Err(Status::InvalidOpcode);
+                }
+                let opens = zslba < geometry.nsze_lba && self.opens_implicitly(zslba);
+                let lba = self.namespace.append(zslba, data)?;
+                self.counters.appends += 1;
+                self.counters.bytes_written += data.len() as u64;
+                Ok((
+                    self.timed_write(at, lba, data.len() as u64, WriteKind::Append, opens),
+                    Completion::Appended { lba },
+                ))
+            }
+            Command::Flush => {
+                self.namespace.flush()?;
+                Ok((self.media.busy_until().max(at), Completion::Success))
+            }
+            Command::ZoneManagementSend { slba, action, select_all } => {
+                let before: Vec<ZoneState> = (0..geometry.zones).map(|zone| self.namespace.zone(zone).state).collect();
+                self.namespace.zone_management_send(slba, action, select_all)?;
+                self.counters.zone_management += 1;
+                let mut done = at;
+                for (zone, old) in (0..geometry.zones).zip(before) {
+                    let new = self.namespace.zone(zone).state;
+                    let targeted = !select_all && zone == geometry.zone_of(slba);
+                    if new == old && !targeted {
+                        continue;
+                    }
+                    let finished = match action {
+                        ZoneSendAction::Reset => {
+                            self.counters.resets += u64::from(old != ZoneState::Empty);
+                            self.media.reset(at, zone)
+                        }
+                        ZoneSendAction::Finish if old != ZoneState::Full => {
+                            self.counters.finishes += 1;
+                            self.media.finish(at, zone)
+                        }
+                        ZoneSendAction::Open if old != new => self.media.open(at),
+                        ZoneSendAction::Close if old != new => self.media.close(at, zone),
+                        _ => self.media.management(at),
+                    };
+                    done = done.max(finished);
+                }
+                Ok((done, Completion::Success))
+            }
+            Command::ZoneManagementReceive { slba, action, filter, partial, buf } => {
+                self.namespace.zone_management_receive(slba, action, filter, partial, buf)?;
+                Ok((at, Completion::Success))
+            }
+        }
+    }
+
+    /// Whether a write at `slba` opens its zone implicitly (it is EMPTY or CLOSED).
+    fn opens_implicitly(&self, slba: u64) -> bool {
+        let geometry = self.namespace.geometry();
+        slba < geometry.nsze_lba
+            && matches!(self.namespace.zone(geometry.zone_of(slba)).state, ZoneState::Empty | ZoneState::Closed)
+    }
+
+    fn timed_write(&mut self, at: u64, slba: u64, len_bytes: u64, kind: WriteKind, opens: bool) -> u64 {
+        let geometry = *self.namespace.geometry();
+        let zone = geometry.zone_of(slba);
+        let offset = (slba - geometry.zone_start_lba(zone)) << geometry.lba_shift;
+        self.media.write(at, zone, offset, len_bytes, kind, opens)
+    }
+
+    /// A power loss at `at`. Without power-loss protection, data that was acknowledged but sat unprogrammed in a
+    /// write buffer is lost and each zone's write pointer rolls back to what was durable; with it, everything
+    /// acknowledged survives. Either way the controller then comes back up (the controller-reset rule).
+    pub fn power_loss(&mut self, at: u64) -> Result<(), Status> {
+        if !self.power_loss_protection {
+            let geometry = *self.namespace.geometry();
+            for zone in 0..geometry.zones {
+                let durable_lba = self.media.durable_bytes(zone, at) >> geometry.lba_shift;
+                self.namespace.lose_unwritten_data(zone, geometry.zone_start_lba(zone) + durable_lba)?;
+            }
+            self.media.lose_power(at);
+        }
+        self.namespace.power_cycle()
+    }
+}
+
+/// Opcode, SLBA and block count of a command, for the trace.
+fn describe(command: &Command<'_>, lba_shift: u32) -> (u8, u64, u64) {
+    match command {
+        Command::Read { slba, buf } => (0x02, *slba, (buf.len() as u64) >> lba_shift),
+        Command::Write { slba, data } => (0x01, *slba, (data.len() as u64) >> lba_shift),
+        Command::WriteZeroes { slba, nlb } => (0x08, *slba, *nlb),
+        Command::Append { zslba, data } => (0x7d, *zslba, (data.len() as u64) >> lba_shift),
+        Command::Flush => (0x00, 0, 0),
+        Command::ZoneManagementSend { slba, .. } => (0x79, *slba, 0),
+        Command::ZoneManagementReceive { slba, .. } => (0x7a, *slba, 0),
+    }
+}

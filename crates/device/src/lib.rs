@@ -1,0 +1,14 @@
+//! # zonelab-device: the emulated controller
+//!
+//! Layer 3 of `../shared/DESIGN.md`: one emulated ZNS controller that runs each command through the zoned
+//! namespace (what happens) and the flash model (when it completes), behind a host path (SPDK, io_uring,
+//! io_uring passthrough, the kernel block layer) that adds its own per-command cost. It also models power loss
+//! (without power-loss protection, what sat in the write buffer unprogrammed is lost and write pointers roll
+//! back), keeps counters, and records per-command trace events on request. Presets (`presets/*.toml`) describe
+//! whole devices.
+
+mod device;
+mod preset;
+
+pub use device::{Device, DeviceCounters, HostPath, Submitted, TraceEvent};
+pub use preset::{apply_override, DeviceConfig, HostCost, HostCosts, PresetError, PRESETS};

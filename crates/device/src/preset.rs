@@ -1,0 +1,152 @@
+//! Device presets: a namespace, a flash model and host-path costs in one TOML document. The presets in
+//! `presets/` are compiled in; a user may also give a TOML file, and override single fields (`key.path=value`).
+
+use serde::{Deserialize, Serialize};
+use zonelab_media::{MediaConfig, MediaConfigError};
+use zonelab_zns::{ConfigError, NamespaceConfig};
+
+/// The compiled-in presets, by name.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("zn540", include_str!("../../../presets/zn540.toml")),
+    ("confzns-zwal", include_str!("../../../presets/confzns-zwal.toml")),
+    ("nvmevirt-rezns", include_str!("../../../presets/nvmevirt-rezns.toml")),
+    ("instant", include_str!("../../../presets/instant.toml")),
+];
+
+/// Per-command cost of one host path, on the host's side of the device.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct HostCost {
+    pub submit_us: f64,
+    pub complete_us: f64,
+}
+
+/// The four host paths' costs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct HostCosts {
+    pub spdk: HostCost,
+    pub io_uring: HostCost,
+    pub io_uring_cmd: HostCost,
+    pub kernel: HostCost,
+}
+
+/// A whole device: what a preset file holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct DeviceConfig {
+    pub name: String,
+    pub description: String,
+    /// Acknowledged writes survive a power loss (capacitors flush the write buffer).
+    pub power_loss_protection: bool,
+    pub namespace: NamespaceConfig,
+    pub media: MediaConfig,
+    pub host: HostCosts,
+}
+
+/// Why a device configuration was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PresetError {
+    #[error(
+        "unknown preset {0:?}: the presets are zn540, confzns-zwal, nvmevirt-rezns, instant (or give a .toml file)"
+    )]
+    Unknown(String),
+    #[error("{origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("override {0:?} is not of the form key.path=value")]
+    OverrideSyntax(String),
+    #[error("override {key:?}: {reason}")]
+    Override { key: String, reason: String },
+    #[error(transparent)]
+    Namespace(#[from] ConfigError),
+    #[error(transparent)]
+    Media(#[from] MediaConfigError),
+}
+
+/// Sets one field of a TOML document by its dotted path; the value is parsed as TOML (`4`, `true`, `"2GiB"`),
+/// or taken as a string when it does not parse. Only existing fields can be set.
+pub fn apply_override(document: &mut toml::Table, assignment: &str) -> Result<(), PresetError> {
+    let (key, raw) = assignment.split_once('=').ok_or_else(|| PresetError::OverrideSyntax(assignment.to_string()))?;
+    let key = key.trim();
+    let value = toml::from_str::<toml::Table>(&format!("v = {}", raw.trim()))
+        .ok()
+        .and_then(|mut table| table.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.trim().to_string()));
+    let refuse = |reason: &str| PresetError::Override { key: key.to_string(), reason: reason.to_string() };
+    let mut parts = key.split('.').peekable();
+    let mut table = document;
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            if !table.contains_key(part) {
+                return Err(refuse("no such field"));
+            }
+            table.insert(part.to_string(), value);
+            return Ok(());
+        }
+        table = table.get_mut(part).and_then(toml::Value::as_table_mut).ok_or_else(|| refuse("no such section"))?;
+    }
+    Err(refuse("empty key"))
+}
+
+impl DeviceConfig {
+    /// A compiled-in preset by name, or a TOML file by path (anything ending in `.toml`), with overrides.
+    pub fn load(name_or_path: &str, overrides: &[String]) -> Result<DeviceConfig, PresetError> {
+        let (origin, text) = match PRESETS.iter().find(|(name, _)| *name == name_or_path) {
+            Some((name, text)) => (format!("preset {name}"), text.to_string()),
+            None if name_or_path.ends_with(".toml") => {
+                let text = std::fs::read_to_string(name_or_path).map_err(|error| PresetError::Parse {
+                    origin: name_or_path.to_string(),
+                    message: error.to_string(),
+                })?;
+                (name_or_path.to_string(), text)
+            }
+            None => return Err(PresetError::Unknown(name_or_path.to_string())),
+        };
+        DeviceConfig::parse(&origin, &text, overrides)
+    }
+
+    /// Parses a device document, applies overrides and validates the result.
+    pub fn parse(origin: &str, text: &str, overrides: &[String]) -> Result<DeviceConfig, PresetError> {
+        let parse_error = |message: String| PresetError::Parse { origin: origin.to_string(), message };
+        let mut document: toml::Table =
+            toml::from_str(text).map_err(|error| parse_error(error.message().to_string()))?;
+        for assignment in overrides {
+            apply_override(&mut document, assignment)?;
+        }
+        let config: DeviceConfig =
+            document.try_into().map_err(|error: toml::de::Error| parse_error(error.message().to_string()))?;
+        config.namespace.validate()?;
+        config.media.validate()?;
+        Ok(config)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a device configuration always serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_loads() {
+        for (name, _) in PRESETS {
+            let config = DeviceConfig::load(name, &[]).unwrap_or_else(|error| panic!("{name}: {error}"));
+            assert_eq!(&config.name, name);
+        }
+    }
+
+    #[test]
+    fn overrides_set_existing_fields_only() {
+        let config = DeviceConfig::load("zn540", &["namespace.zones=64".into(), "media.nand.channels=16".into()])
+            .expect("overridden");
+        assert_eq!((config.namespace.zones, config.media.nand.channels), (64, 16));
+        let error = DeviceConfig::load("zn540", &["namespace.zonez=64".into()]).expect_err("unknown field");
+        assert!(error.to_string().contains("no such field"), "{error}");
+        let error = DeviceConfig::load("zn540", &["media.nand.channels-per-zone=99".into()]).expect_err("invalid");
+        assert!(error.to_string().contains("channels-per-zone"), "{error}");
+        assert!(DeviceConfig::load("zn999", &[]).is_err());
+    }
+}

@@ -1,0 +1,186 @@
+//! The flash model's parameters, as presets write them (TOML, kebab-case, units in every name).
+
+use serde::{Deserialize, Serialize};
+
+/// NAND geometry and timing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct NandConfig {
+    pub channels: u32,
+    pub dies_per_channel: u32,
+    /// Planes per die that work independently (1 where the die is the unit of parallelism, as in NVMeVirt).
+    pub planes_per_die: u32,
+    /// Channels one zone spans (ConfZNS's chnls_per_zone); at most `channels`.
+    pub channels_per_zone: u32,
+    /// Dies on each of those channels that one zone spans (ConfZNS's ways_per_zone).
+    pub dies_per_channel_per_zone: u32,
+    /// Bytes programmed at once on one plane (TLC one-shot: three pages); the stripe unit of a zone.
+    pub program_unit_bytes: u64,
+    /// Program units per erase block.
+    pub block_program_units: u32,
+    pub read_latency_us: f64,
+    pub program_latency_us: f64,
+    pub erase_latency_us: f64,
+    /// Closing a partially programmed block before it is erased or left (dummy word lines); 0 for none.
+    pub seal_latency_us: f64,
+    /// Channel transfer rate in MiB/s.
+    pub channel_mib_per_s: f64,
+    /// Erases that may run at once device-wide (a power budget); 0 means one per plane.
+    pub erase_concurrency: u32,
+}
+
+/// The controller: firmware costs, the host link, the write buffer and the bandwidth budgets.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ControllerConfig {
+    /// Host link (PCIe) rate in MiB/s; 0 means no limit.
+    pub host_link_mib_per_s: f64,
+    /// Firmware latency of a read, before the NAND read.
+    pub read_firmware_us: f64,
+    /// Firmware latency of a write or append until the data is in the write buffer.
+    pub write_firmware_us: f64,
+    /// Extra write firmware latency per 4 KiB of data.
+    pub write_firmware_per_4k_us: f64,
+    /// Extra firmware latency of a zone append (the device picks the LBA), before its data moves.
+    pub append_extra_us: f64,
+    /// Extra latency of the first write to a zone that the write opens implicitly.
+    pub implicit_open_extra_us: f64,
+    /// Time the (single) command processor is busy per command, which bounds commands per second.
+    pub read_command_us: f64,
+    pub write_command_us: f64,
+    pub append_command_us: f64,
+    pub management_command_us: f64,
+    /// Device-wide budgets in MiB/s, shared by host writes, appends and finish padding (write) and by reads;
+    /// 0 means no limit.
+    pub write_mib_per_s: f64,
+    pub read_mib_per_s: f64,
+    /// Per-zone write buffer; 0 means none, and every write waits for its program.
+    pub zone_write_buffer_bytes: u64,
+    /// Writes complete once their data is in the write buffer, before it is programmed.
+    pub early_completion: bool,
+    /// Writes smaller than a program unit are held until the unit is complete (NVMeVirt); without this each
+    /// write programs every unit it touches (ConfZNS).
+    pub aggregate_program_units: bool,
+    /// Time appends at the write pointer after the append instead of where the data goes (ConfZNS maps an
+    /// append by its post-write pointer).
+    pub append_maps_post_write_pointer: bool,
+    pub open_us: f64,
+    pub close_us: f64,
+    /// Close of a zone holding data.
+    pub close_written_us: f64,
+    /// Controller cost of a reset before the erases.
+    pub reset_us: f64,
+    /// Controller cost of a finish before the padding.
+    pub finish_us: f64,
+}
+
+/// Energy per flash operation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct EnergyConfig {
+    pub page_read_nj: f64,
+    pub page_program_nj: f64,
+    pub block_erase_nj: f64,
+    /// Page size that the per-page energies are given for.
+    pub page_bytes: u64,
+}
+
+/// Everything the flash model needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct MediaConfig {
+    pub nand: NandConfig,
+    pub controller: ControllerConfig,
+    pub energy: EnergyConfig,
+}
+
+/// A media configuration refused by `validate`, naming the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {field}: {reason}")]
+pub struct MediaConfigError {
+    pub field: &'static str,
+    pub reason: String,
+}
+
+fn refuse(field: &'static str, reason: impl Into<String>) -> MediaConfigError {
+    MediaConfigError { field, reason: reason.into() }
+}
+
+impl MediaConfig {
+    /// Checks every field once; the model assumes a validated configuration.
+    pub fn validate(&self) -> Result<(), MediaConfigError> {
+        let nand = &self.nand;
+        for (field, value) in [
+            ("nand.channels", nand.channels),
+            ("nand.dies-per-channel", nand.dies_per_channel),
+            ("nand.planes-per-die", nand.planes_per_die),
+            ("nand.channels-per-zone", nand.channels_per_zone),
+            ("nand.dies-per-channel-per-zone", nand.dies_per_channel_per_zone),
+            ("nand.block-program-units", nand.block_program_units),
+        ] {
+            if value == 0 {
+                return Err(refuse(field, "must be at least 1"));
+            }
+        }
+        if nand.channels_per_zone > nand.channels {
+            return Err(refuse(
+                "nand.channels-per-zone",
+                format!("{} is above channels {}", nand.channels_per_zone, nand.channels),
+            ));
+        }
+        if nand.dies_per_channel_per_zone > nand.dies_per_channel {
+            return Err(refuse(
+                "nand.dies-per-channel-per-zone",
+                format!("{} is above dies-per-channel {}", nand.dies_per_channel_per_zone, nand.dies_per_channel),
+            ));
+        }
+        if nand.program_unit_bytes == 0 || nand.program_unit_bytes % 4096 != 0 {
+            return Err(refuse("nand.program-unit-bytes", "must be a positive multiple of 4096"));
+        }
+        if nand.channel_mib_per_s <= 0.0 {
+            return Err(refuse("nand.channel-mib-per-s", "must be positive"));
+        }
+        let times = [
+            ("nand.read-latency-us", nand.read_latency_us),
+            ("nand.program-latency-us", nand.program_latency_us),
+            ("nand.erase-latency-us", nand.erase_latency_us),
+            ("nand.seal-latency-us", nand.seal_latency_us),
+            ("controller.host-link-mib-per-s", self.controller.host_link_mib_per_s),
+            ("controller.read-firmware-us", self.controller.read_firmware_us),
+            ("controller.write-firmware-us", self.controller.write_firmware_us),
+            ("controller.write-firmware-per-4k-us", self.controller.write_firmware_per_4k_us),
+            ("controller.append-extra-us", self.controller.append_extra_us),
+            ("controller.implicit-open-extra-us", self.controller.implicit_open_extra_us),
+            ("controller.read-command-us", self.controller.read_command_us),
+            ("controller.write-command-us", self.controller.write_command_us),
+            ("controller.append-command-us", self.controller.append_command_us),
+            ("controller.management-command-us", self.controller.management_command_us),
+            ("controller.write-mib-per-s", self.controller.write_mib_per_s),
+            ("controller.read-mib-per-s", self.controller.read_mib_per_s),
+            ("controller.open-us", self.controller.open_us),
+            ("controller.close-us", self.controller.close_us),
+            ("controller.close-written-us", self.controller.close_written_us),
+            ("controller.reset-us", self.controller.reset_us),
+            ("controller.finish-us", self.controller.finish_us),
+            ("energy.page-read-nj", self.energy.page_read_nj),
+            ("energy.page-program-nj", self.energy.page_program_nj),
+            ("energy.block-erase-nj", self.energy.block_erase_nj),
+        ];
+        for (field, value) in times {
+            if !value.is_finite() || value < 0.0 {
+                return Err(refuse(field, format!("{value} is not a finite number at least 0")));
+            }
+        }
+        if self.controller.zone_write_buffer_bytes != 0
+            && self.controller.zone_write_buffer_bytes < nand.program_unit_bytes
+        {
+            return Err(refuse("controller.zone-write-buffer-bytes", "must hold at least one program unit, or be 0"));
+        }
+        Ok(())
+    }
+
+    /// Planes one zone is striped over.
+    pub fn planes_per_zone(&self) -> u32 {
+        self.nand.channels_per_zone * self.nand.dies_per_channel_per_zone * self.nand.planes_per_die
+    }
+}

@@ -1,0 +1,80 @@
+//! Flash operations counted by source, so that write amplification and energy per source fall out (MQSim tags
+//! every internal operation the same way).
+
+use serde::Serialize;
+
+use crate::EnergyConfig;
+
+/// Why a flash operation happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpSource {
+    HostRead,
+    HostWrite,
+    Append,
+    FinishPadding,
+    /// Dummy programs that close a partially programmed block.
+    Seal,
+    Reset,
+}
+
+impl OpSource {
+    pub const ALL: [OpSource; 6] = [
+        OpSource::HostRead,
+        OpSource::HostWrite,
+        OpSource::Append,
+        OpSource::FinishPadding,
+        OpSource::Seal,
+        OpSource::Reset,
+    ];
+}
+
+/// A kind of flash operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlashOp {
+    PageRead,
+    PageProgram,
+    BlockErase,
+}
+
+/// Counts of flash operations by source.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlashCounters {
+    pub page_reads: [u64; 6],
+    pub page_programs: [u64; 6],
+    pub block_erases: [u64; 6],
+}
+
+impl FlashCounters {
+    pub fn add(&mut self, op: FlashOp, source: OpSource, count: u64) {
+        let slot = match op {
+            FlashOp::PageRead => &mut self.page_reads,
+            FlashOp::PageProgram => &mut self.page_programs,
+            FlashOp::BlockErase => &mut self.block_erases,
+        };
+        slot[source as usize] += count;
+    }
+
+    pub fn get(&self, op: FlashOp, source: OpSource) -> u64 {
+        match op {
+            FlashOp::PageRead => self.page_reads[source as usize],
+            FlashOp::PageProgram => self.page_programs[source as usize],
+            FlashOp::BlockErase => self.block_erases[source as usize],
+        }
+    }
+
+    pub fn total(&self, op: FlashOp) -> u64 {
+        OpSource::ALL.iter().map(|&source| self.get(op, source)).sum()
+    }
+
+    /// Energy in nanojoules of the counted operations of one source.
+    pub fn energy_nj(&self, energy: &EnergyConfig, source: OpSource) -> f64 {
+        self.get(FlashOp::PageRead, source) as f64 * energy.page_read_nj
+            + self.get(FlashOp::PageProgram, source) as f64 * energy.page_program_nj
+            + self.get(FlashOp::BlockErase, source) as f64 * energy.block_erase_nj
+    }
+
+    pub fn total_energy_nj(&self, energy: &EnergyConfig) -> f64 {
+        OpSource::ALL.iter().map(|&source| self.energy_nj(energy, source)).sum()
+    }
+}

@@ -1,0 +1,502 @@
+//! The timing model: resources that keep the time they are next free, reserved by each command at submission.
+
+use std::collections::VecDeque;
+
+use crate::energy::{FlashCounters, FlashOp, OpSource};
+use crate::timeline::Timeline;
+use crate::MediaConfig;
+
+/// What kind of write a `write` call models.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteKind {
+    Write,
+    Append,
+    /// Write Zeroes: no data crosses the host link.
+    Zeroes,
+}
+
+/// A program unit whose data is in a zone's write buffer until its program ends.
+#[derive(Clone, Copy, Debug)]
+struct BufferedUnit {
+    unit: u64,
+    release_ns: u64,
+    bytes: u64,
+}
+
+/// What the model keeps of one zone.
+#[derive(Clone, Debug, Default)]
+struct ZoneMedia {
+    /// Host bytes written from the zone start (the write pointer, in bytes).
+    written_bytes: u64,
+    /// Program units reserved on planes, host data and padding alike, from the zone start.
+    programmed_units: u64,
+    /// Program units, from the zone start, that hold host data and have been programmed.
+    host_units: u64,
+    /// Units in the write buffer waiting for their program to end, in unit order.
+    in_flight: VecDeque<BufferedUnit>,
+    /// Bytes held in the write buffer (in-flight units and the partial unit not yet programmed).
+    buffered_bytes: u64,
+    /// The zone's partially programmed blocks have been closed (the zone filled, or was finished).
+    sealed: bool,
+}
+
+fn ns(us: f64) -> u64 {
+    (us * 1000.0).round() as u64
+}
+
+/// Nanoseconds to move `bytes` at `mib_per_s`; 0 when the rate is 0 (no limit).
+fn transfer_ns(bytes: u64, mib_per_s: f64) -> u64 {
+    if mib_per_s <= 0.0 {
+        return 0;
+    }
+    (bytes as f64 * 1e9 / (mib_per_s * 1_048_576.0)).round() as u64
+}
+
+/// The flash model of one device: its resources, its zones' placement and occupancy, and its counters.
+#[derive(Clone, Debug)]
+pub struct FlashModel {
+    config: MediaConfig,
+    zone_cap_bytes: u64,
+    unit_bytes: u64,
+    units_per_zone: u64,
+    planes_per_zone: u64,
+    blocks_per_zone_plane: u64,
+    pages_per_unit: u64,
+    read_ns: u64,
+    program_ns: u64,
+    erase_ns: u64,
+    seal_ns: u64,
+    plane_free: Vec<u64>,
+    /// Resources reserved for future instants fill gaps (see `Timeline`); the command processor and the
+    /// write budget are reserved in arrival order.
+    channels: Vec<Timeline>,
+    erase_slot_free: Vec<u64>,
+    command_free: u64,
+    link_to_device_free: u64,
+    link_to_host: Timeline,
+    write_budget_free: u64,
+    read_budget: Timeline,
+    zones: Vec<ZoneMedia>,
+    wear: Vec<u32>,
+    counters: FlashCounters,
+}
+
+impl FlashModel {
+    /// A model for `zones` zones of `zone_cap_bytes` writable bytes each; `config` must have been validated.
+    pub fn new(config: MediaConfig, zones: u32, zone_cap_bytes: u64) -> FlashModel {
+        let nand = &config.nand;
+        let unit_bytes = nand.program_unit_bytes;
+        let units_per_zone = zone_cap_bytes.div_ceil(unit_bytes);
+        let planes_per_zone = u64::from(config.planes_per_zone());
+        let blocks_per_zone_plane =
+            units_per_zone.div_ceil(planes_per_zone).div_ceil(u64::from(nand.block_program_units));
+        let planes = (nand.channels * nand.dies_per_channel * nand.planes_per_die) as usize;
+        let page_bytes = if config.energy.page_bytes == 0 { unit_bytes } else { config.energy.page_bytes };
+        FlashModel {
+            zone_cap_bytes,
+            unit_bytes,
+            units_per_zone,
+            planes_per_zone,
+            blocks_per_zone_plane,
+            pages_per_unit: unit_bytes.div_ceil(page_bytes),
+            read_ns: ns(nand.read_latency_us),
+            program_ns: ns(nand.program_latency_us),
+            erase_ns: ns(nand.erase_latency_us),
+            seal_ns: ns(nand.seal_latency_us),
+            plane_free: vec![0; planes],
+            channels: vec![Timeline::default(); nand.channels as usize],
+            erase_slot_free: vec![0; nand.erase_concurrency as usize],
+            command_free: 0,
+            link_to_device_free: 0,
+            link_to_host: Timeline::default(),
+            write_budget_free: 0,
+            read_budget: Timeline::default(),
+            zones: vec![ZoneMedia::default(); zones as usize],
+            wear: vec![0; zones as usize * (planes_per_zone * blocks_per_zone_plane) as usize],
+            counters: FlashCounters::default(),
+            config,
+        }
+    }
+
+    pub fn config(&self) -> &MediaConfig {
+        &self.config
+    }
+
+    pub fn counters(&self) -> &FlashCounters {
+        &self.counters
+    }
+
+    /// Erase count of every block, zone by zone, plane by plane.
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.wear
+    }
+
+    /// The global plane and channel of a zone's `unit`-th program unit: units go round-robin over the zone's
+    /// planes, the planes of one die first, then the next channel, then the next die on the same channels
+    /// (ConfZNS's order; with one plane per die it is NVMeVirt's). Zones narrower than the device take turns
+    /// over disjoint channel and die groups.
+    fn place(&self, zone: u32, unit: u64) -> (usize, usize) {
+        let nand = &self.config.nand;
+        let within = (unit % self.planes_per_zone) as u32;
+        let plane_in_die = within % nand.planes_per_die;
+        let stripe = within / nand.planes_per_die;
+        let channel_in_zone = stripe % nand.channels_per_zone;
+        let die_in_zone = stripe / nand.channels_per_zone;
+        let channel_groups = nand.channels / nand.channels_per_zone;
+        let die_groups = nand.dies_per_channel / nand.dies_per_channel_per_zone;
+        let group = zone % (channel_groups * die_groups);
+        let channel = (group % channel_groups) * nand.channels_per_zone + channel_in_zone;
+        let die = (group / channel_groups) * nand.dies_per_channel_per_zone + die_in_zone;
+        let plane = (die * nand.channels + channel) * nand.planes_per_die + plane_in_die;
+        (plane as usize, channel as usize)
+    }
+
+    /// Index into `wear` of the block that holds a zone's `unit`.
+    fn block_of(&self, zone: u32, unit: u64) -> usize {
+        let plane_in_zone = unit % self.planes_per_zone;
+        let block = unit / self.planes_per_zone / u64::from(self.config.nand.block_program_units);
+        ((u64::from(zone) * self.planes_per_zone + plane_in_zone) * self.blocks_per_zone_plane + block) as usize
+    }
+
+    /// Reserves the controller's command processor for `busy_us` from `now`; returns when it is done.
+    fn command(&mut self, now: u64, busy_us: f64) -> u64 {
+        let start = self.command_free.max(now);
+        self.command_free = start + ns(busy_us);
+        self.command_free
+    }
+
+    /// Programs one unit whose data is in the controller at `ready`: the channel moves it, then the plane
+    /// programs it. Returns when the program ends.
+    fn program(&mut self, now: u64, zone: u32, unit: u64, ready: u64, source: OpSource) -> u64 {
+        let (plane, channel) = self.place(zone, unit);
+        let moved = self.channels[channel].reserve(
+            now,
+            ready,
+            transfer_ns(self.unit_bytes, self.config.nand.channel_mib_per_s),
+        );
+        let done = self.plane_free[plane].max(moved) + self.program_ns;
+        self.plane_free[plane] = done;
+        self.counters.add(FlashOp::PageProgram, source, self.pages_per_unit);
+        done
+    }
+
+    /// Waits until `bytes` fit in the zone's write buffer, from `now`; returns when they do.
+    fn admit(&mut self, zone: u32, bytes: u64, now: u64) -> u64 {
+        let capacity = self.config.controller.zone_write_buffer_bytes;
+        let media = &mut self.zones[zone as usize];
+        let mut at = now;
+        while let Some(front) = media.in_flight.front() {
+            if front.release_ns > at && media.buffered_bytes + bytes <= capacity {
+                break;
+            }
+            at = at.max(front.release_ns);
+            media.buffered_bytes -= front.bytes;
+            media.in_flight.pop_front();
+        }
+        media.buffered_bytes += bytes;
+        at
+    }
+
+    /// A write, append or write zeroes of `len_bytes` at `offset_bytes` from the zone start, submitted to the
+    /// device at `now`; `opens_zone` marks the first write to a zone it opens implicitly. Returns the time the
+    /// device completes it.
+    pub fn write(
+        &mut self,
+        now: u64,
+        zone: u32,
+        offset_bytes: u64,
+        len_bytes: u64,
+        kind: WriteKind,
+        opens_zone: bool,
+    ) -> u64 {
+        debug_assert!(offset_bytes + len_bytes <= self.zone_cap_bytes);
+        let controller = self.config.controller.clone();
+        let append = kind == WriteKind::Append;
+        let command_done =
+            self.command(now, if append { controller.append_command_us } else { controller.write_command_us });
+        let firmware_done = now
+            + ns(controller.write_firmware_us
+                + controller.write_firmware_per_4k_us * len_bytes.div_ceil(4096) as f64
+                + if append { controller.append_extra_us } else { 0.0 }
+                + if opens_zone { controller.implicit_open_extra_us } else { 0.0 });
+        let mut data_ready = now + if append { ns(controller.append_extra_us) } else { 0 };
+        if controller.zone_write_buffer_bytes != 0 {
+            data_ready = self.admit(zone, len_bytes, data_ready);
+        }
+        let mut data_in = data_ready;
+        if kind != WriteKind::Zeroes {
+            let start = self.link_to_device_free.max(data_ready);
+            self.link_to_device_free = start + transfer_ns(len_bytes, controller.host_link_mib_per_s);
+            data_in = self.link_to_device_free;
+        }
+        let start = self.write_budget_free.max(data_ready);
+        self.write_budget_free = start + transfer_ns(len_bytes, controller.write_mib_per_s);
+        data_in = data_in.max(self.write_budget_free);
+
+        let source = if append { OpSource::Append } else { OpSource::HostWrite };
+        let end_bytes = offset_bytes + len_bytes;
+        self.zones[zone as usize].written_bytes = end_bytes;
+        let mut programmed = data_in;
+        if controller.aggregate_program_units {
+            let fills_zone = end_bytes == self.zone_cap_bytes;
+            let complete = if fills_zone { self.units_per_zone } else { end_bytes / self.unit_bytes };
+            programmed = programmed.max(self.program_through(now, zone, complete, data_in, source));
+            if fills_zone {
+                self.seal(zone, programmed);
+            }
+        } else {
+            let position = if append && controller.append_maps_post_write_pointer { end_bytes } else { offset_bytes };
+            let first = (position / self.unit_bytes).min(self.units_per_zone - 1);
+            for unit in first..first + len_bytes.div_ceil(self.unit_bytes) {
+                let unit = unit.min(self.units_per_zone - 1);
+                programmed = programmed.max(self.program(now, zone, unit, data_in, source));
+                let media = &mut self.zones[zone as usize];
+                media.programmed_units = media.programmed_units.max(unit + 1);
+                media.host_units = media.programmed_units;
+            }
+        }
+        let acknowledged = firmware_done.max(command_done).max(data_in);
+        if controller.early_completion {
+            acknowledged
+        } else {
+            acknowledged.max(programmed)
+        }
+    }
+
+    /// Programs a zone's host-data units up to `units` (exclusive) once their data is in at `ready`; returns
+    /// when the last program ends.
+    fn program_through(&mut self, now: u64, zone: u32, units: u64, ready: u64, source: OpSource) -> u64 {
+        let mut last = ready;
+        let first = self.zones[zone as usize].programmed_units;
+        for unit in first..units {
+            let done = self.program(now, zone, unit, ready, source);
+            last = last.max(done);
+            let bytes = self.unit_bytes.min(self.zone_cap_bytes - unit * self.unit_bytes);
+            let media = &mut self.zones[zone as usize];
+            if self.config.controller.zone_write_buffer_bytes != 0 {
+                media.in_flight.push_back(BufferedUnit { unit, release_ns: done, bytes });
+            }
+            media.programmed_units = unit + 1;
+            media.host_units = unit + 1;
+        }
+        last
+    }
+
+    /// Closes the partially programmed last block on each of the zone's planes, after `after`.
+    fn seal(&mut self, zone: u32, after: u64) -> u64 {
+        let media = &self.zones[zone as usize];
+        let programmed = media.programmed_units;
+        let mut done = after;
+        if !media.sealed && self.seal_ns != 0 {
+            for plane_in_zone in 0..self.planes_per_zone.min(programmed) {
+                let on_plane =
+                    programmed / self.planes_per_zone + u64::from(plane_in_zone < programmed % self.planes_per_zone);
+                if on_plane % u64::from(self.config.nand.block_program_units) != 0 {
+                    let (plane, _) = self.place(zone, plane_in_zone);
+                    self.plane_free[plane] = self.plane_free[plane].max(after) + self.seal_ns;
+                    done = done.max(self.plane_free[plane]);
+                    self.counters.add(FlashOp::PageProgram, OpSource::Seal, self.pages_per_unit);
+                }
+            }
+        }
+        self.zones[zone as usize].sealed = true;
+        done
+    }
+
+    /// A read of `len_bytes` at `offset_bytes` from the zone start. Data still in the write buffer, or never
+    /// written, needs no flash read.
+    pub fn read(&mut self, now: u64, zone: u32, offset_bytes: u64, len_bytes: u64) -> u64 {
+        let controller = self.config.controller.clone();
+        let command_done = self.command(now, controller.read_command_us);
+        let start = now + ns(controller.read_firmware_us);
+        let mut data_out = start;
+        let programmed = self.zones[zone as usize].programmed_units;
+        let mut offset = offset_bytes;
+        let end = offset_bytes + len_bytes;
+        while offset < end {
+            let unit = offset / self.unit_bytes;
+            let piece = ((unit + 1) * self.unit_bytes).min(end) - offset;
+            if unit < programmed {
+                let (plane, channel) = self.place(zone, unit);
+                let sensed = self.plane_free[plane].max(start) + self.read_ns;
+                let moved =
+                    self.channels[channel].reserve(now, sensed, transfer_ns(piece, self.config.nand.channel_mib_per_s));
+                self.plane_free[plane] = moved;
+                data_out = data_out.max(moved);
+                let page =
+                    if self.config.energy.page_bytes == 0 { self.unit_bytes } else { self.config.energy.page_bytes };
+                let pages = (offset + piece).div_ceil(page) - offset / page;
+                self.counters.add(FlashOp::PageRead, OpSource::HostRead, pages);
+            }
+            offset += piece;
+        }
+        let budget_done = self.read_budget.reserve(now, data_out, transfer_ns(len_bytes, controller.read_mib_per_s));
+        let link_done =
+            self.link_to_host.reserve(now, data_out, transfer_ns(len_bytes, controller.host_link_mib_per_s));
+        command_done.max(budget_done).max(link_done)
+    }
+
+    /// A zone management command that changes nothing on flash: the command processor's time only.
+    pub fn management(&mut self, now: u64) -> u64 {
+        let us = self.config.controller.management_command_us;
+        self.command(now, us)
+    }
+
+    /// Explicit open.
+    pub fn open(&mut self, now: u64) -> u64 {
+        self.management(now).max(now + ns(self.config.controller.open_us))
+    }
+
+    /// Close; closing a zone that holds data costs more.
+    pub fn close(&mut self, now: u64, zone: u32) -> u64 {
+        let controller = &self.config.controller;
+        let cost = if self.zones[zone as usize].written_bytes == 0 {
+            controller.close_us
+        } else {
+            controller.close_written_us
+        };
+        self.management(now).max(now + ns(cost))
+    }
+
+    /// Reset: the controller's cost, then on each of the zone's planes the erases of the blocks that hold host
+    /// data (a partially programmed block is sealed first). Blocks that hold finish padding are erased after
+    /// the reset completes, keeping their planes busy. Data in the write buffer is dropped.
+    pub fn reset(&mut self, now: u64, zone: u32) -> u64 {
+        let controller = self.config.controller.clone();
+        let command_done = self.command(now, controller.management_command_us);
+        let start = now + ns(controller.reset_us);
+        let media = std::mem::take(&mut self.zones[zone as usize]);
+        let block_units = u64::from(self.config.nand.block_program_units);
+        let mut done = start.max(command_done);
+        for plane_in_zone in 0..self.planes_per_zone.min(media.programmed_units) {
+            let units_on =
+                |units: u64| units / self.planes_per_zone + u64::from(plane_in_zone < units % self.planes_per_zone);
+            let programmed_here = units_on(media.programmed_units);
+            let host_here = units_on(media.host_units);
+            let partial = programmed_here % block_units != 0;
+            let (sync_seal, sync_blocks) = if media.sealed || !partial {
+                (0, host_here / block_units)
+            } else {
+                (self.seal_ns, host_here.div_ceil(block_units))
+            };
+            let all_blocks = programmed_here.div_ceil(block_units);
+            let (plane, _) = self.place(zone, plane_in_zone);
+            let mut at = self.plane_free[plane].max(start) + sync_seal;
+            let mut plane_done = if sync_seal == 0 && sync_blocks == 0 { start } else { at };
+            for block in 0..all_blocks {
+                at = self.erase_block(plane, at);
+                if block < sync_blocks {
+                    plane_done = at;
+                }
+                let unit = block * block_units * self.planes_per_zone + plane_in_zone;
+                let index = self.block_of(zone, unit);
+                self.wear[index] += 1;
+            }
+            done = done.max(plane_done);
+            self.plane_free[plane] = at;
+            self.counters.add(FlashOp::BlockErase, OpSource::Reset, all_blocks);
+        }
+        done
+    }
+
+    /// One block erase on `plane` from `at`, through the device's erase slots when their number is bounded.
+    fn erase_block(&mut self, plane: usize, at: u64) -> u64 {
+        let start = self.plane_free[plane].max(at);
+        match self.erase_slot_free.iter_mut().min_by_key(|free| **free) {
+            Some(slot) => {
+                let begin = (*slot).max(start);
+                *slot = begin + self.erase_ns;
+                *slot
+            }
+            None => start + self.erase_ns,
+        }
+    }
+
+    /// Finish: the controller's cost, then padding for the rest of the capacity through the write budget and
+    /// the zone's planes, and the sealing of the last partial blocks. An empty zone needs no padding.
+    pub fn finish(&mut self, now: u64, zone: u32) -> u64 {
+        let controller = self.config.controller.clone();
+        let command_done = self.command(now, controller.management_command_us);
+        let start = now + ns(controller.finish_us);
+        let written = self.zones[zone as usize].written_bytes;
+        if written == 0 {
+            self.zones[zone as usize].sealed = true;
+            return start.max(command_done);
+        }
+        let padding = self.zone_cap_bytes - written;
+        let budget_start = self.write_budget_free.max(start);
+        self.write_budget_free = budget_start + transfer_ns(padding, controller.write_mib_per_s);
+        let host_units = written.div_ceil(self.unit_bytes);
+        let mut last = self.program_through(now, zone, host_units, budget_start, OpSource::HostWrite);
+        for unit in host_units..self.units_per_zone {
+            let padded_to = ((unit + 1) * self.unit_bytes).min(self.zone_cap_bytes) - written;
+            let ready = budget_start + transfer_ns(padded_to, controller.write_mib_per_s);
+            last = last.max(self.program(now, zone, unit, ready, OpSource::FinishPadding));
+            self.zones[zone as usize].programmed_units = unit + 1;
+        }
+        let media = &mut self.zones[zone as usize];
+        media.written_bytes = self.zone_cap_bytes;
+        media.in_flight.clear();
+        media.buffered_bytes = 0;
+        let sealed = self.seal(zone, last);
+        sealed.max(self.write_budget_free).max(command_done)
+    }
+
+    /// Host bytes of the zone that are durable at `at`: programmed, and every unit before them too. What is
+    /// only in the write buffer is not.
+    pub fn durable_bytes(&self, zone: u32, at: u64) -> u64 {
+        let media = &self.zones[zone as usize];
+        let durable_units =
+            media.in_flight.iter().find(|unit| unit.release_ns > at).map_or(media.host_units, |unit| unit.unit);
+        (durable_units * self.unit_bytes).min(media.written_bytes)
+    }
+
+    /// A power loss at `at`: each zone keeps `durable_bytes` and its write buffer is gone. With power-loss
+    /// protection the caller does not call this: the buffer is flushed on capacitor power.
+    pub fn lose_power(&mut self, at: u64) {
+        for zone in 0..self.zones.len() as u32 {
+            let durable = self.durable_bytes(zone, at);
+            let unit_bytes = self.unit_bytes;
+            let media = &mut self.zones[zone as usize];
+            media.written_bytes = durable;
+            media.host_units = durable / unit_bytes;
+            media.programmed_units = media.host_units;
+            media.in_flight.clear();
+            media.buffered_bytes = 0;
+        }
+        for free in &mut self.plane_free {
+            *free = (*free).min(at);
+        }
+        for line in self.channels.iter_mut().chain([&mut self.link_to_host, &mut self.read_budget]) {
+            line.truncate(at);
+        }
+    }
+
+    /// Marks the first `bytes` of a zone as written and programmed long ago, with no time spent: a drive
+    /// preconditioned before a measurement. The tail that does not fill a program unit waits in the buffer.
+    pub fn precondition(&mut self, zone: u32, bytes: u64) {
+        let units = if bytes == self.zone_cap_bytes { self.units_per_zone } else { bytes / self.unit_bytes };
+        let media = &mut self.zones[zone as usize];
+        *media = ZoneMedia {
+            written_bytes: bytes,
+            programmed_units: units,
+            host_units: units,
+            in_flight: VecDeque::new(),
+            buffered_bytes: bytes - (units * self.unit_bytes).min(bytes),
+            sealed: bytes == self.zone_cap_bytes,
+        };
+    }
+
+    /// The latest time any resource is reserved to; no command submitted later completes before it needs to.
+    pub fn busy_until(&self) -> u64 {
+        let timelines = self.channels.iter().chain([&self.link_to_host, &self.read_budget]).map(Timeline::last_end);
+        self.plane_free
+            .iter()
+            .chain(&self.erase_slot_free)
+            .chain([&self.command_free, &self.link_to_device_free, &self.write_budget_free])
+            .copied()
+            .chain(timelines)
+            .max()
+            .unwrap_or(0)
+    }
+}

@@ -1,0 +1,107 @@
+//! A resource that can be reserved into the gaps between earlier reservations.
+//!
+//! A plain "next free at" timestamp serves reservations in the order they are made. That is right for a
+//! resource whose requests arrive in time order (the command processor), but wrong for one reserved for a
+//! future instant: a read whose data leaves its die at T would block the channel for a read whose die finished
+//! earlier but was reserved later. A timeline keeps the busy intervals and fills gaps, as a channel arbiter or
+//! NVMeVirt's credit-based channel model does.
+
+/// Busy intervals `[start, end)`, sorted, disjoint and never touching (touching ones are merged).
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    busy: Vec<(u64, u64)>,
+}
+
+/// Past this many live intervals the oldest are forgotten (their time is treated as busy), which bounds the
+/// cost of a reservation; far more than any queue depth leaves unmerged.
+const MAX_INTERVALS: usize = 4096;
+
+impl Timeline {
+    /// Reserves `duration` starting no earlier than `earliest`, in the first gap that fits; intervals that end
+    /// by `now` (no reservation can start before the present) are dropped. Returns the end of the reservation.
+    pub fn reserve(&mut self, now: u64, earliest: u64, duration: u64) -> u64 {
+        let stale = self.busy.partition_point(|&(_, end)| end <= now);
+        self.busy.drain(..stale);
+        if self.busy.len() > MAX_INTERVALS {
+            let forget = self.busy.len() - MAX_INTERVALS;
+            let floor = self.busy[forget].0;
+            self.busy.drain(..forget);
+            self.busy.insert(0, (now.min(floor), floor));
+        }
+        if duration == 0 {
+            return earliest;
+        }
+        let mut start = earliest;
+        let mut index = self.busy.partition_point(|&(_, end)| end <= start);
+        while let Some(&(busy_start, busy_end)) = self.busy.get(index) {
+            if start + duration <= busy_start {
+                break;
+            }
+            start = start.max(busy_end);
+            index += 1;
+        }
+        let end = start + duration;
+        self.insert(index, start, end);
+        end
+    }
+
+    /// Inserts `[start, end)` before `index`, merging with neighbours it touches.
+    fn insert(&mut self, index: usize, start: u64, end: u64) {
+        let joins_previous = index > 0 && self.busy[index - 1].1 == start;
+        let joins_next = self.busy.get(index).is_some_and(|&(next_start, _)| next_start == end);
+        match (joins_previous, joins_next) {
+            (true, true) => {
+                self.busy[index - 1].1 = self.busy[index].1;
+                self.busy.remove(index);
+            }
+            (true, false) => self.busy[index - 1].1 = end,
+            (false, true) => self.busy[index].0 = start,
+            (false, false) => self.busy.insert(index, (start, end)),
+        }
+    }
+
+    /// When the last reservation ends.
+    pub fn last_end(&self) -> u64 {
+        self.busy.last().map_or(0, |&(_, end)| end)
+    }
+
+    /// Moves every reservation after `at` back to `at` (a power loss stops all work).
+    pub fn truncate(&mut self, at: u64) {
+        self.busy.retain(|&(start, _)| start < at);
+        if let Some(last) = self.busy.last_mut() {
+            last.1 = last.1.min(at);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_gaps_and_merges() {
+        let mut line = Timeline::default();
+        assert_eq!(line.reserve(0, 100, 10), 110);
+        assert_eq!(line.reserve(0, 0, 10), 10, "an earlier gap is used");
+        assert_eq!(line.reserve(0, 95, 10), 120, "no gap before 110 fits 10");
+        assert_eq!(line.reserve(0, 10, 5), 15, "touching the first interval merges");
+        assert_eq!(line.busy, vec![(0, 15), (100, 120)]);
+        assert_eq!(line.reserve(200, 200, 1), 201, "intervals ended by now are dropped");
+        assert_eq!(line.busy, vec![(200, 201)]);
+        assert_eq!(line.last_end(), 201);
+    }
+
+    #[test]
+    fn never_overlaps() {
+        let mut line = Timeline::default();
+        let mut seed = 1u64;
+        for step in 0..2000u64 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let earliest = step * 3 + (seed >> 40) % 500;
+            let duration = 1 + (seed >> 20) % 40;
+            let end = line.reserve(step * 3, earliest, duration);
+            assert!(end >= earliest + duration);
+            assert!(line.busy.windows(2).all(|pair| pair[0].1 < pair[1].0), "disjoint and merged at step {step}");
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! # zonelab-workload: load and measurement
+//!
+//! Layer 6 of `../shared/DESIGN.md`. For now: the closed-loop load generator (a fixed number of jobs, each
+//! keeping its queue depth of one operation busy, as fio and SPDK's perf do) and the calibration of a preset
+//! against the reference measurements in `reference/`. The fio-compatible engine grows out of the generator.
+
+pub mod calibrate;
+mod closed_loop;
+
+pub use closed_loop::{run_closed_loop, LoopSpec, LoopStats, Operation};
