@@ -163,6 +163,18 @@ impl<S: MediaStore> Device<S> {
         let arrival = now + ns(self.host_cost.submit_us);
         let (opcode, slba, nlb) = describe(&command, self.namespace.geometry().lba_shift);
         let outcome = self.run(arrival, command);
+        self.complete(now, arrival, (opcode, slba, nlb), outcome)
+    }
+
+    /// The host-side end of a command: errors complete as soon as the device has them, then the host path's
+    /// completion cost; the trace records it.
+    fn complete(
+        &mut self,
+        now: u64,
+        arrival: u64,
+        described: (u8, u64, u64),
+        outcome: Result<(u64, Completion), Status>,
+    ) -> Submitted {
         let (device_done, result) = match outcome {
             Ok((done, completion)) => (done, Ok(completion)),
             Err(status) => {
@@ -173,6 +185,7 @@ impl<S: MediaStore> Device<S> {
         let complete_ns = device_done.max(arrival) + ns(self.host_cost.complete_us);
         debug_assert!(complete_ns >= now, "a command completes no earlier than it is submitted");
         if let Some(trace) = &mut self.trace {
+            let (opcode, slba, nlb) = described;
             let status = result.err().map_or(0, Status::code);
             trace.push(TraceEvent { submit_ns: now, complete_ns, opcode, slba, nlb, status });
         }
@@ -186,18 +199,7 @@ impl<S: MediaStore> Device<S> {
             Command::Read { slba, buf } => {
                 let len = buf.len() as u64;
                 self.namespace.read(slba, buf)?;
-                let mut done = at;
-                let (mut lba, end) = (slba, slba + (len >> lba_shift));
-                while lba < end {
-                    let zone = geometry.zone_of(lba);
-                    let piece_end = end.min(geometry.zone_start_lba(zone) + geometry.zone_size_lba);
-                    let offset = (lba - geometry.zone_start_lba(zone)) << lba_shift;
-                    done = done.max(self.media.read(at, zone, offset, (piece_end - lba) << lba_shift));
-                    lba = piece_end;
-                }
-                self.counters.reads += 1;
-                self.counters.bytes_read += len;
-                Ok((done, Completion::Success))
+                Ok((self.timed_read(at, slba, len), Completion::Success))
             }
             Command::Write { slba, data } => {
                 let opens = self.opens_implicitly(slba);
@@ -262,6 +264,33 @@ impl<S: MediaStore> Device<S> {
                 Ok((at, Completion::Success))
             }
         }
+    }
+
+    /// A read whose data the host does not want (a benchmark's): the same checks and timing as a Read, with
+    /// no data moved in the host's memory.
+    pub fn submit_read_without_data(&mut self, now: u64, slba: u64, nlb: u64) -> Submitted {
+        let arrival = now + ns(self.host_cost.submit_us);
+        let len = nlb << self.namespace.geometry().lba_shift;
+        let outcome = self.namespace.check_read(slba, nlb).map(|()| self.timed_read(arrival, slba, len));
+        self.complete(now, arrival, (0x02, slba, nlb), outcome.map(|done| (done, Completion::Success)))
+    }
+
+    /// The flash time of a read of `len_bytes` at `slba`, zone by zone.
+    fn timed_read(&mut self, at: u64, slba: u64, len_bytes: u64) -> u64 {
+        let geometry = *self.namespace.geometry();
+        let lba_shift = geometry.lba_shift;
+        let mut done = at;
+        let (mut lba, end) = (slba, slba + (len_bytes >> lba_shift));
+        while lba < end {
+            let zone = geometry.zone_of(lba);
+            let piece_end = end.min(geometry.zone_start_lba(zone) + geometry.zone_size_lba);
+            let offset = (lba - geometry.zone_start_lba(zone)) << lba_shift;
+            done = done.max(self.media.read(at, zone, offset, (piece_end - lba) << lba_shift));
+            lba = piece_end;
+        }
+        self.counters.reads += 1;
+        self.counters.bytes_read += len_bytes;
+        done
     }
 
     /// Whether a write at `slba` opens its zone implicitly (it is EMPTY or CLOSED).

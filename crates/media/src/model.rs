@@ -44,12 +44,83 @@ fn ns(us: f64) -> u64 {
     (us * 1000.0).round() as u64
 }
 
-/// Nanoseconds to move `bytes` at `mib_per_s`; 0 when the rate is 0 (no limit).
-fn transfer_ns(bytes: u64, mib_per_s: f64) -> u64 {
+/// Nanoseconds per byte at `mib_per_s`; 0 when the rate is 0 (no limit).
+fn ns_per_byte(mib_per_s: f64) -> f64 {
     if mib_per_s <= 0.0 {
-        return 0;
+        0.0
+    } else {
+        1e9 / (mib_per_s * 1_048_576.0)
     }
-    (bytes as f64 * 1e9 / (mib_per_s * 1_048_576.0)).round() as u64
+}
+
+/// Nanoseconds to move `bytes` at `ns_per_byte`.
+fn transfer_ns(bytes: u64, ns_per_byte: f64) -> u64 {
+    (bytes as f64 * ns_per_byte + 0.5) as u64
+}
+
+/// The configuration's times in nanoseconds and rates in nanoseconds per byte, converted once.
+#[derive(Clone, Debug)]
+struct Costs {
+    read_ns: u64,
+    program_ns: u64,
+    erase_ns: u64,
+    seal_ns: u64,
+    channel_ns_per_byte: f64,
+    link_ns_per_byte: f64,
+    write_budget_ns_per_byte: f64,
+    read_budget_ns_per_byte: f64,
+    read_firmware_ns: u64,
+    write_firmware_ns: u64,
+    write_firmware_per_4k_ns: u64,
+    append_extra_ns: u64,
+    implicit_open_extra_ns: u64,
+    read_command_ns: u64,
+    write_command_ns: u64,
+    append_command_ns: u64,
+    management_command_ns: u64,
+    open_ns: u64,
+    close_ns: u64,
+    close_written_ns: u64,
+    reset_ns: u64,
+    finish_ns: u64,
+    zone_write_buffer_bytes: u64,
+    early_completion: bool,
+    aggregate_program_units: bool,
+    append_maps_post_write_pointer: bool,
+}
+
+impl Costs {
+    fn new(config: &MediaConfig) -> Costs {
+        let (nand, controller) = (&config.nand, &config.controller);
+        Costs {
+            read_ns: ns(nand.read_latency_us),
+            program_ns: ns(nand.program_latency_us),
+            erase_ns: ns(nand.erase_latency_us),
+            seal_ns: ns(nand.seal_latency_us),
+            channel_ns_per_byte: ns_per_byte(nand.channel_mib_per_s),
+            link_ns_per_byte: ns_per_byte(controller.host_link_mib_per_s),
+            write_budget_ns_per_byte: ns_per_byte(controller.write_mib_per_s),
+            read_budget_ns_per_byte: ns_per_byte(controller.read_mib_per_s),
+            read_firmware_ns: ns(controller.read_firmware_us),
+            write_firmware_ns: ns(controller.write_firmware_us),
+            write_firmware_per_4k_ns: ns(controller.write_firmware_per_4k_us),
+            append_extra_ns: ns(controller.append_extra_us),
+            implicit_open_extra_ns: ns(controller.implicit_open_extra_us),
+            read_command_ns: ns(controller.read_command_us),
+            write_command_ns: ns(controller.write_command_us),
+            append_command_ns: ns(controller.append_command_us),
+            management_command_ns: ns(controller.management_command_us),
+            open_ns: ns(controller.open_us),
+            close_ns: ns(controller.close_us),
+            close_written_ns: ns(controller.close_written_us),
+            reset_ns: ns(controller.reset_us),
+            finish_ns: ns(controller.finish_us),
+            zone_write_buffer_bytes: controller.zone_write_buffer_bytes,
+            early_completion: controller.early_completion,
+            aggregate_program_units: controller.aggregate_program_units,
+            append_maps_post_write_pointer: controller.append_maps_post_write_pointer,
+        }
+    }
 }
 
 /// The flash model of one device: its resources, its zones' placement and occupancy, and its counters.
@@ -62,10 +133,8 @@ pub struct FlashModel {
     planes_per_zone: u64,
     blocks_per_zone_plane: u64,
     pages_per_unit: u64,
-    read_ns: u64,
-    program_ns: u64,
-    erase_ns: u64,
-    seal_ns: u64,
+    page_bytes: u64,
+    costs: Costs,
     plane_free: Vec<u64>,
     /// Resources reserved for future instants fill gaps (see `Timeline`); the command processor and the
     /// write budget are reserved in arrival order.
@@ -99,10 +168,8 @@ impl FlashModel {
             planes_per_zone,
             blocks_per_zone_plane,
             pages_per_unit: unit_bytes.div_ceil(page_bytes),
-            read_ns: ns(nand.read_latency_us),
-            program_ns: ns(nand.program_latency_us),
-            erase_ns: ns(nand.erase_latency_us),
-            seal_ns: ns(nand.seal_latency_us),
+            page_bytes,
+            costs: Costs::new(&config),
             plane_free: vec![0; planes],
             channels: vec![Timeline::default(); nand.channels as usize],
             erase_slot_free: vec![0; nand.erase_concurrency as usize],
@@ -159,9 +226,9 @@ impl FlashModel {
     }
 
     /// Reserves the controller's command processor for `busy_us` from `now`; returns when it is done.
-    fn command(&mut self, now: u64, busy_us: f64) -> u64 {
+    fn command(&mut self, now: u64, busy_ns: u64) -> u64 {
         let start = self.command_free.max(now);
-        self.command_free = start + ns(busy_us);
+        self.command_free = start + busy_ns;
         self.command_free
     }
 
@@ -169,12 +236,9 @@ impl FlashModel {
     /// programs it. Returns when the program ends.
     fn program(&mut self, now: u64, zone: u32, unit: u64, ready: u64, source: OpSource) -> u64 {
         let (plane, channel) = self.place(zone, unit);
-        let moved = self.channels[channel].reserve(
-            now,
-            ready,
-            transfer_ns(self.unit_bytes, self.config.nand.channel_mib_per_s),
-        );
-        let done = self.plane_free[plane].max(moved) + self.program_ns;
+        let moved =
+            self.channels[channel].reserve(now, ready, transfer_ns(self.unit_bytes, self.costs.channel_ns_per_byte));
+        let done = self.plane_free[plane].max(moved) + self.costs.program_ns;
         self.plane_free[plane] = done;
         self.counters.add(FlashOp::PageProgram, source, self.pages_per_unit);
         done
@@ -182,7 +246,7 @@ impl FlashModel {
 
     /// Waits until `bytes` fit in the zone's write buffer, from `now`; returns when they do.
     fn admit(&mut self, zone: u32, bytes: u64, now: u64) -> u64 {
-        let capacity = self.config.controller.zone_write_buffer_bytes;
+        let capacity = self.costs.zone_write_buffer_bytes;
         let media = &mut self.zones[zone as usize];
         let mut at = now;
         while let Some(front) = media.in_flight.front() {
@@ -210,34 +274,36 @@ impl FlashModel {
         opens_zone: bool,
     ) -> u64 {
         debug_assert!(offset_bytes + len_bytes <= self.zone_cap_bytes);
-        let controller = self.config.controller.clone();
+        let costs = &self.costs;
         let append = kind == WriteKind::Append;
-        let command_done =
-            self.command(now, if append { controller.append_command_us } else { controller.write_command_us });
+        let append_extra = if append { costs.append_extra_ns } else { 0 };
         let firmware_done = now
-            + ns(controller.write_firmware_us
-                + controller.write_firmware_per_4k_us * len_bytes.div_ceil(4096) as f64
-                + if append { controller.append_extra_us } else { 0.0 }
-                + if opens_zone { controller.implicit_open_extra_us } else { 0.0 });
-        let mut data_ready = now + if append { ns(controller.append_extra_us) } else { 0 };
-        if controller.zone_write_buffer_bytes != 0 {
+            + costs.write_firmware_ns
+            + costs.write_firmware_per_4k_ns * len_bytes.div_ceil(4096)
+            + append_extra
+            + if opens_zone { costs.implicit_open_extra_ns } else { 0 };
+        let (link_ns, budget_ns) =
+            (transfer_ns(len_bytes, costs.link_ns_per_byte), transfer_ns(len_bytes, costs.write_budget_ns_per_byte));
+        let buffered = costs.zone_write_buffer_bytes != 0;
+        let command_done =
+            self.command(now, if append { self.costs.append_command_ns } else { self.costs.write_command_ns });
+        let mut data_ready = now + append_extra;
+        if buffered {
             data_ready = self.admit(zone, len_bytes, data_ready);
         }
         let mut data_in = data_ready;
         if kind != WriteKind::Zeroes {
-            let start = self.link_to_device_free.max(data_ready);
-            self.link_to_device_free = start + transfer_ns(len_bytes, controller.host_link_mib_per_s);
+            self.link_to_device_free = self.link_to_device_free.max(data_ready) + link_ns;
             data_in = self.link_to_device_free;
         }
-        let start = self.write_budget_free.max(data_ready);
-        self.write_budget_free = start + transfer_ns(len_bytes, controller.write_mib_per_s);
+        self.write_budget_free = self.write_budget_free.max(data_ready) + budget_ns;
         data_in = data_in.max(self.write_budget_free);
 
         let source = if append { OpSource::Append } else { OpSource::HostWrite };
         let end_bytes = offset_bytes + len_bytes;
         self.zones[zone as usize].written_bytes = end_bytes;
         let mut programmed = data_in;
-        if controller.aggregate_program_units {
+        if self.costs.aggregate_program_units {
             let fills_zone = end_bytes == self.zone_cap_bytes;
             let complete = if fills_zone { self.units_per_zone } else { end_bytes / self.unit_bytes };
             programmed = programmed.max(self.program_through(now, zone, complete, data_in, source));
@@ -245,7 +311,7 @@ impl FlashModel {
                 self.seal(zone, programmed);
             }
         } else {
-            let position = if append && controller.append_maps_post_write_pointer { end_bytes } else { offset_bytes };
+            let position = if append && self.costs.append_maps_post_write_pointer { end_bytes } else { offset_bytes };
             let first = (position / self.unit_bytes).min(self.units_per_zone - 1);
             for unit in first..first + len_bytes.div_ceil(self.unit_bytes) {
                 let unit = unit.min(self.units_per_zone - 1);
@@ -256,7 +322,7 @@ impl FlashModel {
             }
         }
         let acknowledged = firmware_done.max(command_done).max(data_in);
-        if controller.early_completion {
+        if self.costs.early_completion {
             acknowledged
         } else {
             acknowledged.max(programmed)
@@ -273,7 +339,7 @@ impl FlashModel {
             last = last.max(done);
             let bytes = self.unit_bytes.min(self.zone_cap_bytes - unit * self.unit_bytes);
             let media = &mut self.zones[zone as usize];
-            if self.config.controller.zone_write_buffer_bytes != 0 {
+            if self.costs.zone_write_buffer_bytes != 0 {
                 media.in_flight.push_back(BufferedUnit { unit, release_ns: done, bytes });
             }
             media.programmed_units = unit + 1;
@@ -287,13 +353,13 @@ impl FlashModel {
         let media = &self.zones[zone as usize];
         let programmed = media.programmed_units;
         let mut done = after;
-        if !media.sealed && self.seal_ns != 0 {
+        if !media.sealed && self.costs.seal_ns != 0 {
             for plane_in_zone in 0..self.planes_per_zone.min(programmed) {
                 let on_plane =
                     programmed / self.planes_per_zone + u64::from(plane_in_zone < programmed % self.planes_per_zone);
                 if on_plane % u64::from(self.config.nand.block_program_units) != 0 {
                     let (plane, _) = self.place(zone, plane_in_zone);
-                    self.plane_free[plane] = self.plane_free[plane].max(after) + self.seal_ns;
+                    self.plane_free[plane] = self.plane_free[plane].max(after) + self.costs.seal_ns;
                     done = done.max(self.plane_free[plane]);
                     self.counters.add(FlashOp::PageProgram, OpSource::Seal, self.pages_per_unit);
                 }
@@ -306,9 +372,8 @@ impl FlashModel {
     /// A read of `len_bytes` at `offset_bytes` from the zone start. Data still in the write buffer, or never
     /// written, needs no flash read.
     pub fn read(&mut self, now: u64, zone: u32, offset_bytes: u64, len_bytes: u64) -> u64 {
-        let controller = self.config.controller.clone();
-        let command_done = self.command(now, controller.read_command_us);
-        let start = now + ns(controller.read_firmware_us);
+        let command_done = self.command(now, self.costs.read_command_ns);
+        let start = now + self.costs.read_firmware_ns;
         let mut data_out = start;
         let programmed = self.zones[zone as usize].programmed_units;
         let mut offset = offset_bytes;
@@ -318,53 +383,48 @@ impl FlashModel {
             let piece = ((unit + 1) * self.unit_bytes).min(end) - offset;
             if unit < programmed {
                 let (plane, channel) = self.place(zone, unit);
-                let sensed = self.plane_free[plane].max(start) + self.read_ns;
+                let sensed = self.plane_free[plane].max(start) + self.costs.read_ns;
                 let moved =
-                    self.channels[channel].reserve(now, sensed, transfer_ns(piece, self.config.nand.channel_mib_per_s));
+                    self.channels[channel].reserve(now, sensed, transfer_ns(piece, self.costs.channel_ns_per_byte));
                 self.plane_free[plane] = moved;
                 data_out = data_out.max(moved);
-                let page =
-                    if self.config.energy.page_bytes == 0 { self.unit_bytes } else { self.config.energy.page_bytes };
-                let pages = (offset + piece).div_ceil(page) - offset / page;
+                let pages = (offset + piece).div_ceil(self.page_bytes) - offset / self.page_bytes;
                 self.counters.add(FlashOp::PageRead, OpSource::HostRead, pages);
             }
             offset += piece;
         }
-        let budget_done = self.read_budget.reserve(now, data_out, transfer_ns(len_bytes, controller.read_mib_per_s));
-        let link_done =
-            self.link_to_host.reserve(now, data_out, transfer_ns(len_bytes, controller.host_link_mib_per_s));
+        let budget_done =
+            self.read_budget.reserve(now, data_out, transfer_ns(len_bytes, self.costs.read_budget_ns_per_byte));
+        let link_done = self.link_to_host.reserve(now, data_out, transfer_ns(len_bytes, self.costs.link_ns_per_byte));
         command_done.max(budget_done).max(link_done)
     }
 
     /// A zone management command that changes nothing on flash: the command processor's time only.
     pub fn management(&mut self, now: u64) -> u64 {
-        let us = self.config.controller.management_command_us;
-        self.command(now, us)
+        self.command(now, self.costs.management_command_ns)
     }
 
     /// Explicit open.
     pub fn open(&mut self, now: u64) -> u64 {
-        self.management(now).max(now + ns(self.config.controller.open_us))
+        self.management(now).max(now + self.costs.open_ns)
     }
 
     /// Close; closing a zone that holds data costs more.
     pub fn close(&mut self, now: u64, zone: u32) -> u64 {
-        let controller = &self.config.controller;
         let cost = if self.zones[zone as usize].written_bytes == 0 {
-            controller.close_us
+            self.costs.close_ns
         } else {
-            controller.close_written_us
+            self.costs.close_written_ns
         };
-        self.management(now).max(now + ns(cost))
+        self.management(now).max(now + cost)
     }
 
     /// Reset: the controller's cost, then on each of the zone's planes the erases of the blocks that hold host
     /// data (a partially programmed block is sealed first). Blocks that hold finish padding are erased after
     /// the reset completes, keeping their planes busy. Data in the write buffer is dropped.
     pub fn reset(&mut self, now: u64, zone: u32) -> u64 {
-        let controller = self.config.controller.clone();
-        let command_done = self.command(now, controller.management_command_us);
-        let start = now + ns(controller.reset_us);
+        let command_done = self.management(now);
+        let start = now + self.costs.reset_ns;
         let media = std::mem::take(&mut self.zones[zone as usize]);
         let block_units = u64::from(self.config.nand.block_program_units);
         let mut done = start.max(command_done);
@@ -377,7 +437,7 @@ impl FlashModel {
             let (sync_seal, sync_blocks) = if media.sealed || !partial {
                 (0, host_here / block_units)
             } else {
-                (self.seal_ns, host_here.div_ceil(block_units))
+                (self.costs.seal_ns, host_here.div_ceil(block_units))
             };
             let all_blocks = programmed_here.div_ceil(block_units);
             let (plane, _) = self.place(zone, plane_in_zone);
@@ -405,19 +465,19 @@ impl FlashModel {
         match self.erase_slot_free.iter_mut().min_by_key(|free| **free) {
             Some(slot) => {
                 let begin = (*slot).max(start);
-                *slot = begin + self.erase_ns;
+                *slot = begin + self.costs.erase_ns;
                 *slot
             }
-            None => start + self.erase_ns,
+            None => start + self.costs.erase_ns,
         }
     }
 
     /// Finish: the controller's cost, then padding for the rest of the capacity through the write budget and
     /// the zone's planes, and the sealing of the last partial blocks. An empty zone needs no padding.
     pub fn finish(&mut self, now: u64, zone: u32) -> u64 {
-        let controller = self.config.controller.clone();
-        let command_done = self.command(now, controller.management_command_us);
-        let start = now + ns(controller.finish_us);
+        let command_done = self.management(now);
+        let start = now + self.costs.finish_ns;
+        let budget_ns_per_byte = self.costs.write_budget_ns_per_byte;
         let written = self.zones[zone as usize].written_bytes;
         if written == 0 {
             self.zones[zone as usize].sealed = true;
@@ -425,12 +485,12 @@ impl FlashModel {
         }
         let padding = self.zone_cap_bytes - written;
         let budget_start = self.write_budget_free.max(start);
-        self.write_budget_free = budget_start + transfer_ns(padding, controller.write_mib_per_s);
+        self.write_budget_free = budget_start + transfer_ns(padding, budget_ns_per_byte);
         let host_units = written.div_ceil(self.unit_bytes);
         let mut last = self.program_through(now, zone, host_units, budget_start, OpSource::HostWrite);
         for unit in host_units..self.units_per_zone {
             let padded_to = ((unit + 1) * self.unit_bytes).min(self.zone_cap_bytes) - written;
-            let ready = budget_start + transfer_ns(padded_to, controller.write_mib_per_s);
+            let ready = budget_start + transfer_ns(padded_to, budget_ns_per_byte);
             last = last.max(self.program(now, zone, unit, ready, OpSource::FinishPadding));
             self.zones[zone as usize].programmed_units = unit + 1;
         }

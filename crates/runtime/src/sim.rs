@@ -48,7 +48,6 @@ struct Shared<S> {
     free_slots: Vec<usize>,
     reorder: Option<SplitMix64>,
     spawned: Vec<Task>,
-    scratch: Vec<u8>,
 }
 
 impl<S: MediaStore> Shared<S> {
@@ -85,17 +84,13 @@ impl<S: MediaStore> Shared<S> {
             )
         };
         match command {
-            QueuedCommand::Read { slba, nlb, keep } => {
-                let len = nlb.saturating_mul(lba_size).min(usize::MAX as u64) as usize;
-                let mut buf = if keep { vec![0u8; len] } else { std::mem::take(&mut self.scratch) };
-                buf.resize(len, 0);
+            QueuedCommand::Read { slba, nlb, keep: false } => {
+                with(self.device.submit_read_without_data(now, slba, nlb), Output::Done)
+            }
+            QueuedCommand::Read { slba, nlb, keep: true } => {
+                let mut buf = vec![0u8; nlb.saturating_mul(lba_size).min(usize::MAX as u64) as usize];
                 let submitted = self.device.submit(now, Command::Read { slba, buf: &mut buf });
-                if keep {
-                    with(submitted, Output::Data(buf))
-                } else {
-                    self.scratch = buf;
-                    with(submitted, Output::Done)
-                }
+                with(submitted, Output::Data(buf))
             }
             QueuedCommand::Write { slba, data } => {
                 let submitted = match &data {
@@ -267,7 +262,6 @@ impl<S: MediaStore + 'static> Simulation<S> {
             free_slots: Vec::new(),
             reorder: reorder_seed.map(|seed| SplitMix64::split(seed, "reorder")),
             spawned: Vec::new(),
-            scratch: Vec::new(),
         };
         Simulation { shared: Rc::new(RefCell::new(shared)), tasks: Vec::new(), ready: VecDeque::new() }
     }

@@ -267,10 +267,12 @@ impl<S: MediaStore> ZonedNamespace<S> {
         lba << self.geometry.lba_shift
     }
 
-    /// Read: MDTS, bounds, zone boundary and state checks, DULBE (QEMU `nvme_read`). Blocks at or above a zone's
-    /// write pointer read as zeros whatever the store holds.
-    pub fn read(&mut self, slba: u64, buf: &mut [u8]) -> Result<(), Status> {
-        let nlb = self.blocks_in(buf.len())?;
+    /// Every check a read of `nlb` blocks at `slba` passes before data moves: MDTS, bounds, zone boundary,
+    /// zone state, DULBE. A host that wants only the read's outcome, not its data, calls this alone.
+    pub fn check_read(&self, slba: u64, nlb: u64) -> Result<(), Status> {
+        if nlb == 0 {
+            return Err(Status::InvalidField);
+        }
         self.check_mdts(nlb)?;
         self.check_bounds(slba, nlb)?;
         let end = slba + nlb;
@@ -292,6 +294,17 @@ impl<S: MediaStore> ZonedNamespace<S> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Read: MDTS, bounds, zone boundary and state checks, DULBE (QEMU `nvme_read`). Blocks at or above a zone's
+    /// write pointer read as zeros whatever the store holds.
+    pub fn read(&mut self, slba: u64, buf: &mut [u8]) -> Result<(), Status> {
+        let nlb = self.blocks_in(buf.len())?;
+        self.check_read(slba, nlb)?;
+        let end = slba + nlb;
+        let first_zone = self.geometry.zone_of(slba);
+        let last_zone = self.geometry.zone_of(end - 1);
         for zone in first_zone..=last_zone {
             let piece_start = slba.max(self.geometry.zone_start_lba(zone));
             let piece_end = end.min(self.geometry.zone_start_lba(zone) + self.geometry.zone_size_lba);

@@ -6,6 +6,9 @@ use std::time::Instant;
 
 use clap::Subcommand;
 use serde_json::json;
+use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_runtime::Simulation;
+use zonelab_workload::{run_closed_loop, LoopSpec, Operation};
 use zonelab_zns::{ByteSize, NamespaceConfig, NullStore, ZoneSendAction, ZonedNamespace};
 
 use crate::{stdout_error, CliError};
@@ -24,11 +27,27 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Simulated commands per wall-clock second of the whole virtual-time stack (runtime, device, flash model,
+    /// zns layer, null store) on a preset: 4 KiB writes over 14 zones at QD 1 per zone, 4 KiB random reads at
+    /// QD 64, and 8 KiB appends over 14 zones at QD 4 per zone. Also prints the process's peak memory.
+    Sim {
+        #[arg(long, default_value = "zn540")]
+        preset: String,
+        /// Timed runs of each workload; the median is reported.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Simulated commands in each run.
+        #[arg(long, default_value_t = 1_000_000)]
+        commands: u64,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(which: BenchCommand, out: &mut impl Write) -> Result<(), CliError> {
     match which {
         BenchCommand::Core { runs, commands, json } => core(runs.max(1), commands.max(1), json, out),
+        BenchCommand::Sim { preset, runs, commands, json } => sim(&preset, runs.max(1), commands.max(1000), json, out),
     }
 }
 
@@ -133,6 +152,77 @@ fn core(runs: usize, commands: u64, json: bool, out: &mut impl Write) -> Result<
     }
     if json {
         writeln!(out, "{}", serde_json::Value::Object(results)).map_err(stdout_error)?;
+    }
+    Ok(())
+}
+
+/// Peak resident memory of this process in bytes (Linux `VmHWM`), if the system tells.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn sim(preset: &str, runs: usize, commands: u64, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+    let config = DeviceConfig::load(preset, &[]).map_err(|error| CliError::Config(error.to_string()))?;
+    let workloads = [
+        ("write_4k_14zones_qd1", Operation::Write, 4096, 14, 1),
+        ("randread_4k_qd64", Operation::RandRead, 4096, 1, 64),
+        ("append_8k_14zones_qd4", Operation::Append, 8192, 14, 4),
+    ];
+    let mut results = serde_json::Map::new();
+    if !json {
+        writeln!(
+            out,
+            "virtual-time simulation on preset {preset}, null store, one core: {runs} runs of {commands} commands each"
+        )
+        .map_err(stdout_error)?;
+    }
+    for (name, operation, bs_bytes, zones, qd_per_zone) in workloads {
+        let mut rates = Vec::new();
+        let mut speedup = 0.0;
+        for _ in 0..runs {
+            let mut device =
+                Device::new(&config, NullStore, HostPath::Spdk).map_err(|error| CliError::Config(error.to_string()))?;
+            let zones = zones.min(config.namespace.zones);
+            if operation == Operation::RandRead {
+                let geometry = *device.namespace().geometry();
+                device.precondition(0, geometry.zone_cap_lba << geometry.lba_shift)?;
+            }
+            let spec = LoopSpec { operation, bs_bytes, zones, qd_per_zone, warmup: 0, measured: commands, seed: 1 };
+            let mut simulation = Simulation::new(device, None);
+            let started = Instant::now();
+            run_closed_loop(&mut simulation, &spec)?;
+            let wall = started.elapsed().as_secs_f64();
+            rates.push(commands as f64 / wall);
+            speedup = simulation.now_ns() as f64 / 1e9 / wall;
+        }
+        let (min, max) = rates.iter().fold((f64::MAX, 0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+        let med = median(&mut rates);
+        if !json {
+            writeln!(
+                out,
+                "  {name:<22} median {:>6.2} M simulated commands/s (min {:.2}, max {:.2}); {:.0}x faster than real time",
+                med / 1e6,
+                min / 1e6,
+                max / 1e6,
+                speedup
+            )
+            .map_err(stdout_error)?;
+        }
+        results.insert(
+            name.to_string(),
+            json!({ "median_commands_per_s": med, "min_commands_per_s": min, "max_commands_per_s": max, "faster_than_real_time": speedup }),
+        );
+    }
+    let peak = peak_rss_bytes();
+    if json {
+        results.insert("peak_rss_bytes".to_string(), json!(peak));
+        writeln!(out, "{}", serde_json::Value::Object(results)).map_err(stdout_error)?;
+    } else if let Some(bytes) = peak {
+        writeln!(out, "  peak resident memory of this process: {:.1} MiB", bytes as f64 / 1_048_576.0)
+            .map_err(stdout_error)?;
     }
     Ok(())
 }
