@@ -142,9 +142,9 @@ pub struct FlashModel {
     erase_slot_free: Vec<u64>,
     command_free: u64,
     link_to_device_free: u64,
-    link_to_host: Timeline,
+    /// The way out to the host: the read budget and the host link, whichever is narrower, as one resource.
+    output: Timeline,
     write_budget_free: u64,
-    read_budget: Timeline,
     zones: Vec<ZoneMedia>,
     wear: Vec<u32>,
     counters: FlashCounters,
@@ -175,9 +175,8 @@ impl FlashModel {
             erase_slot_free: vec![0; nand.erase_concurrency as usize],
             command_free: 0,
             link_to_device_free: 0,
-            link_to_host: Timeline::default(),
+            output: Timeline::default(),
             write_budget_free: 0,
-            read_budget: Timeline::default(),
             zones: vec![ZoneMedia::default(); zones as usize],
             wear: vec![0; zones as usize * (planes_per_zone * blocks_per_zone_plane) as usize],
             counters: FlashCounters::default(),
@@ -393,10 +392,9 @@ impl FlashModel {
             }
             offset += piece;
         }
-        let budget_done =
-            self.read_budget.reserve(now, data_out, transfer_ns(len_bytes, self.costs.read_budget_ns_per_byte));
-        let link_done = self.link_to_host.reserve(now, data_out, transfer_ns(len_bytes, self.costs.link_ns_per_byte));
-        command_done.max(budget_done).max(link_done)
+        let output_ns = transfer_ns(len_bytes, self.costs.read_budget_ns_per_byte.max(self.costs.link_ns_per_byte));
+        let output_done = self.output.reserve(now, data_out, output_ns);
+        command_done.max(output_done)
     }
 
     /// A zone management command that changes nothing on flash: the command processor's time only.
@@ -527,7 +525,7 @@ impl FlashModel {
         for free in &mut self.plane_free {
             *free = (*free).min(at);
         }
-        for line in self.channels.iter_mut().chain([&mut self.link_to_host, &mut self.read_budget]) {
+        for line in self.channels.iter_mut().chain([&mut self.output]) {
             line.truncate(at);
         }
     }
@@ -549,7 +547,7 @@ impl FlashModel {
 
     /// The latest time any resource is reserved to; no command submitted later completes before it needs to.
     pub fn busy_until(&self) -> u64 {
-        let timelines = self.channels.iter().chain([&self.link_to_host, &self.read_budget]).map(Timeline::last_end);
+        let timelines = self.channels.iter().chain([&self.output]).map(Timeline::last_end);
         self.plane_free
             .iter()
             .chain(&self.erase_slot_free)

@@ -20,8 +20,10 @@ impl Timeline {
     /// Reserves `duration` starting no earlier than `earliest`, in the first gap that fits; intervals that end
     /// by `now` (no reservation can start before the present) are dropped. Returns the end of the reservation.
     pub fn reserve(&mut self, now: u64, earliest: u64, duration: u64) -> u64 {
-        let stale = self.busy.partition_point(|&(_, end)| end <= now);
-        self.busy.drain(..stale);
+        if self.busy.first().is_some_and(|&(_, end)| end <= now) {
+            let stale = self.busy.partition_point(|&(_, end)| end <= now);
+            self.busy.drain(..stale);
+        }
         if self.busy.len() > MAX_INTERVALS {
             let forget = self.busy.len() - MAX_INTERVALS;
             let floor = self.busy[forget].0;
@@ -30,6 +32,22 @@ impl Timeline {
         }
         if duration == 0 {
             return earliest;
+        }
+        // Most reservations land after everything reserved so far.
+        match self.busy.last_mut() {
+            None => {
+                self.busy.push((earliest, earliest + duration));
+                return earliest + duration;
+            }
+            Some(last) if earliest >= last.1 => {
+                if earliest == last.1 {
+                    last.1 += duration;
+                } else {
+                    self.busy.push((earliest, earliest + duration));
+                }
+                return earliest + duration;
+            }
+            Some(_) => {}
         }
         let mut start = earliest;
         let mut index = self.busy.partition_point(|&(_, end)| end <= start);
