@@ -50,12 +50,16 @@ impl StoreKind {
 }
 
 /// The contents of `config.toml`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ImageConfig {
     pub format_version: u32,
     pub store: StoreKind,
     pub namespace: NamespaceConfig,
+    /// The device model the image was created with (a preset's media and host sections), kept for the layers
+    /// above; the zns layer does not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<toml::Table>,
 }
 
 /// Why an image could not be created or opened. The image on disk is left as it was.
@@ -87,6 +91,7 @@ pub enum ImageError {
 pub struct Image {
     path: PathBuf,
     store_kind: StoreKind,
+    device: Option<toml::Table>,
     namespace: ZonedNamespace<Box<dyn MediaStore>>,
     /// Holds the image's exclusive lock until the image is dropped.
     _lock: fs::File,
@@ -109,7 +114,13 @@ fn lock(dir: &Path, journal_path: &Path) -> Result<fs::File, ImageError> {
 impl Image {
     /// Creates an image at `dir` with every zone EMPTY. An existing image is replaced only with `force`, and
     /// a directory that is not an image is never replaced.
-    pub fn create(dir: &Path, store: StoreKind, namespace: NamespaceConfig, force: bool) -> Result<Image, ImageError> {
+    pub fn create(
+        dir: &Path,
+        store: StoreKind,
+        namespace: NamespaceConfig,
+        device: Option<toml::Table>,
+        force: bool,
+    ) -> Result<Image, ImageError> {
         let geometry = namespace.validate()?;
         let config_path = dir.join(CONFIG_FILE);
         if dir.exists() {
@@ -137,7 +148,7 @@ impl Image {
             FileStore::create(&data_path, size_bytes).map_err(io_error(&data_path))?;
         }
         ZoneJournal::create(&dir.join(JOURNAL_FILE), &geometry)?;
-        let config = ImageConfig { format_version: IMAGE_FORMAT_VERSION, store, namespace };
+        let config = ImageConfig { format_version: IMAGE_FORMAT_VERSION, store, namespace, device };
         let text = toml::to_string(&config).expect("an image configuration always serializes");
         fs::write(&config_path, text).map_err(io_error(&config_path))?;
         Image::open(dir)
@@ -190,7 +201,13 @@ impl Image {
                 reason: format!("the interrupted command {intent:?} could not be completed: {status}"),
             })?;
         }
-        Ok(Image { path: dir.to_path_buf(), store_kind: config.store, namespace, _lock: lock_holder })
+        Ok(Image {
+            path: dir.to_path_buf(),
+            store_kind: config.store,
+            device: config.device,
+            namespace,
+            _lock: lock_holder,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -199,6 +216,11 @@ impl Image {
 
     pub fn store_kind(&self) -> StoreKind {
         self.store_kind
+    }
+
+    /// The device model stored with the image, if it was created from one.
+    pub fn device(&self) -> Option<&toml::Table> {
+        self.device.as_ref()
     }
 
     pub fn namespace(&self) -> &ZonedNamespace<Box<dyn MediaStore>> {

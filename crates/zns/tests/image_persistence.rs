@@ -18,7 +18,7 @@ fn reopening_keeps_states_order_and_data() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("img");
     {
-        let mut image = Image::create(&path, StoreKind::File, config(), false).expect("create");
+        let mut image = Image::create(&path, StoreKind::File, config(), None, false).expect("create");
         let ns = image.namespace_mut();
         ns.write(0, &[1u8; 8192]).expect("write zone 0");
         ns.write(64, &[2u8; 4096]).expect("write zone 1");
@@ -49,7 +49,7 @@ fn memory_and_null_stores_keep_zone_state_but_not_data_across_opens() {
     for store in [StoreKind::Memory, StoreKind::Null] {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("img");
-        Image::create(&path, store, config(), false)
+        Image::create(&path, store, config(), None, false)
             .expect("create")
             .namespace_mut()
             .write(0, &[9u8; 4096])
@@ -68,7 +68,7 @@ fn an_interrupted_select_all_is_completed_on_open() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("img");
     {
-        let mut image = Image::create(&path, StoreKind::File, config(), false).expect("create");
+        let mut image = Image::create(&path, StoreKind::File, config(), None, false).expect("create");
         let ns = image.namespace_mut();
         ns.write(0, &[1u8; 4096]).expect("write");
         ns.write(64, &[1u8; 4096]).expect("write");
@@ -97,9 +97,9 @@ fn an_interrupted_select_all_is_completed_on_open() {
 fn one_process_at_a_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("img");
-    let first = Image::create(&path, StoreKind::File, config(), false).expect("create");
+    let first = Image::create(&path, StoreKind::File, config(), None, false).expect("create");
     assert!(matches!(Image::open(&path), Err(ImageError::Busy(_))));
-    assert!(matches!(Image::create(&path, StoreKind::File, config(), true), Err(ImageError::Busy(_))));
+    assert!(matches!(Image::create(&path, StoreKind::File, config(), None, true), Err(ImageError::Busy(_))));
     drop(first);
     Image::open(&path).expect("free again");
 }
@@ -108,7 +108,7 @@ fn one_process_at_a_time() {
 fn a_failed_command_leaves_the_image_files_unchanged() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("img");
-    let mut image = Image::create(&path, StoreKind::File, config(), false).expect("create");
+    let mut image = Image::create(&path, StoreKind::File, config(), None, false).expect("create");
     image.namespace_mut().write(0, &[5u8; 4096]).expect("write");
     let snapshot =
         || (std::fs::read(path.join("zones.meta")).expect("meta"), std::fs::read(path.join("data")).expect("data"));

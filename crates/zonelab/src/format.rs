@@ -150,6 +150,7 @@ pub fn info(image: &Image, json: bool, out: &mut impl Write) -> io::Result<()> {
         let document = json!({
             "image": image.path(),
             "store": image.store_kind().name(),
+            "device_model": device_name(image),
             "lba_size": geometry.lba_size,
             "nr_zones": geometry.zones,
             "zone_size_lba": geometry.zone_size_lba,
@@ -170,6 +171,9 @@ pub fn info(image: &Image, json: bool, out: &mut impl Write) -> io::Result<()> {
         return writeln!(out, "{document}");
     }
     writeln!(out, "image:        {} ({} store)", image.path().display(), image.store_kind().name())?;
+    if let Some(name) = device_name(image) {
+        writeln!(out, "device model: {name}")?;
+    }
     writeln!(out, "lba size:     {} bytes", geometry.lba_size)?;
     writeln!(
         out,
@@ -195,6 +199,11 @@ pub fn info(image: &Image, json: bool, out: &mut impl Write) -> io::Result<()> {
         .map(|state| format!("{} {}", counts[*state as usize], state.long_name()))
         .collect();
     writeln!(out, "zone states:  {}", by_state.join(", "))
+}
+
+/// The name of the device model an image was created from (`--preset`).
+fn device_name(image: &Image) -> Option<&str> {
+    image.device()?.get("name")?.as_str()
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use zonelab_device::DeviceConfig;
 use zonelab_zns::{
     ByteSize, ConfigError, Image, ImageError, InjectError, NamespaceConfig, ReportFilter, Status, StoreKind,
     ZoneSendAction, ZoneState,
@@ -84,8 +85,15 @@ enum Command {
 struct CreateArgs {
     image: PathBuf,
     /// Start from this TOML namespace configuration; the flags below override its fields.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "preset")]
     config: Option<PathBuf>,
+    /// Start from a device preset (see `zonelab presets`) or a preset TOML file: its namespace, and its flash
+    /// model kept with the image. The flags below override namespace fields.
+    #[arg(long)]
+    preset: Option<String>,
+    /// Override one preset field, e.g. --set media.nand.channels=16 (repeatable; needs --preset).
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "preset")]
+    overrides: Vec<String>,
     #[arg(long)]
     zones: Option<u32>,
     #[arg(long, value_name = "SIZE")]
@@ -352,13 +360,22 @@ fn stdout_error(error: io::Error) -> CliError {
 }
 
 fn create(args: CreateArgs, out: &mut impl Write) -> Result<(), CliError> {
-    let mut config = match &args.config {
-        Some(path) => {
+    let mut device_model = None;
+    let mut config = match (&args.config, &args.preset) {
+        (Some(path), _) => {
             let text = fs::read_to_string(path).map_err(|error| CliError::Io(path.clone(), error))?;
             NamespaceConfig::from_toml(&text)
                 .map_err(|error| CliError::Config(format!("{}: {}", path.display(), error.message())))?
         }
-        None => NamespaceConfig::default(),
+        (None, Some(preset)) => {
+            let device =
+                DeviceConfig::load(preset, &args.overrides).map_err(|error| CliError::Config(error.to_string()))?;
+            let mut table = toml::Table::try_from(&device).map_err(|error| CliError::Failed(error.to_string()))?;
+            table.remove("namespace");
+            device_model = Some(table);
+            device.namespace
+        }
+        (None, None) => NamespaceConfig::default(),
     };
     if let Some(zones) = args.zones {
         config.zones = zones;
@@ -389,7 +406,7 @@ fn create(args: CreateArgs, out: &mut impl Write) -> Result<(), CliError> {
         StoreArg::Memory => StoreKind::Memory,
         StoreArg::Null => StoreKind::Null,
     };
-    let image = Image::create(&args.image, store, config, args.force)?;
+    let image = Image::create(&args.image, store, config, device_model, args.force)?;
     let geometry = image.namespace().geometry();
     writeln!(
         out,
