@@ -558,3 +558,231 @@ impl FlashModel {
             .unwrap_or(0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ControllerConfig, EnergyConfig, NandConfig};
+
+    const UNIT: u64 = 16384;
+
+    /// 2 channels x 2 dies, one plane each; zones stripe over all 4 dies in 16 KiB units; 4-unit blocks.
+    fn config() -> MediaConfig {
+        MediaConfig {
+            nand: NandConfig {
+                channels: 2,
+                dies_per_channel: 2,
+                planes_per_die: 1,
+                channels_per_zone: 2,
+                dies_per_channel_per_zone: 2,
+                program_unit_bytes: UNIT,
+                block_program_units: 4,
+                read_latency_us: 50.0,
+                program_latency_us: 500.0,
+                erase_latency_us: 3000.0,
+                seal_latency_us: 0.0,
+                channel_mib_per_s: 1000.0 * 1_000_000.0 / 1_048_576.0, // 1000 MB/s: one nanosecond per byte
+                erase_concurrency: 0,
+            },
+            controller: ControllerConfig {
+                host_link_mib_per_s: 0.0,
+                read_firmware_us: 10.0,
+                write_firmware_us: 5.0,
+                write_firmware_per_4k_us: 0.0,
+                append_extra_us: 2.0,
+                implicit_open_extra_us: 0.0,
+                read_command_us: 1.0,
+                write_command_us: 4.0,
+                append_command_us: 6.0,
+                management_command_us: 0.0,
+                write_mib_per_s: 0.0,
+                read_mib_per_s: 0.0,
+                zone_write_buffer_bytes: 4 * UNIT,
+                early_completion: true,
+                aggregate_program_units: true,
+                append_maps_post_write_pointer: false,
+                open_us: 0.0,
+                close_us: 0.0,
+                close_written_us: 0.0,
+                reset_us: 100.0,
+                finish_us: 0.0,
+            },
+            energy: EnergyConfig { page_bytes: UNIT, page_read_nj: 10.0, page_program_nj: 100.0, block_erase_nj: 1000.0 },
+        }
+    }
+
+    fn model(config: MediaConfig) -> FlashModel {
+        config.validate().expect("valid test configuration");
+        FlashModel::new(config, 4, 64 * UNIT)
+    }
+
+    #[test]
+    fn a_read_is_firmware_then_sense_then_channel() {
+        let mut flash = model(config());
+        flash.precondition(0, 64 * UNIT);
+        let done = flash.read(1_000_000, 0, 0, 4096);
+        assert_eq!(done - 1_000_000, 10_000 + 50_000 + 4096, "fw 10 us + tR 50 us + 4096 B at 1 ns/B");
+        assert_eq!(flash.counters().get(FlashOp::PageRead, OpSource::HostRead), 1);
+    }
+
+    #[test]
+    fn unprogrammed_data_needs_no_flash_read() {
+        let mut flash = model(config());
+        flash.precondition(0, 4096);
+        let done = flash.read(0, 0, 0, 4096);
+        assert_eq!(done, 10_000, "data still in the write buffer comes from the controller");
+        assert_eq!(flash.counters().total(FlashOp::PageRead), 0);
+    }
+
+    #[test]
+    fn reads_on_one_die_queue_behind_each_other() {
+        let mut flash = model(config());
+        flash.precondition(0, 64 * UNIT);
+        let first = flash.read(0, 0, 0, 4096);
+        let same_die = flash.read(0, 0, 4 * UNIT, 4096);
+        let other_die = flash.read(0, 0, UNIT, 4096);
+        assert!(same_die >= first + 50_000, "unit 4 is on unit 0's die: {first} then {same_die}");
+        assert!(other_die < same_die, "unit 1 is on another die");
+    }
+
+    #[test]
+    fn the_command_processor_serializes_commands() {
+        let mut flash = model(config());
+        let mut last = 0;
+        for i in 0..10u64 {
+            last = flash.write(0, i as u32 % 4, (i / 4) * 4096, 4096, WriteKind::Write, false);
+        }
+        assert!(last >= 10 * 4_000, "10 writes at 4 us each through one command processor: {last}");
+        let append = flash.write(last, 3, 4096 * 3, 4096, WriteKind::Append, false);
+        assert_eq!(append - last, 7_000, "append: firmware 5 us + append extra 2 us");
+    }
+
+    #[test]
+    fn early_completion_acknowledges_before_the_program() {
+        let mut flash = model(config());
+        let early = flash.write(0, 0, 0, UNIT, WriteKind::Write, false);
+        assert!(early < 500_000, "acknowledged from the buffer: {early}");
+        let mut late_config = config();
+        late_config.controller.early_completion = false;
+        let mut flash = model(late_config);
+        let late = flash.write(0, 0, 0, UNIT, WriteKind::Write, false);
+        assert!(late >= 500_000 + UNIT, "waits for the channel and the program: {late}");
+    }
+
+    #[test]
+    fn the_write_budget_bounds_bandwidth() {
+        let mut limited = config();
+        limited.controller.write_mib_per_s = 100.0;
+        let mut flash = model(limited);
+        let mut last = 0;
+        for i in 0..8u64 {
+            last = flash.write(0, (i % 4) as u32, (i / 4) * 65536, 65536, WriteKind::Write, false);
+        }
+        let minimum = (8.0 * 65536.0 / (100.0 * 1_048_576.0) * 1e9) as u64;
+        assert!(last >= minimum, "8 x 64 KiB at 100 MiB/s need {minimum} ns, got {last}");
+    }
+
+    #[test]
+    fn a_full_write_buffer_holds_writes_back() {
+        let mut flash = model(config());
+        let mut completions = Vec::new();
+        for i in 0..16u64 {
+            completions.push(flash.write(0, 0, i * UNIT, UNIT, WriteKind::Write, false));
+        }
+        assert!(completions[3] < 500_000, "four units fit in the buffer");
+        assert!(completions[15] >= 500_000, "later ones wait for programs to free the buffer: {completions:?}");
+    }
+
+    #[test]
+    fn reset_cost_grows_with_occupancy_and_wears_blocks() {
+        let reset_after = |bytes: u64| {
+            let mut flash = model(config());
+            flash.precondition(0, bytes);
+            let done = flash.reset(0, 0);
+            (done, flash.counters().total(FlashOp::BlockErase), flash.erase_counts().iter().sum::<u32>())
+        };
+        let (empty, empty_erases, _) = reset_after(0);
+        assert_eq!((empty, empty_erases), (100_000, 0), "an empty zone costs the controller's time only");
+        let (quarter, quarter_erases, _) = reset_after(16 * UNIT);
+        let (full, full_erases, wear) = reset_after(64 * UNIT);
+        assert_eq!(quarter, 100_000 + 3_000_000, "16 units over 4 dies: one block each, erased in parallel");
+        assert_eq!(full, 100_000 + 4 * 3_000_000, "64 units: four blocks on each die, one after another");
+        assert_eq!((quarter_erases, full_erases, wear), (4, 16, 16));
+    }
+
+    #[test]
+    fn bounded_erase_concurrency_serializes_erases() {
+        let mut serial = config();
+        serial.nand.erase_concurrency = 1;
+        let mut flash = model(serial);
+        flash.precondition(0, 64 * UNIT);
+        assert_eq!(flash.reset(0, 0), 100_000 + 16 * 3_000_000);
+    }
+
+    #[test]
+    fn finish_pads_through_the_write_budget_and_the_planes() {
+        let mut limited = config();
+        limited.controller.write_mib_per_s = 100.0;
+        let mut flash = model(limited);
+        flash.precondition(0, 4096);
+        let done = flash.finish(0, 0);
+        let padding_ns = ((64 * UNIT - 4096) as f64 / (100.0 * 1_048_576.0) * 1e9) as u64;
+        assert!(done >= padding_ns, "padding {padding_ns} ns through the budget, finished at {done}");
+        assert_eq!(flash.counters().get(FlashOp::PageProgram, OpSource::FinishPadding), 63);
+        assert_eq!(flash.counters().get(FlashOp::PageProgram, OpSource::HostWrite), 1);
+        let write_after = flash.write(0, 1, 0, 4096, WriteKind::Write, false);
+        assert!(write_after >= padding_ns, "a write submitted during the finish waits for the budget: {write_after}");
+    }
+
+    #[test]
+    fn energy_follows_the_counted_operations() {
+        let mut flash = model(config());
+        flash.precondition(0, 64 * UNIT);
+        flash.read(0, 0, 0, UNIT);
+        flash.reset(1_000_000_000, 0);
+        let energy = &config().energy;
+        assert_eq!(flash.counters().energy_nj(energy, OpSource::HostRead), 10.0);
+        assert_eq!(flash.counters().energy_nj(energy, OpSource::Reset), 16.0 * 1000.0);
+    }
+
+    #[test]
+    fn only_programmed_data_survives_a_power_loss() {
+        let mut flash = model(config());
+        let acknowledged = flash.write(0, 0, 0, 2 * UNIT + 4096, WriteKind::Write, false);
+        assert_eq!(flash.durable_bytes(0, acknowledged), 0, "acknowledged but not yet programmed");
+        assert_eq!(flash.durable_bytes(0, 10_000_000), 2 * UNIT, "two programmed units; the tail is in the buffer");
+        flash.lose_power(acknowledged);
+        assert_eq!(flash.durable_bytes(0, u64::MAX), 0);
+    }
+
+    #[test]
+    fn completion_is_never_before_submission_and_resources_never_move_back() {
+        let mut flash = model(config());
+        let mut seed = 7u64;
+        let mut now = 0u64;
+        let mut written = [0u64; 4];
+        let mut busy = 0;
+        for _ in 0..5000 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            now += (seed >> 33) % 20_000;
+            let zone = ((seed >> 20) % 4) as u32;
+            let done = match (seed >> 10) % 5 {
+                0 if written[zone as usize] > 0 => flash.read(now, zone, 0, 4096),
+                1 => {
+                    written[zone as usize] = 0;
+                    flash.reset(now, zone)
+                }
+                _ if written[zone as usize] + 8192 <= 64 * UNIT => {
+                    let offset = written[zone as usize];
+                    written[zone as usize] += 8192;
+                    flash.write(now, zone, offset, 8192, WriteKind::Write, false)
+                }
+                _ => now,
+            };
+            assert!(done >= now, "completed at {done}, before its submission at {now}");
+            let reached = flash.busy_until();
+            assert!(reached >= busy, "resources moved back from {busy} to {reached}");
+            busy = reached;
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! A zone reset erases blocks on the dies that hold them, so a read that needs one of those dies waits: the
+//! interference comes out of the reservations, with no special case for it.
+
+use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_zns::{Command, NullStore, ZoneSendAction};
+
+fn device() -> Device<NullStore> {
+    let config = DeviceConfig::load("zn540", &["namespace.zones=8".into()]).expect("preset");
+    let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let cap = device.namespace().geometry().zone_cap_lba << 12;
+    device.precondition(0, cap).expect("fill zone 0");
+    device.precondition(1, cap).expect("fill zone 1");
+    device
+}
+
+fn read_latency(device: &mut Device<NullStore>, at: u64) -> u64 {
+    let mut buf = vec![0u8; 4096];
+    let slba = device.namespace().geometry().zone_start_lba(1);
+    device.submit(at, Command::Read { slba, buf: &mut buf }).complete_ns - at
+}
+
+#[test]
+fn a_read_on_a_die_being_erased_waits_for_the_erase() {
+    let start = 1_000_000_000;
+    let quiet = read_latency(&mut device(), start);
+
+    let mut busy = device();
+    let reset = busy.submit(start, Command::ZoneManagementSend { slba: 0, action: ZoneSendAction::Reset, select_all: false });
+    assert!(reset.result.is_ok());
+    let during_reset = read_latency(&mut busy, start + 1000);
+    let erase_ns = (busy.media().config().nand.erase_latency_us * 1000.0) as u64;
+    assert!(
+        during_reset >= quiet + erase_ns,
+        "a read behind the reset's erases takes {during_reset} ns, not at least {quiet} + {erase_ns}"
+    );
+    let after_reset = read_latency(&mut busy, reset.complete_ns + 100_000_000);
+    assert_eq!(after_reset, quiet, "once the erases are over, reads are as fast as before");
+}
