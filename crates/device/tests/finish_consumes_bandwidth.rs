@@ -25,12 +25,14 @@ fn writes_slow_down_while_a_finish_pads_its_zone() {
 
     let mut busy = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
     busy.submit(0, Command::Write { slba: 0, data: &[0u8; 4096] });
-    let finish = busy.submit(1_000, Command::ZoneManagementSend { slba: 0, action: ZoneSendAction::Finish, select_all: false });
+    let finish =
+        busy.submit(1_000, Command::ZoneManagementSend { slba: 0, action: ZoneSendAction::Finish, select_all: false });
     assert!(finish.result.is_ok());
     let padding_ms = (finish.complete_ns - 1_000) as f64 / 1e6;
     assert!((800.0..1100.0).contains(&padding_ms), "finishing a nearly empty zone pads ~1 GiB: {padding_ms} ms");
     let during = write_burst(&mut busy, 2_000);
     assert!(during > alone * 10, "writes during the finish took {during} ns, alone {alone} ns");
-    let pages = busy.media().counters().get(zonelab_media::FlashOp::PageProgram, zonelab_media::OpSource::FinishPadding);
+    let pages =
+        busy.media().counters().get(zonelab_media::FlashOp::PageProgram, zonelab_media::OpSource::FinishPadding);
     assert!(pages > 30_000, "the padding is programmed: {pages} pages");
 }

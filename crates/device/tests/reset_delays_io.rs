@@ -25,7 +25,8 @@ fn a_read_on_a_die_being_erased_waits_for_the_erase() {
     let quiet = read_latency(&mut device(), start);
 
     let mut busy = device();
-    let reset = busy.submit(start, Command::ZoneManagementSend { slba: 0, action: ZoneSendAction::Reset, select_all: false });
+    let reset =
+        busy.submit(start, Command::ZoneManagementSend { slba: 0, action: ZoneSendAction::Reset, select_all: false });
     assert!(reset.result.is_ok());
     let during_reset = read_latency(&mut busy, start + 1000);
     let erase_ns = (busy.media().config().nand.erase_latency_us * 1000.0) as u64;

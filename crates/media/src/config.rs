@@ -111,12 +111,12 @@ impl MediaConfig {
     pub fn validate(&self) -> Result<(), MediaConfigError> {
         let nand = &self.nand;
         for (field, value) in [
-            ("nand.channels", nand.channels),
-            ("nand.dies-per-channel", nand.dies_per_channel),
-            ("nand.planes-per-die", nand.planes_per_die),
-            ("nand.channels-per-zone", nand.channels_per_zone),
-            ("nand.dies-per-channel-per-zone", nand.dies_per_channel_per_zone),
-            ("nand.block-program-units", nand.block_program_units),
+            ("media.nand.channels", nand.channels),
+            ("media.nand.dies-per-channel", nand.dies_per_channel),
+            ("media.nand.planes-per-die", nand.planes_per_die),
+            ("media.nand.channels-per-zone", nand.channels_per_zone),
+            ("media.nand.dies-per-channel-per-zone", nand.dies_per_channel_per_zone),
+            ("media.nand.block-program-units", nand.block_program_units),
         ] {
             if value == 0 {
                 return Err(refuse(field, "must be at least 1"));
@@ -124,47 +124,47 @@ impl MediaConfig {
         }
         if nand.channels_per_zone > nand.channels {
             return Err(refuse(
-                "nand.channels-per-zone",
+                "media.nand.channels-per-zone",
                 format!("{} is above channels {}", nand.channels_per_zone, nand.channels),
             ));
         }
         if nand.dies_per_channel_per_zone > nand.dies_per_channel {
             return Err(refuse(
-                "nand.dies-per-channel-per-zone",
+                "media.nand.dies-per-channel-per-zone",
                 format!("{} is above dies-per-channel {}", nand.dies_per_channel_per_zone, nand.dies_per_channel),
             ));
         }
-        if nand.program_unit_bytes == 0 || nand.program_unit_bytes % 4096 != 0 {
-            return Err(refuse("nand.program-unit-bytes", "must be a positive multiple of 4096"));
+        if nand.program_unit_bytes == 0 || !nand.program_unit_bytes.is_multiple_of(4096) {
+            return Err(refuse("media.nand.program-unit-bytes", "must be a positive multiple of 4096"));
         }
         if nand.channel_mib_per_s <= 0.0 {
-            return Err(refuse("nand.channel-mib-per-s", "must be positive"));
+            return Err(refuse("media.nand.channel-mib-per-s", "must be positive"));
         }
         let times = [
-            ("nand.read-latency-us", nand.read_latency_us),
-            ("nand.program-latency-us", nand.program_latency_us),
-            ("nand.erase-latency-us", nand.erase_latency_us),
-            ("nand.seal-latency-us", nand.seal_latency_us),
-            ("controller.host-link-mib-per-s", self.controller.host_link_mib_per_s),
-            ("controller.read-firmware-us", self.controller.read_firmware_us),
-            ("controller.write-firmware-us", self.controller.write_firmware_us),
-            ("controller.write-firmware-per-4k-us", self.controller.write_firmware_per_4k_us),
-            ("controller.append-extra-us", self.controller.append_extra_us),
-            ("controller.implicit-open-extra-us", self.controller.implicit_open_extra_us),
-            ("controller.read-command-us", self.controller.read_command_us),
-            ("controller.write-command-us", self.controller.write_command_us),
-            ("controller.append-command-us", self.controller.append_command_us),
-            ("controller.management-command-us", self.controller.management_command_us),
-            ("controller.write-mib-per-s", self.controller.write_mib_per_s),
-            ("controller.read-mib-per-s", self.controller.read_mib_per_s),
-            ("controller.open-us", self.controller.open_us),
-            ("controller.close-us", self.controller.close_us),
-            ("controller.close-written-us", self.controller.close_written_us),
-            ("controller.reset-us", self.controller.reset_us),
-            ("controller.finish-us", self.controller.finish_us),
-            ("energy.page-read-nj", self.energy.page_read_nj),
-            ("energy.page-program-nj", self.energy.page_program_nj),
-            ("energy.block-erase-nj", self.energy.block_erase_nj),
+            ("media.nand.read-latency-us", nand.read_latency_us),
+            ("media.nand.program-latency-us", nand.program_latency_us),
+            ("media.nand.erase-latency-us", nand.erase_latency_us),
+            ("media.nand.seal-latency-us", nand.seal_latency_us),
+            ("media.controller.host-link-mib-per-s", self.controller.host_link_mib_per_s),
+            ("media.controller.read-firmware-us", self.controller.read_firmware_us),
+            ("media.controller.write-firmware-us", self.controller.write_firmware_us),
+            ("media.controller.write-firmware-per-4k-us", self.controller.write_firmware_per_4k_us),
+            ("media.controller.append-extra-us", self.controller.append_extra_us),
+            ("media.controller.implicit-open-extra-us", self.controller.implicit_open_extra_us),
+            ("media.controller.read-command-us", self.controller.read_command_us),
+            ("media.controller.write-command-us", self.controller.write_command_us),
+            ("media.controller.append-command-us", self.controller.append_command_us),
+            ("media.controller.management-command-us", self.controller.management_command_us),
+            ("media.controller.write-mib-per-s", self.controller.write_mib_per_s),
+            ("media.controller.read-mib-per-s", self.controller.read_mib_per_s),
+            ("media.controller.open-us", self.controller.open_us),
+            ("media.controller.close-us", self.controller.close_us),
+            ("media.controller.close-written-us", self.controller.close_written_us),
+            ("media.controller.reset-us", self.controller.reset_us),
+            ("media.controller.finish-us", self.controller.finish_us),
+            ("media.energy.page-read-nj", self.energy.page_read_nj),
+            ("media.energy.page-program-nj", self.energy.page_program_nj),
+            ("media.energy.block-erase-nj", self.energy.block_erase_nj),
         ];
         for (field, value) in times {
             if !value.is_finite() || value < 0.0 {
@@ -174,7 +174,10 @@ impl MediaConfig {
         if self.controller.zone_write_buffer_bytes != 0
             && self.controller.zone_write_buffer_bytes < nand.program_unit_bytes
         {
-            return Err(refuse("controller.zone-write-buffer-bytes", "must hold at least one program unit, or be 0"));
+            return Err(refuse(
+                "media.controller.zone-write-buffer-bytes",
+                "must hold at least one program unit, or be 0",
+            ));
         }
         Ok(())
     }

@@ -356,7 +356,7 @@ impl FlashModel {
             for plane_in_zone in 0..self.planes_per_zone.min(programmed) {
                 let on_plane =
                     programmed / self.planes_per_zone + u64::from(plane_in_zone < programmed % self.planes_per_zone);
-                if on_plane % u64::from(self.config.nand.block_program_units) != 0 {
+                if !on_plane.is_multiple_of(u64::from(self.config.nand.block_program_units)) {
                     let (plane, _) = self.place(zone, plane_in_zone);
                     self.plane_free[plane] = self.plane_free[plane].max(after) + self.costs.seal_ns;
                     done = done.max(self.plane_free[plane]);
@@ -431,7 +431,7 @@ impl FlashModel {
                 |units: u64| units / self.planes_per_zone + u64::from(plane_in_zone < units % self.planes_per_zone);
             let programmed_here = units_on(media.programmed_units);
             let host_here = units_on(media.host_units);
-            let partial = programmed_here % block_units != 0;
+            let partial = !programmed_here.is_multiple_of(block_units);
             let (sync_seal, sync_blocks) = if media.sealed || !partial {
                 (0, host_here / block_units)
             } else {
@@ -607,7 +607,12 @@ mod tests {
                 reset_us: 100.0,
                 finish_us: 0.0,
             },
-            energy: EnergyConfig { page_bytes: UNIT, page_read_nj: 10.0, page_program_nj: 100.0, block_erase_nj: 1000.0 },
+            energy: EnergyConfig {
+                page_bytes: UNIT,
+                page_read_nj: 10.0,
+                page_program_nj: 100.0,
+                block_erase_nj: 1000.0,
+            },
         }
     }
 

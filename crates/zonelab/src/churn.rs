@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+use zonelab_runtime::rng::SplitMix64;
 use zonelab_zns::pattern::{first_unstamped_block, stamp_blocks};
 use zonelab_zns::{Image, MediaStore, Status, ZoneSendAction, ZoneState, ZonedNamespace};
 
@@ -26,23 +27,6 @@ pub struct ChurnArgs {
     verify: bool,
 }
 
-/// SplitMix64: small, fast and fully determined by its seed.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-}
-
 pub fn run(args: &ChurnArgs, out: &mut impl Write) -> Result<(), CliError> {
     let mut image = Image::open(&args.image)?;
     if args.verify {
@@ -51,7 +35,7 @@ pub fn run(args: &ChurnArgs, out: &mut impl Write) -> Result<(), CliError> {
             .map_err(stdout_error);
     }
     let namespace = image.namespace_mut();
-    let mut rng = SplitMix64(args.seed);
+    let mut rng = SplitMix64::new(args.seed);
     let mut done = 0u64;
     let mut refused = 0u64;
     while args.ops == 0 || done < args.ops {

@@ -1,0 +1,40 @@
+//! The presets stay within the calibration targets. The model is deterministic, so this is a property of the
+//! model, not of the machine: it fails when a change to the model moves it away from the measurements.
+
+use zonelab_device::DeviceConfig;
+use zonelab_workload::calibrate::calibrate;
+
+#[test]
+fn zn540_meets_its_targets() {
+    let config = DeviceConfig::load("zn540", &[]).expect("preset");
+    let calibration = calibrate(&config, 1.0).expect("calibration runs");
+    assert_eq!(calibration.points.len(), 309, "every row of the SPDK grid is replayed");
+    let summary = &calibration.summary;
+    assert!(summary.iops_err_pct_median <= 10.0 && summary.iops_err_pct_p90 <= 25.0, "IOPS: {summary:?}");
+    assert!(summary.lat_err_pct_median <= 10.0 && summary.lat_err_pct_p90 <= 25.0, "latency: {summary:?}");
+    for point in &calibration.management {
+        assert!(point.err_pct.abs() <= 15.0, "{} at {}: {:+.1} %", point.op, point.occupancy, point.err_pct);
+    }
+    assert_eq!(calibration.management.len(), 23);
+}
+
+#[test]
+fn confzns_zwal_reproduces_its_append_scaling() {
+    let config = DeviceConfig::load("confzns-zwal", &[]).expect("preset");
+    let calibration = calibrate(&config, 1.0).expect("calibration runs");
+    for point in &calibration.points {
+        assert!(point.iops_err_pct.abs() <= 10.0, "{point:?}");
+        if let Some(err) = point.lat_err_pct {
+            assert!(err.abs() <= 10.0, "{point:?}");
+        }
+    }
+    let plateau = calibration.points.iter().find(|point| point.qd == 64).expect("QD 64 row");
+    assert!((plateau.model_iops - 35_550.0).abs() / 35_550.0 < 0.05, "plateau near 35.5 K IOPS: {plateau:?}");
+}
+
+#[test]
+fn presets_without_references_are_refused() {
+    let config = DeviceConfig::load("instant", &[]).expect("preset");
+    let error = calibrate(&config, 0.1).expect_err("no references");
+    assert!(error.to_string().contains("no reference measurements"), "{error}");
+}

@@ -1,0 +1,83 @@
+//! The command line of the timing model: presets, image creation from a preset, calibration and the
+//! simulation benchmark.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn presets_are_listed() {
+    let out = ok(&["presets"]);
+    for name in ["zn540", "confzns-zwal", "nvmevirt-rezns", "instant"] {
+        assert!(out.lines().any(|line| line.starts_with(name)), "{name} missing from:\n{out}");
+    }
+}
+
+#[test]
+fn calibrate_json_has_every_documented_field() {
+    let out = ok(&["calibrate", "--preset", "confzns-zwal", "--json", "--scale", "0.2"]);
+    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let points = json["points"].as_array().expect("points");
+    assert_eq!(points.len(), 8);
+    for field in [
+        "op",
+        "bs_bytes",
+        "zones",
+        "qd",
+        "measured_iops",
+        "model_iops",
+        "iops_err_pct",
+        "measured_lat_us",
+        "model_lat_us",
+        "lat_err_pct",
+    ] {
+        assert!(points[0].get(field).is_some(), "points[] lacks {field}");
+    }
+    for field in ["iops_err_pct_median", "iops_err_pct_p90", "lat_err_pct_median", "lat_err_pct_p90"] {
+        assert!(json["summary"][field].as_f64().is_some(), "summary lacks {field}");
+    }
+    assert!(json["summary"]["iops_err_pct_median"].as_f64().expect("median") < 10.0);
+}
+
+#[test]
+fn calibrate_text_ends_with_the_summary() {
+    let out = ok(&["calibrate", "--scale", "0.05"]);
+    assert!(out.contains("zone management"), "{out}");
+    let last = out.lines().last().expect("summary line");
+    assert!(last.starts_with("summary: IOPS error median"), "{last}");
+}
+
+#[test]
+fn calibrate_refuses_what_it_cannot_do() {
+    let run = zonelab(&["calibrate", "--preset", "instant"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("no reference measurements"), "{}", run.stderr);
+    usage_error(&["calibrate", "--preset", "zn999"], "unknown preset \"zn999\"");
+    usage_error(&["calibrate", "--set", "media.nand.channels=0"], "media.nand.channels");
+    usage_error(&["calibrate", "--scale", "0"], "--scale");
+}
+
+#[test]
+fn create_from_a_preset_keeps_the_model() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    let p = path.to_str().expect("utf-8");
+    ok(&["create", p, "--preset", "nvmevirt-rezns", "--set", "namespace.zones=8", "--zones", "6"]);
+    let info: serde_json::Value = serde_json::from_str(&ok(&["info", p, "--json"])).expect("json");
+    assert_eq!(info["device_model"], "nvmevirt-rezns");
+    assert_eq!(info["nr_zones"], 6, "flags override the preset's namespace");
+    assert_eq!(info["zone_size_bytes"], 64 << 20);
+    let config = std::fs::read_to_string(path.join("config.toml")).expect("config");
+    assert!(config.contains("program-latency-us = 533.0"), "the flash model is kept:\n{config}");
+    usage_error(&["create", p, "--set", "namespace.zones=8", "--force"], "--preset");
+    usage_error(&["create", p, "--preset", "zn540", "--set", "nand.channels=8", "--force"], "no such section");
+}
+
+#[test]
+fn bench_sim_prints_its_figures() {
+    let out = ok(&["bench", "sim", "--runs", "1", "--commands", "20000", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    for workload in ["write_4k_14zones_qd1", "randread_4k_qd64", "append_8k_14zones_qd4"] {
+        assert!(json[workload]["median_commands_per_s"].as_f64().expect("rate") > 0.0, "{workload}");
+    }
+}
