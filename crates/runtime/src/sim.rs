@@ -21,6 +21,17 @@ type Task = Pin<Box<dyn Future<Output = ()>>>;
 /// Zeros that writes of `IoData::Zeros` are served from, so that simulations keeping no data allocate none.
 static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
 
+/// Runs `f` on the bytes of `data`; zeros come from a shared buffer when they fit in it.
+fn with_bytes<T>(data: &IoData, f: impl FnOnce(&[u8]) -> T) -> T {
+    match data {
+        IoData::Bytes(bytes) => f(bytes),
+        IoData::Zeros(len) => match ZEROS.get(..*len as usize) {
+            Some(zeros) => f(zeros),
+            None => f(&vec![0u8; *len as usize]),
+        },
+    }
+}
+
 /// A command's place between its submission and the moment its task sees the result.
 #[derive(Debug)]
 enum Slot {
@@ -93,26 +104,16 @@ impl<S: MediaStore> Shared<S> {
                 with(submitted, Output::Data(buf))
             }
             QueuedCommand::Write { slba, data } => {
-                let submitted = match &data {
-                    IoData::Bytes(bytes) => self.device.submit(now, Command::Write { slba, data: bytes }),
-                    IoData::Zeros(len) => match ZEROS.get(..*len as usize) {
-                        Some(zeros) => self.device.submit(now, Command::Write { slba, data: zeros }),
-                        None => self.device.submit(now, Command::Write { slba, data: &vec![0u8; *len as usize] }),
-                    },
-                };
+                let submitted =
+                    with_bytes(&data, |bytes| self.device.submit(now, Command::Write { slba, data: bytes }));
                 with(submitted, Output::Done)
             }
             QueuedCommand::WriteZeroes { slba, nlb } => {
                 with(self.device.submit(now, Command::WriteZeroes { slba, nlb }), Output::Done)
             }
             QueuedCommand::Append { zslba, data } => {
-                let submitted = match &data {
-                    IoData::Bytes(bytes) => self.device.submit(now, Command::Append { zslba, data: bytes }),
-                    IoData::Zeros(len) => match ZEROS.get(..*len as usize) {
-                        Some(zeros) => self.device.submit(now, Command::Append { zslba, data: zeros }),
-                        None => self.device.submit(now, Command::Append { zslba, data: &vec![0u8; *len as usize] }),
-                    },
-                };
+                let submitted =
+                    with_bytes(&data, |bytes| self.device.submit(now, Command::Append { zslba, data: bytes }));
                 with(submitted, Output::Done)
             }
             QueuedCommand::Flush => with(self.device.submit(now, Command::Flush), Output::Done),

@@ -114,9 +114,10 @@ fn time_resets(commands: u64) -> f64 {
     elapsed
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+/// Median, minimum and maximum of the rates of several runs.
+fn spread(mut rates: Vec<f64>) -> (f64, f64, f64) {
+    rates.sort_by(f64::total_cmp);
+    (rates[rates.len() / 2], rates[0], rates[rates.len() - 1])
 }
 
 fn core(runs: usize, commands: u64, json: bool, out: &mut impl Write) -> Result<(), CliError> {
@@ -131,9 +132,7 @@ fn core(runs: usize, commands: u64, json: bool, out: &mut impl Write) -> Result<
         .map_err(stdout_error)?;
     }
     for (name, case) in cases {
-        let mut rates: Vec<f64> = (0..runs).map(|_| commands as f64 / case(commands)).collect();
-        let (min, max) = rates.iter().fold((f64::MAX, 0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
-        let med = median(&mut rates);
+        let (med, min, max) = spread((0..runs).map(|_| commands as f64 / case(commands)).collect());
         if !json {
             writeln!(
                 out,
@@ -198,8 +197,7 @@ fn sim(preset: &str, runs: usize, commands: u64, json: bool, out: &mut impl Writ
             rates.push(commands as f64 / wall);
             speedup = simulation.now_ns() as f64 / 1e9 / wall;
         }
-        let (min, max) = rates.iter().fold((f64::MAX, 0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
-        let med = median(&mut rates);
+        let (med, min, max) = spread(rates);
         if !json {
             writeln!(
                 out,
