@@ -212,6 +212,7 @@ impl<S: MediaStore> Device<S> {
                 let opens = self.opens_implicitly(slba);
                 self.namespace.write_zeroes(slba, nlb)?;
                 self.counters.writes += 1;
+                self.counters.bytes_written += nlb << lba_shift;
                 Ok((self.timed_write(at, slba, nlb << lba_shift, WriteKind::Zeroes, opens), Completion::Success))
             }
             Command::Append { zslba, data } => {

@@ -336,7 +336,8 @@ impl<S: MediaStore + 'static> Simulation<S> {
         f(&mut self.shared.borrow_mut().device)
     }
 
-    /// Ends the simulation and gives the device back.
+    /// Ends the simulation and gives the device back. Every `Host` handle must have been dropped (tasks hold
+    /// theirs and are dropped here); one kept outside the simulation is a bug in the caller, and panics.
     pub fn into_device(self) -> Device<S> {
         drop(self.tasks);
         match Rc::try_unwrap(self.shared) {
