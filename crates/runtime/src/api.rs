@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use zonelab_zns::{ReportFilter, Status, ZoneReport, ZoneSendAction};
+use zonelab_zns::{Geometry, ReportFilter, Status, ZoneReport, ZoneSendAction};
 
 /// Data a write carries: real bytes, or zeros of a length (for simulations that keep no data).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,14 +68,28 @@ pub enum Output {
     Report(ZoneReport),
 }
 
-/// A device as host code sees it: commands go in, completions come out, in device time.
+/// A task of the runtime, for waking it from another task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TaskId(pub usize);
+
+/// A device as host code sees it: commands go in, completions come out, in device time. It also lets host
+/// code that coordinates several tasks (an I/O scheduler) park a task and wake it from another.
 pub trait CommandQueue {
     /// Queues a command; the future resolves when the device completes it.
     fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>>;
     /// Device time now, in nanoseconds.
     fn now_ns(&self) -> u64;
+    /// The namespace's geometry (what Identify tells a host).
+    fn geometry(&self) -> Geometry;
     /// Resolves `duration_ns` of device time from now.
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()>;
+    /// The task being polled.
+    fn current_task(&self) -> TaskId;
+    /// Polls `task` again at the current instant.
+    fn wake(&self, task: TaskId);
+    /// Returns to the runtime once; the task is polled again when something wakes it. Callers re-check what
+    /// they wait for, since a task may be polled for other reasons too.
+    fn park(&self) -> impl Future<Output = ()>;
 }
 
 /// The commands by name, on any `CommandQueue`.

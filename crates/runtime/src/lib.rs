@@ -12,5 +12,5 @@ mod api;
 pub mod rng;
 mod sim;
 
-pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand};
+pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand, TaskId};
 pub use sim::{Host, Simulation};

@@ -13,7 +13,7 @@ use zonelab_zns::{
     Command, Completion, MediaStore, ReceiveAction, Status, ZoneReport, REPORT_HEADER_BYTES, ZONE_DESCRIPTOR_BYTES,
 };
 
-use crate::api::{CommandQueue, IoData, Output, QueuedCommand};
+use crate::api::{CommandQueue, IoData, Output, QueuedCommand, TaskId};
 use crate::rng::SplitMix64;
 
 type Task = Pin<Box<dyn Future<Output = ()>>>;
@@ -227,6 +227,24 @@ impl<S: MediaStore> Future for Sleep<S> {
     }
 }
 
+/// The future of a park: pending once, ready when polled again.
+struct Park {
+    parked: bool,
+}
+
+impl Future for Park {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.parked {
+            Poll::Ready(())
+        } else {
+            self.parked = true;
+            Poll::Pending
+        }
+    }
+}
+
 impl<S: MediaStore + 'static> CommandQueue for Host<S> {
     fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>> {
         CommandFuture { shared: Rc::clone(&self.shared), command: Some(command), slot: usize::MAX }
@@ -238,6 +256,24 @@ impl<S: MediaStore + 'static> CommandQueue for Host<S> {
 
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {
         Sleep { shared: Rc::clone(&self.shared), until_ns: None, duration_ns }
+    }
+
+    fn geometry(&self) -> zonelab_zns::Geometry {
+        *self.shared.borrow().device.namespace().geometry()
+    }
+
+    fn current_task(&self) -> TaskId {
+        TaskId(self.shared.borrow().current_task)
+    }
+
+    fn wake(&self, task: TaskId) {
+        let mut shared = self.shared.borrow_mut();
+        let now = shared.now_ns;
+        shared.wake_at(now, task.0);
+    }
+
+    fn park(&self) -> impl Future<Output = ()> {
+        Park { parked: false }
     }
 }
 

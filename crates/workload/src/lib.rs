@@ -6,5 +6,6 @@
 
 pub mod calibrate;
 mod closed_loop;
+pub mod fio;
 
 pub use closed_loop::{run_closed_loop, LoopSpec, LoopStats, Operation};

@@ -86,6 +86,12 @@ pub enum ImageError {
     Journal(#[from] JournalError),
 }
 
+/// The exclusive hold on an image of a namespace taken out of it.
+#[derive(Debug)]
+pub struct ImageLock {
+    _file: fs::File,
+}
+
 /// An open device image: the namespace and the directory it persists to.
 #[derive(Debug)]
 pub struct Image {
@@ -229,5 +235,11 @@ impl Image {
 
     pub fn namespace_mut(&mut self) -> &mut ZonedNamespace<Box<dyn MediaStore>> {
         &mut self.namespace
+    }
+
+    /// Gives the namespace to an owner that drives it (a simulated device); the returned lock keeps the image
+    /// reserved to this process until it is dropped.
+    pub fn into_namespace(self) -> (ZonedNamespace<Box<dyn MediaStore>>, ImageLock) {
+        (self.namespace, ImageLock { _file: self._lock })
     }
 }

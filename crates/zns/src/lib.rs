@@ -37,7 +37,7 @@ mod store;
 mod zone;
 
 pub use config::{CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, MIN_PAGE_BYTES};
-pub use image::{Image, ImageConfig, ImageError, StoreKind, IMAGE_FORMAT_VERSION};
+pub use image::{Image, ImageConfig, ImageError, ImageLock, StoreKind, IMAGE_FORMAT_VERSION};
 pub use journal::{JournalError, JOURNAL_FORMAT_VERSION};
 pub use namespace::{
     Command, Completion, InjectError, ReceiveAction, ZonedIdentify, ZonedNamespace, SUPPORTED_IO_OPCODES,

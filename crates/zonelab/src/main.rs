@@ -6,6 +6,7 @@ mod bench;
 mod calibrate;
 mod churn;
 mod demo;
+mod fio;
 mod format;
 
 use std::fs;
@@ -64,6 +65,15 @@ enum Command {
     Flush { image: PathBuf },
     /// Run random writes, appends, resets and zone management on an image, with self-verifying data.
     Churn(churn::ChurnArgs),
+    /// Run fio jobs (fio's options and job files, fio's output) on a simulated device, in virtual time.
+    /// --filename is a device image or preset:NAME[,key=value...]. Example:
+    /// zonelab fio --name=w --filename=preset:zn540 --zonemode=zbd --rw=write --bs=4k --size=1z
+    #[command(disable_help_flag = true)]
+    Fio {
+        /// fio options (--key=value) and job files.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// List the device presets.
     Presets,
     /// Replay a preset's reference measurements in virtual time and print model against measurement.
@@ -345,6 +355,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::PowerCycle { image } => Ok(Image::open(&image)?.namespace_mut().power_cycle()?),
         Command::Flush { image } => Ok(Image::open(&image)?.namespace_mut().flush()?),
         Command::Churn(args) => churn::run(&args, &mut stdout),
+        Command::Fio { args } => fio::run(&args, &mut stdout),
         Command::Presets => calibrate::list_presets(&mut stdout),
         Command::Calibrate(args) => calibrate::run(&args, &mut stdout),
         Command::Bench { which } => bench::run(which, &mut stdout),

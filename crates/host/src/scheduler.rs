@@ -1,0 +1,260 @@
+//! The block layer's I/O schedulers for zoned devices, as a `CommandQueue` in front of another.
+//!
+//! - `none` hands every command straight to the device. Several writes outstanding in one zone may then reach it
+//!   in any order (the runtime's seeded reordering plays the part of the multi-queue block layer), and a write
+//!   that arrives before its predecessor fails with Zone Invalid Write: the failure seed 000 section 4.3 warns of.
+//! - `mq-deadline` keeps Linux's zone write lock: one write in flight per zone, queued writes sorted by LBA and
+//!   dispatched lowest first, with adjacent queued writes merged into one command up to a maximum request size.
+//!   Reads, appends (which Linux does not lock) and zone management pass straight through.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::rc::Rc;
+
+use serde::Serialize;
+use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand, TaskId};
+use zonelab_zns::Status;
+
+/// Which scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SchedulerKind {
+    None,
+    MqDeadline,
+}
+
+impl SchedulerKind {
+    pub fn parse(name: &str) -> Option<SchedulerKind> {
+        match name {
+            "none" => Some(SchedulerKind::None),
+            "mq-deadline" | "mq_deadline" => Some(SchedulerKind::MqDeadline),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedulerKind::None => "none",
+            SchedulerKind::MqDeadline => "mq-deadline",
+        }
+    }
+}
+
+/// What the scheduler did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SchedulerCounters {
+    /// Write requests from the host.
+    pub write_requests: u64,
+    /// Write commands sent to the device (fewer than requests when requests merged).
+    pub write_commands: u64,
+    /// Requests that were merged into another request's command.
+    pub merged_requests: u64,
+}
+
+/// A queued write, waiting for its zone's lock.
+struct QueuedWrite {
+    id: u64,
+    blocks: u64,
+    data: IoData,
+    task: TaskId,
+}
+
+#[derive(Default)]
+struct ZoneQueue {
+    locked: bool,
+    /// Queued writes by start LBA.
+    writes: BTreeMap<u64, QueuedWrite>,
+}
+
+#[derive(Default)]
+struct DeadlineState {
+    zones: BTreeMap<u64, ZoneQueue>,
+    /// Results of merged requests, by request id, for their waiting tasks.
+    results: BTreeMap<u64, Result<Output, Status>>,
+    next_id: u64,
+    counters: SchedulerCounters,
+}
+
+/// A `CommandQueue` with a scheduler in front of `inner`.
+pub struct Scheduled<Q> {
+    inner: Q,
+    kind: SchedulerKind,
+    zone_shift: u32,
+    max_request_blocks: u64,
+    state: Rc<RefCell<DeadlineState>>,
+}
+
+impl<Q: Clone> Clone for Scheduled<Q> {
+    fn clone(&self) -> Self {
+        Scheduled {
+            inner: self.inner.clone(),
+            kind: self.kind,
+            zone_shift: self.zone_shift,
+            max_request_blocks: self.max_request_blocks,
+            state: Rc::clone(&self.state),
+        }
+    }
+}
+
+impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
+    /// A scheduler in front of `inner`; merged writes stay within `max_request_bytes` and the device's MDTS
+    /// (Linux's max_sectors_kb, 1280 KiB by default).
+    pub fn new(inner: Q, kind: SchedulerKind, max_request_bytes: u64) -> Scheduled<Q> {
+        let geometry = inner.geometry();
+        let limit = (max_request_bytes >> geometry.lba_shift).min(geometry.max_transfer_lba.unwrap_or(u64::MAX));
+        Scheduled {
+            inner,
+            kind,
+            zone_shift: geometry.zone_shift,
+            max_request_blocks: limit.max(1),
+            state: Rc::default(),
+        }
+    }
+
+    pub fn kind(&self) -> SchedulerKind {
+        self.kind
+    }
+
+    pub fn counters(&self) -> SchedulerCounters {
+        self.state.borrow().counters.clone()
+    }
+
+    /// mq-deadline's write path: queue, wait for the zone lock and to be the lowest queued LBA, then dispatch
+    /// with every adjacent queued write merged in; the other merged requests get the same result.
+    async fn locked_write(
+        inner: Q,
+        state: Rc<RefCell<DeadlineState>>,
+        zone_shift: u32,
+        max_blocks: u64,
+        slba: u64,
+        data: IoData,
+        lba_bytes: u64,
+    ) -> Result<Output, Status> {
+        let blocks = data.len() / lba_bytes;
+        let zone = slba >> zone_shift;
+        let id = {
+            let mut state = state.borrow_mut();
+            state.next_id += 1;
+            let id = state.next_id;
+            state.counters.write_requests += 1;
+            let task = inner.current_task();
+            state.zones.entry(zone).or_default().writes.insert(slba, QueuedWrite { id, blocks, data, task });
+            id
+        };
+        loop {
+            let group = {
+                let mut state = state.borrow_mut();
+                if let Some(result) = state.results.remove(&id) {
+                    return result;
+                }
+                let queue = state.zones.entry(zone).or_default();
+                let is_head = queue.writes.first_key_value().is_some_and(|(_, head)| head.id == id);
+                if queue.locked || !is_head {
+                    None
+                } else {
+                    queue.locked = true;
+                    let (mut end, head) = queue
+                        .writes
+                        .pop_first()
+                        .map(|(lba, write)| (lba + write.blocks, write))
+                        .expect("the head exists");
+                    let mut members = vec![head];
+                    let mut total = members[0].blocks;
+                    while let Some(next) = queue.writes.first_key_value().map(|(lba, write)| (*lba, write.blocks)) {
+                        if next.0 != end || total + next.1 > max_blocks {
+                            break;
+                        }
+                        let (_, write) = queue.writes.pop_first().expect("peeked");
+                        end += write.blocks;
+                        total += write.blocks;
+                        members.push(write);
+                    }
+                    state.counters.write_commands += 1;
+                    state.counters.merged_requests += members.len() as u64 - 1;
+                    Some(members)
+                }
+            };
+            let Some(members) = group else {
+                inner.park().await;
+                continue;
+            };
+            let data = merge(members.iter().map(|member| &member.data));
+            let result = inner.submit(QueuedCommand::Write { slba, data }).await;
+            let mut state = state.borrow_mut();
+            for member in members.iter().skip(1) {
+                state.results.insert(member.id, result.clone());
+                inner.wake(member.task);
+            }
+            let queue = state.zones.entry(zone).or_default();
+            queue.locked = false;
+            if let Some((_, head)) = queue.writes.first_key_value() {
+                inner.wake(head.task);
+            }
+            return result;
+        }
+    }
+}
+
+/// One buffer for merged writes: zeros stay zeros, bytes are concatenated.
+fn merge<'a>(parts: impl Iterator<Item = &'a IoData> + Clone) -> IoData {
+    if parts.clone().all(|part| matches!(part, IoData::Zeros(_))) {
+        return IoData::Zeros(parts.map(IoData::len).sum());
+    }
+    let mut bytes = Vec::new();
+    for part in parts {
+        match part {
+            IoData::Bytes(data) => bytes.extend_from_slice(data),
+            IoData::Zeros(len) => bytes.resize(bytes.len() + *len as usize, 0),
+        }
+    }
+    IoData::Bytes(bytes)
+}
+
+impl<Q: CommandQueue + Clone + 'static> CommandQueue for Scheduled<Q> {
+    fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>> {
+        let inner = self.inner.clone();
+        let state = Rc::clone(&self.state);
+        let (kind, zone_shift, max_blocks) = (self.kind, self.zone_shift, self.max_request_blocks);
+        async move {
+            match (kind, command) {
+                (SchedulerKind::MqDeadline, QueuedCommand::Write { slba, data }) => {
+                    let lba_bytes = u64::from(inner.geometry().lba_size);
+                    Self::locked_write(inner, state, zone_shift, max_blocks, slba, data, lba_bytes).await
+                }
+                (_, command) => {
+                    if let QueuedCommand::Write { .. } = command {
+                        let mut state = state.borrow_mut();
+                        state.counters.write_requests += 1;
+                        state.counters.write_commands += 1;
+                    }
+                    inner.submit(command).await
+                }
+            }
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.inner.now_ns()
+    }
+
+    fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {
+        self.inner.sleep(duration_ns)
+    }
+
+    fn current_task(&self) -> TaskId {
+        self.inner.current_task()
+    }
+
+    fn wake(&self, task: TaskId) {
+        self.inner.wake(task);
+    }
+
+    fn park(&self) -> impl Future<Output = ()> {
+        self.inner.park()
+    }
+
+    fn geometry(&self) -> zonelab_zns::Geometry {
+        self.inner.geometry()
+    }
+}

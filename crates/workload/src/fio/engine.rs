@@ -1,0 +1,703 @@
+//! Runs fio jobs on a simulated device: each job instance (`numjobs` of them) keeps `iodepth` I/Os in flight
+//! through the chosen scheduler, with fio's zoned-block-device rules in `zonemode=zbd`: writes go to write
+//! pointers, a sequential writer moves to the next zone when one fills and resets a full zone before writing it
+//! again, `max_open_zones` bounds the zones a job writes, `rw=trim` resets zones, and reads stay below write
+//! pointers. Jobs separated by `stonewall` or `new_group` run one group after another on the same device.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Instant;
+
+use zonelab_device::{Device, DeviceConfig, DeviceCounters, HostPath};
+use zonelab_host::{Scheduled, SchedulerCounters};
+use zonelab_media::FlashCounters;
+use zonelab_runtime::rng::SplitMix64;
+use zonelab_runtime::{CommandQueue, Host, IoData, QueuedCommand, Simulation};
+use zonelab_zns::{Geometry, Image, ImageLock, MediaStore, NullStore, Status, ZoneSendAction, ZoneState};
+
+use super::histogram::LatencyStats;
+use super::options::{FioError, FioInvocation, IoEngine, JobOptions, ReadWrite};
+
+/// Statistics of one direction (read, write or trim) of a job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DirectionStats {
+    pub ios: u64,
+    pub bytes: u64,
+    pub slat: LatencyStats,
+    pub clat: LatencyStats,
+    pub lat: LatencyStats,
+}
+
+impl DirectionStats {
+    fn merge(&mut self, other: &DirectionStats) {
+        self.ios += other.ios;
+        self.bytes += other.bytes;
+        self.slat.merge(&other.slat);
+        self.clat.merge(&other.clat);
+        self.lat.merge(&other.lat);
+    }
+}
+
+/// What a job (or, with group_reporting, a group of job instances) did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobResult {
+    pub options: JobOptions,
+    pub groupid: u32,
+    /// Job instances folded into this result.
+    pub instances: u32,
+    /// errno of the first failure (0 if none) and fio's message for it.
+    pub error: i32,
+    pub error_message: Option<String>,
+    pub read: DirectionStats,
+    pub write: DirectionStats,
+    pub trim: DirectionStats,
+    /// The measured window (after ramp_time), in device nanoseconds.
+    pub runtime_ns: u64,
+    pub zone_resets: u64,
+    pub scheduler: SchedulerCounters,
+}
+
+/// Device-wide figures of one group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupResult {
+    pub groupid: u32,
+    pub device_time_ns: u64,
+    pub wall_seconds: f64,
+    pub commands: u64,
+    pub device: DeviceCounters,
+    pub flash: FlashCounters,
+}
+
+/// Everything a fio run produced.
+#[derive(Clone, Debug)]
+pub struct FioResult {
+    pub device_name: String,
+    pub host_path: HostPath,
+    pub jobs: Vec<JobResult>,
+    pub groups: Vec<GroupResult>,
+    pub energy: zonelab_media::EnergyConfig,
+    pub notes: Vec<String>,
+}
+
+/// The device a run uses and what holds it.
+struct Target<S> {
+    device: Device<S>,
+    _lock: Option<ImageLock>,
+}
+
+/// `preset:NAME[,key=value...]` (keys as `zonelab create --set` takes them, or bare namespace fields) is an
+/// ephemeral device with the null store; anything else is a device image.
+fn open_target(filename: &str, host: HostPath) -> Result<(Target<Box<dyn MediaStore>>, DeviceConfig), FioError> {
+    if let Some(spec) = filename.strip_prefix("preset:") {
+        let mut parts = spec.split(',');
+        let name = parts.next().unwrap_or_default();
+        let overrides: Vec<String> = parts
+            .map(
+                |assignment| {
+                    if assignment.contains('.') {
+                        assignment.to_string()
+                    } else {
+                        format!("namespace.{assignment}")
+                    }
+                },
+            )
+            .collect();
+        let config =
+            DeviceConfig::load(name, &overrides).map_err(|error| FioError(format!("filename {filename}: {error}")))?;
+        let device = Device::new(&config, Box::new(NullStore) as Box<dyn MediaStore>, host)
+            .map_err(|error| FioError(format!("filename {filename}: {error}")))?;
+        return Ok((Target { device, _lock: None }, config));
+    }
+    let image = Image::open(std::path::Path::new(filename))
+        .map_err(|error| FioError(format!("filename {filename}: {error}")))?;
+    let mut config = match image.device() {
+        Some(model) => {
+            let mut table = model.clone();
+            table.insert(
+                "namespace".into(),
+                toml::Value::try_from(image.namespace().config()).map_err(|e| FioError(e.to_string()))?,
+            );
+            let text = toml::to_string(&table).map_err(|error| FioError(error.to_string()))?;
+            DeviceConfig::parse(filename, &text, &[])
+                .map_err(|error| FioError(format!("filename {filename}: {error}")))?
+        }
+        None => DeviceConfig::load("zn540", &[]).map_err(|error| FioError(error.to_string()))?,
+    };
+    config.namespace = image.namespace().config().clone();
+    let (namespace, lock) = image.into_namespace();
+    let device = Device::with_namespace(&config, namespace, host);
+    Ok((Target { device, _lock: Some(lock) }, config))
+}
+
+fn host_path(engine: IoEngine) -> HostPath {
+    match engine {
+        IoEngine::Psync | IoEngine::Libaio => HostPath::Kernel,
+        IoEngine::IoUring => HostPath::IoUring,
+        IoEngine::IoUringCmd => HostPath::IoUringCmd,
+        IoEngine::Spdk => HostPath::Spdk,
+    }
+}
+
+/// fio's zone bookkeeping for one device, shared by every job: the write pointer as fio has issued writes.
+struct ZoneCache {
+    wp: Vec<u64>,
+    geometry: Geometry,
+}
+
+impl ZoneCache {
+    fn full(&self, zone: u32) -> bool {
+        self.wp[zone as usize] >= self.geometry.zone_start_lba(zone) + self.geometry.zone_cap_lba
+    }
+
+    fn written(&self, zone: u32) -> u64 {
+        self.wp[zone as usize] - self.geometry.zone_start_lba(zone)
+    }
+}
+
+/// One job instance's state, shared by its iodepth workers.
+struct JobState {
+    options: JobOptions,
+    geometry: Geometry,
+    first_zone: u32,
+    end_zone: u32,
+    start_lba: u64,
+    end_lba: u64,
+    bs_blocks: u64,
+    budget_bytes: u64,
+    issued_bytes: u64,
+    cursor_lba: u64,
+    cursor_zone: u32,
+    open_zones: Vec<u32>,
+    /// Zones fio resets before a write job starts: every zone of its range that holds data.
+    pending_resets: Vec<u32>,
+    writes_since_reset: u64,
+    deadline_ns: u64,
+    ramp_end_ns: u64,
+    next_issue_ns: u64,
+    rng: SplitMix64,
+    slat_ns: u64,
+    read: DirectionStats,
+    write: DirectionStats,
+    trim: DirectionStats,
+    last_completion_ns: u64,
+    error: Option<(Status, &'static str, u64, u64)>,
+    zone_resets: u64,
+}
+
+/// One I/O a worker issues.
+enum Io {
+    Read { lba: u64, blocks: u64 },
+    Write { lba: u64, blocks: u64 },
+    Append { zone_start: u64, blocks: u64 },
+    Reset { zone_start: u64 },
+}
+
+impl JobState {
+    /// Picks the next I/O, or None when the job is done. Zone bookkeeping moves when the I/O is issued, as in
+    /// fio. A zone that must be reset before it is written again comes back as a Reset first.
+    fn next_io(&mut self, now: u64, zones: &mut ZoneCache) -> Option<Io> {
+        if self.error.is_some() || now >= self.deadline_ns {
+            return None;
+        }
+        if let Some(zone) = self.pending_resets.pop() {
+            zones.wp[zone as usize] = self.geometry.zone_start_lba(zone);
+            return Some(Io::Reset { zone_start: self.geometry.zone_start_lba(zone) });
+        }
+        if !self.options.time_based && self.issued_bytes >= self.budget_bytes {
+            return None;
+        }
+        let reading = match self.options.rw {
+            ReadWrite::Read | ReadWrite::RandRead => true,
+            ReadWrite::ReadWrite | ReadWrite::RandRw => self.rng.below(100) < u64::from(self.options.rwmixread),
+            _ => false,
+        };
+        let io = match self.options.rw {
+            ReadWrite::Trim | ReadWrite::RandTrim => self.next_trim(zones),
+            _ if reading => self.next_read(zones)?,
+            _ => self.next_write(zones),
+        };
+        self.issued_bytes += match io {
+            Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => {
+                blocks << self.geometry.lba_shift
+            }
+            Io::Reset { .. } => self.geometry.zone_size_lba << self.geometry.lba_shift,
+        };
+        Some(io)
+    }
+
+    fn random_zone(&mut self) -> u32 {
+        self.first_zone + self.rng.below(u64::from(self.end_zone - self.first_zone)) as u32
+    }
+
+    fn next_trim(&mut self, zones: &mut ZoneCache) -> Io {
+        let zone = if self.options.rw == ReadWrite::RandTrim {
+            self.random_zone()
+        } else {
+            let zone = self.cursor_zone;
+            self.cursor_zone = if zone + 1 >= self.end_zone { self.first_zone } else { zone + 1 };
+            zone
+        };
+        zones.wp[zone as usize] = self.geometry.zone_start_lba(zone);
+        Io::Reset { zone_start: self.geometry.zone_start_lba(zone) }
+    }
+
+    fn next_read(&mut self, zones: &ZoneCache) -> Option<Io> {
+        let bs = self.bs_blocks;
+        if !self.options.zonemode_zbd {
+            let blocks_in_region = (self.end_lba - self.start_lba) / bs;
+            let lba = if self.options.rw.is_random() {
+                self.start_lba + self.rng.below(blocks_in_region.max(1)) * bs
+            } else {
+                if self.cursor_lba + bs > self.end_lba {
+                    self.cursor_lba = self.start_lba;
+                }
+                let lba = self.cursor_lba;
+                self.cursor_lba += bs;
+                lba
+            };
+            return Some(Io::Read { lba, blocks: bs });
+        }
+        let readable: Vec<u32> = (self.first_zone..self.end_zone).filter(|&zone| zones.written(zone) >= bs).collect();
+        if readable.is_empty() {
+            self.error = Some((Status::LbaOutOfRange, "read", self.start_lba, 0));
+            return None;
+        }
+        if self.options.rw.is_random() {
+            let zone = readable[self.rng.below(readable.len() as u64) as usize];
+            let lba = self.geometry.zone_start_lba(zone) + self.rng.below(zones.written(zone) / bs) * bs;
+            return Some(Io::Read { lba, blocks: bs });
+        }
+        let mut zone = self.geometry.zone_of(self.cursor_lba.min(self.end_lba - 1));
+        if self.cursor_lba + bs > zones.wp[zone as usize] {
+            zone = readable.iter().copied().find(|&candidate| candidate > zone).unwrap_or(readable[0]);
+            self.cursor_lba = self.geometry.zone_start_lba(zone);
+        }
+        let lba = self.cursor_lba;
+        self.cursor_lba += bs;
+        Some(Io::Read { lba, blocks: bs })
+    }
+
+    fn next_write(&mut self, zones: &mut ZoneCache) -> Io {
+        let bs = self.bs_blocks;
+        if !self.options.zonemode_zbd {
+            let blocks_in_region = (self.end_lba - self.start_lba) / bs;
+            let lba = if self.options.rw.is_random() {
+                self.start_lba + self.rng.below(blocks_in_region.max(1)) * bs
+            } else {
+                if self.cursor_lba + bs > self.end_lba {
+                    self.cursor_lba = self.start_lba;
+                }
+                let lba = self.cursor_lba;
+                self.cursor_lba += bs;
+                lba
+            };
+            return Io::Write { lba, blocks: bs };
+        }
+        let zone = self.write_zone(zones);
+        let start = self.geometry.zone_start_lba(zone);
+        if zones.full(zone) || self.reset_due(zones) && zones.written(zone) > 0 {
+            zones.wp[zone as usize] = start;
+            self.writes_since_reset = 0;
+            return Io::Reset { zone_start: start };
+        }
+        let room = start + self.geometry.zone_cap_lba - zones.wp[zone as usize];
+        let blocks = bs.min(room);
+        let lba = zones.wp[zone as usize];
+        zones.wp[zone as usize] += blocks;
+        self.writes_since_reset += 1;
+        if zones.full(zone) {
+            self.open_zones.retain(|&open| open != zone);
+        }
+        if self.options.zone_append {
+            Io::Append { zone_start: start, blocks }
+        } else {
+            Io::Write { lba, blocks }
+        }
+    }
+
+    /// The zone the next write goes to: the sequential cursor, or for random writes a random zone among at
+    /// most `max_open_zones` open ones.
+    fn write_zone(&mut self, zones: &ZoneCache) -> u32 {
+        if !self.options.rw.is_random() {
+            // A full zone is left for the next one; coming round to a full zone again, it is reset first.
+            if zones.full(self.cursor_zone) {
+                self.cursor_zone =
+                    if self.cursor_zone + 1 >= self.end_zone { self.first_zone } else { self.cursor_zone + 1 };
+            }
+            return self.cursor_zone;
+        }
+        let limit = if self.options.max_open_zones == 0 { u32::MAX } else { self.options.max_open_zones } as usize;
+        if self.open_zones.len() < limit {
+            let zone = self.random_zone();
+            if !self.open_zones.contains(&zone) {
+                self.open_zones.push(zone);
+            }
+            return zone;
+        }
+        self.open_zones[self.rng.below(self.open_zones.len() as u64) as usize]
+    }
+
+    /// fio's zone_reset_threshold / zone_reset_frequency: once the written share of the range passes the
+    /// threshold, one write in every 1/frequency resets its zone first.
+    fn reset_due(&self, zones: &ZoneCache) -> bool {
+        if self.options.zone_reset_threshold <= 0.0 || self.options.zone_reset_frequency <= 0.0 {
+            return false;
+        }
+        let written: u64 = (self.first_zone..self.end_zone).map(|zone| zones.written(zone)).sum();
+        let range = u64::from(self.end_zone - self.first_zone) * self.geometry.zone_cap_lba;
+        let every = (1.0 / self.options.zone_reset_frequency).round().max(1.0) as u64;
+        written as f64 / range as f64 > self.options.zone_reset_threshold && self.writes_since_reset >= every
+    }
+}
+
+/// The command an I/O becomes, with its direction's label.
+fn command_of(io: &Io, lba_shift: u32) -> (&'static str, QueuedCommand, u64) {
+    match *io {
+        Io::Read { lba, blocks } => ("read", QueuedCommand::Read { slba: lba, nlb: blocks, keep: false }, lba),
+        Io::Write { lba, blocks } => {
+            ("write", QueuedCommand::Write { slba: lba, data: IoData::Zeros(blocks << lba_shift) }, lba)
+        }
+        Io::Append { zone_start, blocks } => {
+            ("write", QueuedCommand::Append { zslba: zone_start, data: IoData::Zeros(blocks << lba_shift) }, zone_start)
+        }
+        Io::Reset { zone_start } => (
+            "trim",
+            QueuedCommand::ZoneSend { slba: zone_start, action: ZoneSendAction::Reset, select_all: false },
+            zone_start,
+        ),
+    }
+}
+
+/// One worker: issue, wait, record, until the job is done.
+async fn worker<S: MediaStore + 'static>(
+    queue: Scheduled<Host<S>>,
+    state: Rc<RefCell<JobState>>,
+    zones: Rc<RefCell<ZoneCache>>,
+) {
+    let lba_shift = queue.geometry().lba_shift;
+    loop {
+        let now = queue.now_ns();
+        let (io, wait) = {
+            let mut job = state.borrow_mut();
+            let Some(io) = job.next_io(now, &mut zones.borrow_mut()) else { return };
+            let mut wait = 0;
+            if let Some(interval) = 1_000_000_000u64.checked_div(job.options.rate_iops) {
+                let slot = job.next_issue_ns.max(now);
+                job.next_issue_ns = slot + interval;
+                wait = slot - now;
+            }
+            (io, wait)
+        };
+        if wait > 0 {
+            queue.sleep(wait).await;
+        }
+        let (direction, command, lba) = command_of(&io, lba_shift);
+        let is_internal_reset =
+            direction == "trim" && !matches!(state.borrow().options.rw, ReadWrite::Trim | ReadWrite::RandTrim);
+        let submitted = queue.now_ns();
+        let result = queue.submit(command).await;
+        let completed = queue.now_ns();
+        let mut job = state.borrow_mut();
+        if let Err(status) = result {
+            let blocks = match io {
+                Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => blocks,
+                Io::Reset { .. } => 0,
+            };
+            job.error.get_or_insert((status, direction, lba, blocks << lba_shift));
+            return;
+        }
+        if let Io::Reset { .. } = io {
+            job.zone_resets += 1;
+        }
+        if is_internal_reset || completed < job.ramp_end_ns {
+            continue;
+        }
+        let bytes = match io {
+            Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => blocks << lba_shift,
+            Io::Reset { .. } => job.geometry.zone_size_lba << lba_shift,
+        };
+        let total = completed - submitted;
+        let slat = job.slat_ns.min(total);
+        job.last_completion_ns = job.last_completion_ns.max(completed);
+        let stats = match direction {
+            "read" => &mut job.read,
+            "write" => &mut job.write,
+            _ => &mut job.trim,
+        };
+        stats.ios += 1;
+        stats.bytes += bytes;
+        stats.slat.record(slat);
+        stats.clat.record(total - slat);
+        stats.lat.record(total);
+    }
+}
+
+/// fio's message for a failed I/O, with the errno's text and the device's status.
+fn errno_message(status: Status, direction: &str, lba: u64, len: u64, lba_bytes: u64) -> String {
+    let name = match status {
+        Status::TooManyActiveZones => "Value too large for defined data type",
+        Status::TooManyOpenZones => "Too many references: cannot splice",
+        _ => "Input/output error",
+    };
+    format!("io_u error: {name}: {direction} offset={}, buflen={len} (device: {status})", lba * lba_bytes)
+}
+
+/// Runs every job of `invocation` on one simulated device; `default_seed` seeds the reordering of concurrent
+/// submissions unless a job sets `seed`.
+pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, FioError> {
+    let first = &invocation.jobs[0];
+    let filename = first
+        .filename
+        .clone()
+        .ok_or_else(|| FioError("no filename given: use --filename=IMAGE or --filename=preset:NAME".into()))?;
+    if let Some(other) = invocation.jobs.iter().find(|job| job.filename.as_deref() != Some(filename.as_str())) {
+        return Err(FioError(format!(
+            "job {} uses filename {:?}: zonelab runs every job of one invocation on one device ({filename})",
+            other.name, other.filename
+        )));
+    }
+    let host = host_path(first.ioengine);
+    let mut notes = Vec::new();
+    if let Some(other) = invocation.jobs.iter().find(|job| host_path(job.ioengine) != host) {
+        notes.push(format!(
+            "job {} asks for ioengine {}, but the device is reached through {} (the first job's)",
+            other.name,
+            other.ioengine.name(),
+            host.name()
+        ));
+    }
+    for job in &invocation.jobs {
+        if job.zone_append && !host.carries_append() {
+            return Err(FioError(format!(
+                "job {}: zone_append=1 needs an ioengine that carries zone append (io_uring_cmd or spdk), not {}",
+                job.name,
+                job.ioengine.name()
+            )));
+        }
+        if matches!(job.rw, ReadWrite::Trim | ReadWrite::RandTrim) && !job.zonemode_zbd {
+            return Err(FioError(format!(
+                "job {}: rw=trim needs zonemode=zbd (zone resets); zonelab has no deallocate",
+                job.name
+            )));
+        }
+        if !job.ignored.is_empty() {
+            notes.push(format!(
+                "job {}: ignored options with no meaning in a simulation: {}",
+                job.name,
+                job.ignored.join(" ")
+            ));
+        }
+    }
+    let (target, config) = open_target(&filename, host)?;
+    let seed = first.seed.unwrap_or(default_seed);
+    let slat_ns = match host {
+        HostPath::Spdk => config.host.spdk.submit_us,
+        HostPath::IoUring => config.host.io_uring.submit_us,
+        HostPath::IoUringCmd => config.host.io_uring_cmd.submit_us,
+        HostPath::Kernel => config.host.kernel.submit_us,
+    };
+    let slat_ns = (slat_ns * 1000.0).round() as u64;
+    let Target { device, _lock } = target;
+    let geometry = *device.namespace().geometry();
+    let zone_wps = (0..geometry.zones).map(|zone| {
+        let descriptor = device.namespace().zone(zone);
+        match descriptor.state {
+            ZoneState::Full | ZoneState::ReadOnly | ZoneState::Offline => descriptor.start_lba + geometry.zone_cap_lba,
+            _ => descriptor.wp_lba,
+        }
+    });
+    let zones = Rc::new(RefCell::new(ZoneCache { wp: zone_wps.collect(), geometry }));
+    let mut simulation = Simulation::new(device, Some(seed));
+
+    let mut groups: Vec<Vec<&JobOptions>> = Vec::new();
+    for job in &invocation.jobs {
+        if groups.is_empty() || job.stonewall || job.new_group {
+            groups.push(Vec::new());
+        }
+        groups.last_mut().expect("a group exists").push(job);
+    }
+    let device_bytes = geometry.nsze_lba << geometry.lba_shift;
+    let zone_bytes = geometry.zone_size_lba << geometry.lba_shift;
+    let mut results = Vec::new();
+    let mut group_results = Vec::new();
+    for (groupid, group) in groups.into_iter().enumerate() {
+        let group_start = simulation.now_ns();
+        let counters_before =
+            simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
+        let mut instances = Vec::new();
+        for job in group {
+            let scheduled = Scheduled::new(simulation.host(), job.scheduler, 1280 << 10);
+            for instance in 0..job.numjobs {
+                let offset = job.offset.resolve(device_bytes, zone_bytes)
+                    + u64::from(instance) * job.offset_increment.resolve(device_bytes, zone_bytes);
+                let size =
+                    job.size.map_or(device_bytes.saturating_sub(offset), |size| size.resolve(device_bytes, zone_bytes));
+                let (mut start_lba, mut end_lba) =
+                    (offset >> geometry.lba_shift, ((offset + size) >> geometry.lba_shift).min(geometry.nsze_lba));
+                if job.zonemode_zbd {
+                    start_lba = start_lba.div_ceil(geometry.zone_size_lba) * geometry.zone_size_lba;
+                    end_lba = end_lba / geometry.zone_size_lba * geometry.zone_size_lba;
+                }
+                let bs_blocks = job.bs_bytes >> geometry.lba_shift;
+                if job.bs_bytes % u64::from(geometry.lba_size) != 0 || bs_blocks == 0 {
+                    return Err(FioError(format!(
+                        "job {}: bs={} is not a multiple of the {}-byte LBA",
+                        job.name, job.bs_bytes, geometry.lba_size
+                    )));
+                }
+                if end_lba <= start_lba || end_lba - start_lba < bs_blocks {
+                    return Err(FioError(format!(
+                        "job {}: the I/O range at offset {offset} of {size} bytes is empty on this device{}",
+                        job.name,
+                        if job.zonemode_zbd { " once aligned to zones" } else { "" }
+                    )));
+                }
+                // In zbd mode a zone holds only its capacity, so that is what a pass over the range moves.
+                let range_lbas = if job.zonemode_zbd {
+                    (end_lba - start_lba) / geometry.zone_size_lba * geometry.zone_cap_lba
+                } else {
+                    end_lba - start_lba
+                };
+                let budget_bytes =
+                    job.io_size.map_or(range_lbas << geometry.lba_shift, |io| io.resolve(device_bytes, zone_bytes));
+                let runtime = job.runtime_ns.unwrap_or(u64::MAX / 4);
+                let state = JobState {
+                    options: job.clone(),
+                    geometry,
+                    first_zone: geometry.zone_of(start_lba),
+                    end_zone: geometry.zone_of(end_lba - 1) + 1,
+                    start_lba,
+                    end_lba,
+                    bs_blocks,
+                    budget_bytes,
+                    issued_bytes: 0,
+                    cursor_lba: start_lba,
+                    cursor_zone: geometry.zone_of(start_lba),
+                    open_zones: Vec::new(),
+                    pending_resets: if job.zonemode_zbd && job.rw.writes() {
+                        let cache = zones.borrow();
+                        (geometry.zone_of(start_lba)..=geometry.zone_of(end_lba - 1))
+                            .rev()
+                            .filter(|&zone| cache.written(zone) > 0)
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
+                    writes_since_reset: 0,
+                    deadline_ns: group_start.saturating_add(job.ramp_time_ns).saturating_add(runtime),
+                    ramp_end_ns: group_start + job.ramp_time_ns,
+                    next_issue_ns: group_start,
+                    rng: SplitMix64::split(job.randseed, &format!("{}/{instance}", job.name)),
+                    slat_ns,
+                    read: DirectionStats::default(),
+                    write: DirectionStats::default(),
+                    trim: DirectionStats::default(),
+                    last_completion_ns: group_start,
+                    error: None,
+                    zone_resets: 0,
+                };
+                let state = Rc::new(RefCell::new(state));
+                let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
+                for _ in 0..depth {
+                    simulation.spawn(worker(scheduled.clone(), Rc::clone(&state), Rc::clone(&zones)));
+                }
+                instances.push((job, state, scheduled.clone()));
+            }
+        }
+        let wall = Instant::now();
+        simulation.run();
+        let wall_seconds = wall.elapsed().as_secs_f64();
+        let group_end = simulation.now_ns();
+        let (counters_after, flash_after) =
+            simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
+        let device_delta = delta_counters(&counters_before.0, &counters_after);
+        let flash_delta = delta_flash(&counters_before.1, &flash_after);
+        group_results.push(GroupResult {
+            groupid: groupid as u32,
+            device_time_ns: group_end - group_start,
+            wall_seconds,
+            commands: device_delta.reads + device_delta.writes + device_delta.appends + device_delta.zone_management,
+            device: device_delta,
+            flash: flash_delta,
+        });
+        let lba_bytes = u64::from(geometry.lba_size);
+        let mut folded: Vec<JobResult> = Vec::new();
+        for (job, state, scheduled) in instances {
+            let state = state.borrow();
+            let (error, error_message) = match state.error {
+                Some((Status::LbaOutOfRange, "read", _, 0)) => {
+                    (5, Some(format!("{}: no written data to read in the job's zones", job.name)))
+                }
+                Some((status, direction, lba, len)) => {
+                    (status.errno(), Some(errno_message(status, direction, lba, len, lba_bytes)))
+                }
+                None => (0, None),
+            };
+            let result = JobResult {
+                options: job.clone(),
+                groupid: groupid as u32,
+                instances: 1,
+                error,
+                error_message,
+                read: state.read.clone(),
+                write: state.write.clone(),
+                trim: state.trim.clone(),
+                runtime_ns: state.last_completion_ns.saturating_sub(state.ramp_end_ns).max(1),
+                zone_resets: state.zone_resets,
+                scheduler: scheduled.counters(),
+            };
+            match folded.last_mut() {
+                Some(previous) if job.group_reporting && previous.options.name == job.name => {
+                    previous.instances += 1;
+                    previous.read.merge(&result.read);
+                    previous.write.merge(&result.write);
+                    previous.trim.merge(&result.trim);
+                    previous.runtime_ns = previous.runtime_ns.max(result.runtime_ns);
+                    previous.zone_resets += result.zone_resets;
+                    if previous.error == 0 {
+                        previous.error = result.error;
+                        previous.error_message = result.error_message;
+                    }
+                }
+                _ => folded.push(result),
+            }
+        }
+        results.extend(folded);
+    }
+    Ok(FioResult {
+        device_name: config.name.clone(),
+        host_path: host,
+        jobs: results,
+        groups: group_results,
+        energy: config.media.energy.clone(),
+        notes,
+    })
+}
+
+fn delta_counters(before: &DeviceCounters, after: &DeviceCounters) -> DeviceCounters {
+    DeviceCounters {
+        reads: after.reads - before.reads,
+        writes: after.writes - before.writes,
+        appends: after.appends - before.appends,
+        zone_management: after.zone_management - before.zone_management,
+        resets: after.resets - before.resets,
+        finishes: after.finishes - before.finishes,
+        errors: after.errors - before.errors,
+        bytes_read: after.bytes_read - before.bytes_read,
+        bytes_written: after.bytes_written - before.bytes_written,
+    }
+}
+
+fn delta_flash(before: &FlashCounters, after: &FlashCounters) -> FlashCounters {
+    let mut delta = after.clone();
+    for (slot, earlier) in delta.page_reads.iter_mut().zip(before.page_reads) {
+        *slot -= earlier;
+    }
+    for (slot, earlier) in delta.page_programs.iter_mut().zip(before.page_programs) {
+        *slot -= earlier;
+    }
+    for (slot, earlier) in delta.block_erases.iter_mut().zip(before.block_erases) {
+        *slot -= earlier;
+    }
+    delta
+}

@@ -1,0 +1,12 @@
+//! `zonelab fio`: fio's options and outputs over a simulated device. A job file or command line written for
+//! fio runs with only `--filename` changed, in virtual time.
+
+mod engine;
+mod histogram;
+mod options;
+mod report;
+
+pub use engine::{run, DirectionStats, FioResult, GroupResult, JobResult};
+pub use histogram::LatencyStats;
+pub use options::{parse_invocation, FioError, FioInvocation, IoEngine, JobOptions, OutputFormat, ReadWrite, SizeSpec};
+pub use report::{to_json, to_text, FIO_VERSION};

@@ -1,0 +1,579 @@
+//! fio's options, from the command line (`--name=x --rw=write ...`) and from job files (INI sections with a
+//! `[global]` section), with fio's names and meanings. An unknown option is an error that names it, as in fio;
+//! options that make no sense in a simulation (CPU and NUMA placement) are accepted and reported as ignored.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use zonelab_host::SchedulerKind;
+
+/// An error in the options, naming what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FioError(pub String);
+
+impl fmt::Display for FioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "fio: {}", self.0)
+    }
+}
+
+impl std::error::Error for FioError {}
+
+fn fail<T>(message: impl Into<String>) -> Result<T, FioError> {
+    Err(FioError(message.into()))
+}
+
+/// A size as fio takes it: bytes, a percentage of the device, or a number of zones (`3z`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SizeSpec {
+    Bytes(u64),
+    Percent(f64),
+    Zones(u64),
+}
+
+impl SizeSpec {
+    /// Bytes on a device of `device_bytes` with zones of `zone_bytes`.
+    pub fn resolve(self, device_bytes: u64, zone_bytes: u64) -> u64 {
+        match self {
+            SizeSpec::Bytes(bytes) => bytes,
+            SizeSpec::Percent(percent) => (device_bytes as f64 * percent / 100.0) as u64,
+            SizeSpec::Zones(zones) => zones.saturating_mul(zone_bytes),
+        }
+    }
+}
+
+/// Parses fio's sizes: `4096`, `4k`, `4Ki`, `4KiB`, `100G`, `3z`, `50%`. Every unit is binary (kb_base=1024).
+pub fn parse_size(key: &str, text: &str) -> Result<SizeSpec, FioError> {
+    let bad = || FioError(format!("option {key}: {text:?} is not a size (e.g. 4k, 4Ki, 1G, 3z, 50%)"));
+    let trimmed = text.trim();
+    if let Some(percent) = trimmed.strip_suffix('%') {
+        let value: f64 = percent.parse().map_err(|_| bad())?;
+        if !(0.0..=100.0).contains(&value) {
+            return Err(bad());
+        }
+        return Ok(SizeSpec::Percent(value));
+    }
+    let digits = trimmed.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(trimmed.len());
+    let number: f64 = trimmed[..digits].parse().map_err(|_| bad())?;
+    let suffix = trimmed[digits..].to_ascii_lowercase();
+    if suffix == "z" {
+        return Ok(SizeSpec::Zones(number as u64));
+    }
+    let shift = match suffix.as_str() {
+        "" | "b" => 0,
+        "k" | "ki" | "kib" | "kb" => 10,
+        "m" | "mi" | "mib" | "mb" => 20,
+        "g" | "gi" | "gib" | "gb" => 30,
+        "t" | "ti" | "tib" | "tb" => 40,
+        "p" | "pi" | "pib" | "pb" => 50,
+        _ => return Err(bad()),
+    };
+    Ok(SizeSpec::Bytes((number * (1u64 << shift) as f64) as u64))
+}
+
+/// Parses fio's times; a bare number is in `default_unit_ns`.
+pub fn parse_time_ns(key: &str, text: &str, default_unit_ns: u64) -> Result<u64, FioError> {
+    let trimmed = text.trim();
+    let digits = trimmed.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(trimmed.len());
+    let number: f64 =
+        trimmed[..digits].parse().map_err(|_| FioError(format!("option {key}: {text:?} is not a time")))?;
+    let unit = match trimmed[digits..].to_ascii_lowercase().as_str() {
+        "" => default_unit_ns,
+        "ns" | "nsec" => 1,
+        "us" | "usec" => 1_000,
+        "ms" | "msec" => 1_000_000,
+        "s" | "sec" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        _ => return fail(format!("option {key}: {text:?} has an unknown time unit")),
+    };
+    Ok((number * unit as f64) as u64)
+}
+
+fn parse_bool(key: &str, value: Option<&str>) -> Result<bool, FioError> {
+    match value.map(str::trim) {
+        None | Some("1") | Some("true") | Some("yes") | Some("on") => Ok(true),
+        Some("0") | Some("false") | Some("no") | Some("off") => Ok(false),
+        Some(other) => fail(format!("option {key}: {other:?} is not a boolean")),
+    }
+}
+
+fn parse_number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, FioError> {
+    value.trim().parse().map_err(|_| FioError(format!("option {key}: {value:?} is not a number")))
+}
+
+/// The I/O pattern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadWrite {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    ReadWrite,
+    RandRw,
+    Trim,
+    RandTrim,
+}
+
+impl ReadWrite {
+    fn parse(value: &str) -> Result<ReadWrite, FioError> {
+        Ok(match value {
+            "read" => ReadWrite::Read,
+            "write" => ReadWrite::Write,
+            "randread" => ReadWrite::RandRead,
+            "randwrite" => ReadWrite::RandWrite,
+            "rw" | "readwrite" => ReadWrite::ReadWrite,
+            "randrw" => ReadWrite::RandRw,
+            "trim" => ReadWrite::Trim,
+            "randtrim" => ReadWrite::RandTrim,
+            other => return fail(format!("option rw: unknown pattern {other:?}")),
+        })
+    }
+
+    /// Whether the pattern writes.
+    pub fn writes(self) -> bool {
+        matches!(self, ReadWrite::Write | ReadWrite::RandWrite | ReadWrite::ReadWrite | ReadWrite::RandRw)
+    }
+
+    pub fn is_random(self) -> bool {
+        matches!(self, ReadWrite::RandRead | ReadWrite::RandWrite | ReadWrite::RandRw | ReadWrite::RandTrim)
+    }
+}
+
+/// fio's I/O engines, each a host path of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoEngine {
+    /// Synchronous: one I/O outstanding per job, through the kernel block layer.
+    Psync,
+    Libaio,
+    IoUring,
+    IoUringCmd,
+    Spdk,
+}
+
+impl IoEngine {
+    fn parse(value: &str) -> Result<IoEngine, FioError> {
+        Ok(match value {
+            "psync" | "sync" | "pvsync" => IoEngine::Psync,
+            "libaio" => IoEngine::Libaio,
+            "io_uring" => IoEngine::IoUring,
+            "io_uring_cmd" => IoEngine::IoUringCmd,
+            "spdk" | "spdk_bdev" => IoEngine::Spdk,
+            other => return fail(format!("option ioengine: engine {other:?} is not one zonelab models (psync, libaio, io_uring, io_uring_cmd, spdk)")),
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IoEngine::Psync => "psync",
+            IoEngine::Libaio => "libaio",
+            IoEngine::IoUring => "io_uring",
+            IoEngine::IoUringCmd => "io_uring_cmd",
+            IoEngine::Spdk => "spdk",
+        }
+    }
+}
+
+/// Everything one job is told.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobOptions {
+    pub name: String,
+    pub filename: Option<String>,
+    pub rw: ReadWrite,
+    pub rwmixread: u32,
+    pub bs_bytes: u64,
+    pub size: Option<SizeSpec>,
+    pub offset: SizeSpec,
+    pub offset_increment: SizeSpec,
+    pub io_size: Option<SizeSpec>,
+    pub iodepth: u32,
+    pub numjobs: u32,
+    pub ioengine: IoEngine,
+    pub direct: bool,
+    pub zonemode_zbd: bool,
+    pub zonesize: Option<SizeSpec>,
+    pub max_open_zones: u32,
+    pub zone_reset_threshold: f64,
+    pub zone_reset_frequency: f64,
+    pub rate_iops: u64,
+    pub runtime_ns: Option<u64>,
+    pub time_based: bool,
+    pub ramp_time_ns: u64,
+    pub group_reporting: bool,
+    pub percentile_list: Vec<f64>,
+    pub lat_percentiles: bool,
+    pub clat_percentiles: bool,
+    pub randseed: u64,
+    pub stonewall: bool,
+    pub new_group: bool,
+    pub zone_append: bool,
+    pub scheduler: SchedulerKind,
+    pub seed: Option<u64>,
+    /// Options accepted but meaningless here, as given.
+    pub ignored: Vec<String>,
+}
+
+/// fio's default percentiles.
+pub const DEFAULT_PERCENTILES: [f64; 17] =
+    [1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99];
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        JobOptions {
+            name: String::new(),
+            filename: None,
+            rw: ReadWrite::Read,
+            rwmixread: 50,
+            bs_bytes: 4096,
+            size: None,
+            offset: SizeSpec::Bytes(0),
+            offset_increment: SizeSpec::Bytes(0),
+            io_size: None,
+            iodepth: 1,
+            numjobs: 1,
+            ioengine: IoEngine::Psync,
+            direct: false,
+            zonemode_zbd: false,
+            zonesize: None,
+            max_open_zones: 0,
+            zone_reset_threshold: 0.0,
+            zone_reset_frequency: 1.0,
+            rate_iops: 0,
+            runtime_ns: None,
+            time_based: false,
+            ramp_time_ns: 0,
+            group_reporting: false,
+            percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            lat_percentiles: false,
+            clat_percentiles: true,
+            randseed: 0x89,
+            stonewall: false,
+            new_group: false,
+            zone_append: false,
+            scheduler: SchedulerKind::None,
+            seed: None,
+            ignored: Vec::new(),
+        }
+    }
+}
+
+/// Options fio has that place work on CPUs, memory or the kernel, which a simulation accepts and ignores.
+const IGNORED: &[&str] = &[
+    "numa_cpu_nodes",
+    "numa_mem_policy",
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "cpumask",
+    "thread",
+    "nice",
+    "prio",
+    "prioclass",
+    "norandommap",
+    "randrepeat",
+    "invalidate",
+    "exitall",
+    "gtod_reduce",
+    "refill_buffers",
+    "iodepth_batch",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete",
+    "iodepth_low",
+    "fixedbufs",
+    "hipri",
+    "registerfiles",
+    "sqthread_poll",
+    "unified_rw_reporting",
+    "disable_slat",
+    "disable_clat",
+    "disable_lat",
+    "fsync",
+    "end_fsync",
+    "create_on_open",
+    "allow_mounted_write",
+    "eta",
+    "eta-newline",
+    "minimal",
+];
+
+impl JobOptions {
+    /// Sets one option; `value` is None for a bare flag.
+    pub fn set<'a>(&mut self, raw_key: &str, value: Option<&'a str>) -> Result<(), FioError> {
+        let key = raw_key.trim().replace('-', "_");
+        let need = |value: Option<&'a str>| value.ok_or_else(|| FioError(format!("option {key} needs a value")));
+        match key.as_str() {
+            "name" => self.name = need(value)?.to_string(),
+            "filename" => self.filename = Some(need(value)?.to_string()),
+            "rw" | "readwrite" => self.rw = ReadWrite::parse(need(value)?.trim())?,
+            "rwmixread" => self.rwmixread = parse_number::<u32>(&key, need(value)?)?.min(100),
+            "rwmixwrite" => self.rwmixread = 100 - parse_number::<u32>(&key, need(value)?)?.min(100),
+            "bs" | "blocksize" => match parse_size(&key, need(value)?)? {
+                SizeSpec::Bytes(bytes) if bytes > 0 => self.bs_bytes = bytes,
+                _ => return fail(format!("option {key}: the block size must be a positive number of bytes")),
+            },
+            "size" => self.size = Some(parse_size(&key, need(value)?)?),
+            "offset" => self.offset = parse_size(&key, need(value)?)?,
+            "offset_increment" => self.offset_increment = parse_size(&key, need(value)?)?,
+            "io_size" | "io_limit" => self.io_size = Some(parse_size(&key, need(value)?)?),
+            "iodepth" => self.iodepth = parse_number::<u32>(&key, need(value)?)?.max(1),
+            "numjobs" => self.numjobs = parse_number::<u32>(&key, need(value)?)?.max(1),
+            "ioengine" => self.ioengine = IoEngine::parse(need(value)?.trim())?,
+            "direct" => self.direct = parse_bool(&key, value)?,
+            "buffered" => self.direct = !parse_bool(&key, value)?,
+            "zonemode" => {
+                self.zonemode_zbd = match need(value)?.trim() {
+                    "zbd" => true,
+                    "none" => false,
+                    other => return fail(format!("option zonemode: {other:?} is not none or zbd")),
+                }
+            }
+            "zonesize" => self.zonesize = Some(parse_size(&key, need(value)?)?),
+            "max_open_zones" => self.max_open_zones = parse_number(&key, need(value)?)?,
+            "zone_reset_threshold" => self.zone_reset_threshold = parse_number(&key, need(value)?)?,
+            "zone_reset_frequency" => self.zone_reset_frequency = parse_number(&key, need(value)?)?,
+            "rate_iops" => self.rate_iops = parse_number(&key, need(value)?)?,
+            "runtime" | "timeout" => self.runtime_ns = Some(parse_time_ns(&key, need(value)?, 1_000_000_000)?),
+            "time_based" => self.time_based = parse_bool(&key, value)?,
+            "ramp_time" => self.ramp_time_ns = parse_time_ns(&key, need(value)?, 1_000_000_000)?,
+            "group_reporting" => self.group_reporting = parse_bool(&key, value)?,
+            "percentile_list" => {
+                self.percentile_list = need(value)?
+                    .split(':')
+                    .map(|part| parse_number::<f64>(&key, part))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if self.percentile_list.iter().any(|p| !(0.0..=100.0).contains(p)) {
+                    return fail("option percentile_list: percentiles are between 0 and 100");
+                }
+            }
+            "lat_percentiles" => self.lat_percentiles = parse_bool(&key, value)?,
+            "clat_percentiles" => self.clat_percentiles = parse_bool(&key, value)?,
+            "randseed" => self.randseed = parse_number(&key, need(value)?)?,
+            "stonewall" | "wait_for_previous" => self.stonewall = parse_bool(&key, value)?,
+            "new_group" => self.new_group = parse_bool(&key, value)?,
+            "zone_append" => self.zone_append = parse_bool(&key, value)?,
+            "scheduler" => {
+                let name = need(value)?.trim();
+                self.scheduler = SchedulerKind::parse(name)
+                    .ok_or_else(|| FioError(format!("option scheduler: {name:?} is not none or mq-deadline")))?;
+            }
+            "seed" => self.seed = Some(parse_number(&key, need(value)?)?),
+            "description" => {}
+            ignored if IGNORED.contains(&ignored) => {
+                self.ignored.push(match value {
+                    Some(value) => format!("{ignored}={value}"),
+                    None => ignored.to_string(),
+                });
+            }
+            _ => return fail(format!("unrecognized option '{raw_key}'")),
+        }
+        Ok(())
+    }
+}
+
+/// How fio prints its results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    Normal,
+    Json,
+}
+
+/// A whole fio invocation: jobs in order, and where and how to print.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FioInvocation {
+    pub jobs: Vec<JobOptions>,
+    pub output_format: OutputFormat,
+    pub output: Option<PathBuf>,
+}
+
+/// Options that belong to the invocation, not to a job.
+fn set_invocation(invocation: &mut FioInvocation, key: &str, value: Option<&str>) -> Result<bool, FioError> {
+    match key.replace('-', "_").as_str() {
+        "output_format" => {
+            invocation.output_format = match value.map(str::trim) {
+                Some("normal") | Some("terse") => OutputFormat::Normal,
+                Some("json") | Some("json+") => OutputFormat::Json,
+                other => return fail(format!("option output-format: {other:?} is not normal or json")),
+            };
+            Ok(true)
+        }
+        "output" => {
+            invocation.output =
+                Some(PathBuf::from(value.ok_or_else(|| FioError("option output needs a file".into()))?));
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Parses a job file's text: `[global]` and job sections of `key=value` lines; `;` and `#` start comments.
+/// `base` holds the options given before any job on the command line.
+fn parse_job_file(origin: &str, text: &str, base: &JobOptions, invocation: &mut FioInvocation) -> Result<(), FioError> {
+    let mut global = base.clone();
+    let mut current: Option<JobOptions> = None;
+    for (number, raw) in text.lines().enumerate() {
+        let line = raw.split([';', '#']).next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(section) = line.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+            if let Some(job) = current.take() {
+                invocation.jobs.push(job);
+            }
+            if section != "global" {
+                let mut job = global.clone();
+                job.name = section.to_string();
+                current = Some(job);
+            }
+            continue;
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((key, value)) => (key.trim(), Some(value.trim())),
+            None => (line, None),
+        };
+        if set_invocation(invocation, key, value)? {
+            continue;
+        }
+        let target = current.as_mut().unwrap_or(&mut global);
+        target.set(key, value).map_err(|error| FioError(format!("{origin}:{}: {}", number + 1, error.0)))?;
+    }
+    if let Some(job) = current {
+        invocation.jobs.push(job);
+    }
+    Ok(())
+}
+
+/// Parses `zonelab fio` arguments: `--key=value` options (a `--name` starts a job; options before the first
+/// job are global) and job files.
+pub fn parse_invocation(
+    args: &[String],
+    read_file: impl Fn(&str) -> Result<String, String>,
+) -> Result<FioInvocation, FioError> {
+    let mut invocation = FioInvocation { jobs: Vec::new(), output_format: OutputFormat::Normal, output: None };
+    let mut global = JobOptions::default();
+    let mut current: Option<JobOptions> = None;
+    let mut files = Vec::new();
+    for arg in args {
+        let Some(option) = arg.strip_prefix("--") else {
+            files.push(arg.clone());
+            continue;
+        };
+        let (key, value) = match option.split_once('=') {
+            Some((key, value)) => (key, Some(value)),
+            None => (option, None),
+        };
+        if set_invocation(&mut invocation, key, value)? {
+            continue;
+        }
+        if key == "name" {
+            if let Some(job) = current.take() {
+                invocation.jobs.push(job);
+            }
+            let mut job = global.clone();
+            job.set(key, value).map_err(|_| FioError(format!("unrecognized option '{arg}'")))?;
+            current = Some(job);
+            continue;
+        }
+        let target = current.as_mut().unwrap_or(&mut global);
+        target.set(key, value).map_err(|error| {
+            if error.0.starts_with("unrecognized") {
+                FioError(format!("unrecognized option '{arg}'"))
+            } else {
+                error
+            }
+        })?;
+    }
+    if let Some(job) = current {
+        invocation.jobs.push(job);
+    }
+    for file in files {
+        let text = read_file(&file).map_err(|error| FioError(format!("failed to open job file {file}: {error}")))?;
+        parse_job_file(&file, &text, &global, &mut invocation)?;
+    }
+    if invocation.jobs.is_empty() {
+        return fail("no jobs defined: give --name=NAME with options, or a job file");
+    }
+    Ok(invocation)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_string).collect()
+    }
+
+    fn no_files(_: &str) -> Result<String, String> {
+        Err("no such file".into())
+    }
+
+    #[test]
+    fn command_line_jobs_inherit_global_options() {
+        let invocation = parse_invocation(
+            &args("--direct=1 --bs=4Ki --name=a --rw=write --size=3z --name=b --rw=randread --iodepth=8 --output-format=json"),
+            no_files,
+        )
+        .expect("parses");
+        assert_eq!(invocation.jobs.len(), 2);
+        assert_eq!(invocation.output_format, OutputFormat::Json);
+        let (a, b) = (&invocation.jobs[0], &invocation.jobs[1]);
+        assert_eq!(
+            (a.name.as_str(), a.rw, a.size, a.direct, a.bs_bytes),
+            ("a", ReadWrite::Write, Some(SizeSpec::Zones(3)), true, 4096)
+        );
+        assert_eq!((b.rw, b.iodepth, b.size), (ReadWrite::RandRead, 8, None));
+    }
+
+    #[test]
+    fn sizes_and_times() {
+        assert_eq!(parse_size("bs", "4k"), Ok(SizeSpec::Bytes(4096)));
+        assert_eq!(parse_size("bs", "4Ki"), Ok(SizeSpec::Bytes(4096)));
+        assert_eq!(parse_size("size", "100G"), Ok(SizeSpec::Bytes(100 << 30)));
+        assert_eq!(parse_size("size", "50%"), Ok(SizeSpec::Percent(50.0)));
+        assert_eq!(parse_size("size", "3z"), Ok(SizeSpec::Zones(3)));
+        assert!(parse_size("size", "3q").is_err());
+        assert_eq!(parse_time_ns("runtime", "30", 1_000_000_000), Ok(30_000_000_000));
+        assert_eq!(parse_time_ns("runtime", "100ms", 1_000_000_000), Ok(100_000_000));
+        assert!(parse_time_ns("runtime", "3 fortnights", 1).is_err());
+    }
+
+    #[test]
+    fn every_error_names_what_is_wrong() {
+        let error = |text: &str| parse_invocation(&args(text), no_files).expect_err(text).to_string();
+        assert!(error("--name=a --frobnicate=1").contains("unrecognized option '--frobnicate=1'"));
+        assert!(error("--name=a --rw=sideways").contains("unknown pattern \"sideways\""));
+        assert!(error("--name=a --ioengine=windowsaio").contains("windowsaio"));
+        assert!(error("--name=a --bs=0").contains("block size"));
+        assert!(error("--name=a --zonemode=host").contains("zonemode"));
+        assert!(error("--name=a --percentile_list=50:101").contains("percentile"));
+        assert!(error("--name=a --output-format=xml").contains("output-format"));
+        assert!(error("--name=a --scheduler=bfq").contains("bfq"));
+        assert!(error("--name=a --iodepth=many").contains("iodepth"));
+        assert!(error("--rw=write").contains("no jobs"));
+        assert!(error("missing.fio").contains("failed to open job file missing.fio"));
+    }
+
+    #[test]
+    fn ignored_options_are_kept_for_the_report() {
+        let invocation = parse_invocation(&args("--name=a --numa_cpu_nodes=0 --cpus_allowed=1-3 --thread"), no_files)
+            .expect("parses");
+        assert_eq!(invocation.jobs[0].ignored, vec!["numa_cpu_nodes=0", "cpus_allowed=1-3", "thread"]);
+    }
+
+    #[test]
+    fn job_files_have_global_sections_and_comments() {
+        let file = "; a job file\n[global]\nioengine=libaio\niodepth=4 # deep\n\n[seq]\nrw=write\nsize=1z\nstonewall\n[rand]\nrw=randread\niodepth=16\n";
+        let read = |name: &str| if name == "jobs.fio" { Ok(file.to_string()) } else { Err("no".into()) };
+        let invocation = parse_invocation(&args("--direct=1 jobs.fio"), read).expect("parses");
+        assert_eq!(invocation.jobs.len(), 2);
+        let (seq, rand) = (&invocation.jobs[0], &invocation.jobs[1]);
+        assert_eq!(
+            (seq.name.as_str(), seq.ioengine, seq.iodepth, seq.stonewall, seq.direct),
+            ("seq", IoEngine::Libaio, 4, true, true)
+        );
+        assert_eq!((rand.iodepth, rand.rw, rand.stonewall), (16, ReadWrite::RandRead, false));
+        let bad = "[job]\nrw=write\nbogus=3\n";
+        let error = parse_invocation(&args("bad.fio"), |_| Ok(bad.to_string())).expect_err("bad option");
+        assert!(error.to_string().contains("bad.fio:3") && error.to_string().contains("bogus"), "{error}");
+    }
+}

@@ -1,0 +1,133 @@
+//! The fio engine end to end: its JSON schema parses back, a seed fixes the output, and fio's zoned-device
+//! rules hold.
+
+use serde_json::Value;
+use zonelab_workload::fio::{parse_invocation, run, to_json, FioResult};
+
+fn fio(args: &str) -> Result<FioResult, String> {
+    let args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
+    let invocation = parse_invocation(&args, |_| Err("no job files here".into())).map_err(|e| e.to_string())?;
+    run(&invocation, 1).map_err(|e| e.to_string())
+}
+
+/// The JSON without the wall-clock figures, which are the only ones that vary between runs.
+fn deterministic_json(result: &FioResult) -> String {
+    let mut json = to_json(result);
+    for job in json["jobs"].as_array_mut().expect("jobs") {
+        job["zonelab"].as_object_mut().expect("zonelab").remove("wall");
+    }
+    serde_json::to_string(&json).expect("serializes")
+}
+
+const DEVICE: &str = "--filename=preset:zn540,zones=16 --zonemode=zbd --direct=1";
+
+#[test]
+fn json_has_fios_schema_and_parses_back() {
+    let result =
+        fio(&format!("{DEVICE} --name=w --rw=write --bs=8k --size=1z --ioengine=spdk --percentile_list=50:99.9"))
+            .expect("runs");
+    let text = serde_json::to_string_pretty(&to_json(&result)).expect("json");
+    let json: Value = serde_json::from_str(&text).expect("parses back");
+    assert!(json["fio version"].is_string());
+    let job = &json["jobs"][0];
+    assert_eq!(job["jobname"], "w");
+    assert_eq!(job["error"], 0);
+    let write = &job["write"];
+    for key in ["io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "runtime", "total_ios"] {
+        assert!(write[key].is_number(), "write.{key}");
+    }
+    for stat in ["slat_ns", "clat_ns", "lat_ns"] {
+        for key in ["min", "max", "mean", "stddev", "N"] {
+            assert!(write[stat][key].is_number(), "write.{stat}.{key}");
+        }
+    }
+    let percentiles = write["clat_ns"]["percentile"].as_object().expect("percentiles");
+    assert_eq!(percentiles.keys().cloned().collect::<Vec<_>>(), vec!["50.000000", "99.900000"]);
+    assert_eq!(write["io_bytes"].as_u64(), Some(1077 << 20), "one zone's capacity, not its size");
+    assert_eq!(write["total_ios"].as_u64(), Some((1077 << 20) / 8192));
+    assert!(job["zonelab"]["group_flash"]["page_programs"]["host_write"].as_u64().expect("programs") > 0);
+    assert!(job["zonelab"]["wall"]["simulated_commands_per_second"].as_f64().expect("rate") > 0.0);
+    assert_eq!(job["read"]["total_ios"], 0);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_output() {
+    let args = format!("{DEVICE} --name=fill --rw=write --bs=64k --size=2z --ioengine=spdk --name=reads --stonewall --rw=randread --bs=4k --size=2z --iodepth=16 --ioengine=spdk --runtime=20ms --time_based");
+    let first = deterministic_json(&fio(&args).expect("runs"));
+    assert_eq!(first, deterministic_json(&fio(&args).expect("runs")));
+    let reseeded = deterministic_json(&fio(&format!("{args} --randseed=7")).expect("runs"));
+    assert_ne!(first, reseeded, "randseed moves the random reads");
+}
+
+#[test]
+fn zbd_writes_fill_zones_and_trim_resets_them() {
+    let result = fio(&format!("{DEVICE} --name=fill --rw=write --bs=128k --size=2z --ioengine=spdk --name=trim --stonewall --rw=trim --size=2z --io_size=2z --name=again --stonewall --rw=write --bs=128k --size=1z --ioengine=spdk")).expect("runs");
+    assert_eq!(result.jobs.len(), 3);
+    assert_eq!(result.jobs[0].write.bytes, 2 * (1077 << 20));
+    assert_eq!(result.jobs[1].trim.ios, 2, "one reset per zone");
+    assert_eq!(result.jobs[1].zone_resets, 2);
+    assert_eq!(result.jobs[2].write.bytes, 1077 << 20, "the reset zone takes a full capacity again");
+    assert!(result.jobs.iter().all(|job| job.error == 0));
+}
+
+#[test]
+fn a_sequential_writer_resets_a_full_zone_before_writing_it_again() {
+    let result =
+        fio(&format!("{DEVICE} --name=w --rw=write --bs=256k --size=1z --io_size=2z --ioengine=spdk")).expect("runs");
+    assert_eq!(result.jobs[0].error, 0);
+    assert_eq!(result.jobs[0].zone_resets, 1, "wrapping to the full zone resets it");
+    assert_eq!(result.jobs[0].write.bytes, 2 * (1 << 30), "io_size counts bytes, not capacities");
+}
+
+#[test]
+fn reads_stay_below_write_pointers() {
+    let result = fio(&format!("{DEVICE} --name=fill --rw=write --bs=64k --size=1z --io_size=100m --ioengine=spdk --name=r --stonewall --rw=randread --size=4z --iodepth=8 --ioengine=spdk --io_size=20m")).expect("runs");
+    assert_eq!(result.jobs[1].error, 0);
+    assert_eq!(result.jobs[1].read.bytes, 20 << 20);
+    let empty = fio(&format!("{DEVICE} --name=r --rw=randread --size=2z --ioengine=spdk")).expect("runs");
+    assert_ne!(empty.jobs[0].error, 0, "nothing written, nothing to read");
+}
+
+#[test]
+fn schedulers_decide_whether_deep_writes_in_a_zone_fail() {
+    let none = fio(&format!(
+        "{DEVICE} --name=w --rw=write --bs=4k --size=1z --ioengine=libaio --iodepth=4 --runtime=10ms --time_based"
+    ))
+    .expect("runs");
+    assert_eq!(none.jobs[0].error, 5, "EIO");
+    assert!(none.jobs[0].error_message.as_deref().expect("message").contains("Zone Invalid Write (0x1bc)"));
+    let deadline = fio(&format!("{DEVICE} --name=w --rw=write --bs=4k --size=1z --ioengine=libaio --iodepth=4 --runtime=10ms --time_based --scheduler=mq-deadline")).expect("runs");
+    let job = &deadline.jobs[0];
+    assert_eq!(job.error, 0);
+    assert!(job.scheduler.merged_requests > 0 && job.scheduler.write_commands < job.write.ios, "{:?}", job.scheduler);
+}
+
+#[test]
+fn time_ramp_and_rate_are_honoured() {
+    let result = fio(&format!("{DEVICE} --name=r --rw=write --bs=4k --size=4z --ioengine=spdk --rate_iops=1000 --runtime=2 --ramp_time=1 --time_based")).expect("runs");
+    let ios = result.jobs[0].write.ios;
+    assert!((1990..=2010).contains(&ios), "1000 IOPS for the 2 s after a 1 s ramp: {ios}");
+    let runtime_ms = result.jobs[0].runtime_ns / 1_000_000;
+    assert!((1990..=2001).contains(&runtime_ms), "{runtime_ms}");
+}
+
+#[test]
+fn appends_need_a_path_that_carries_them() {
+    let ok = fio(&format!("{DEVICE} --name=a --rw=write --bs=8k --size=1z --io_size=8m --zone_append=1 --ioengine=io_uring_cmd --iodepth=8")).expect("runs");
+    assert_eq!((ok.jobs[0].error, ok.jobs[0].write.bytes), (0, 8 << 20), "appends at QD 8 in one zone never fail");
+    let refused = fio(&format!("{DEVICE} --name=a --rw=write --bs=8k --size=1z --zone_append=1 --ioengine=libaio"))
+        .expect_err("libaio has no append");
+    assert!(refused.contains("zone_append=1 needs an ioengine"), "{refused}");
+}
+
+#[test]
+fn engine_errors_name_the_problem() {
+    let error = |args: &str| fio(args).expect_err(args);
+    assert!(error("--name=a --rw=write").contains("no filename"));
+    assert!(error("--name=a --filename=preset:nope --rw=write").contains("unknown preset"));
+    assert!(error(&format!("--name=a {} --rw=trim --zonemode=none", "--filename=preset:zn540,zones=4"))
+        .contains("rw=trim needs zonemode=zbd"));
+    assert!(error(&format!("{DEVICE} --name=a --rw=write --bs=1000")).contains("not a multiple"));
+    assert!(error(&format!("{DEVICE} --name=a --rw=write --offset=100z")).contains("empty"));
+    assert!(error(&format!("{DEVICE} --name=a --name=b --filename=preset:instant")).contains("one device"));
+}

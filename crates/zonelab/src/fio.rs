@@ -1,0 +1,32 @@
+//! `zonelab fio`: parse fio's arguments and job files, run them in virtual time, print fio's output.
+
+use std::io::Write;
+
+use zonelab_workload::fio::{parse_invocation, run as run_jobs, to_json, to_text, OutputFormat};
+
+use crate::{stdout_error, CliError};
+
+pub fn run(args: &[String], out: &mut impl Write) -> Result<(), CliError> {
+    let invocation = parse_invocation(args, |path| std::fs::read_to_string(path).map_err(|error| error.to_string()))
+        .map_err(|error| CliError::Usage(error.to_string()))?;
+    let result = run_jobs(&invocation, 1).map_err(|error| CliError::Usage(error.to_string()))?;
+    let text = match invocation.output_format {
+        OutputFormat::Json => format!(
+            "{}\n",
+            serde_json::to_string_pretty(&to_json(&result)).map_err(|error| CliError::Failed(error.to_string()))?
+        ),
+        OutputFormat::Normal => to_text(&result),
+    };
+    match &invocation.output {
+        Some(path) => std::fs::write(path, &text).map_err(|error| CliError::Io(path.clone(), error))?,
+        None => out.write_all(text.as_bytes()).map_err(stdout_error)?,
+    }
+    if let Some(job) = result.jobs.iter().find(|job| job.error != 0) {
+        return Err(CliError::Failed(format!(
+            "job {} failed: {}",
+            job.options.name,
+            job.error_message.as_deref().unwrap_or("I/O error")
+        )));
+    }
+    Ok(())
+}
