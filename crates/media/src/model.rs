@@ -136,6 +136,9 @@ pub struct FlashModel {
     page_bytes: u64,
     costs: Costs,
     plane_free: Vec<u64>,
+    /// What each plane's page register holds after its last read: (zone, first page, end page, time the data
+    /// is there). A read of those pages needs no new sensing (a cache read); any program or erase clears it.
+    page_register: Vec<Option<(u32, u64, u64, u64)>>,
     /// Resources reserved for future instants fill gaps (see `Timeline`); the command processor and the
     /// write budget are reserved in arrival order.
     channels: Vec<Timeline>,
@@ -171,6 +174,7 @@ impl FlashModel {
             page_bytes,
             costs: Costs::new(&config),
             plane_free: vec![0; planes],
+            page_register: vec![None; planes],
             channels: vec![Timeline::default(); nand.channels as usize],
             erase_slot_free: vec![0; nand.erase_concurrency as usize],
             command_free: 0,
@@ -239,6 +243,7 @@ impl FlashModel {
             self.channels[channel].reserve(now, ready, transfer_ns(self.unit_bytes, self.costs.channel_ns_per_byte));
         let done = self.plane_free[plane].max(moved) + self.costs.program_ns;
         self.plane_free[plane] = done;
+        self.page_register[plane] = None;
         self.counters.add(FlashOp::PageProgram, source, self.pages_per_unit);
         done
     }
@@ -359,6 +364,7 @@ impl FlashModel {
                 if !on_plane.is_multiple_of(u64::from(self.config.nand.block_program_units)) {
                     let (plane, _) = self.place(zone, plane_in_zone);
                     self.plane_free[plane] = self.plane_free[plane].max(after) + self.costs.seal_ns;
+                    self.page_register[plane] = None;
                     done = done.max(self.plane_free[plane]);
                     self.counters.add(FlashOp::PageProgram, OpSource::Seal, self.pages_per_unit);
                 }
@@ -382,13 +388,22 @@ impl FlashModel {
             let piece = ((unit + 1) * self.unit_bytes).min(end) - offset;
             if unit < programmed {
                 let (plane, channel) = self.place(zone, unit);
-                let sensed = self.plane_free[plane].max(start) + self.costs.read_ns;
+                let (first_page, end_page) = (offset / self.page_bytes, (offset + piece).div_ceil(self.page_bytes));
+                let sensed = match self.page_register[plane] {
+                    Some((held_zone, low, high, ready)) if held_zone == zone && low <= first_page && end_page <= high => {
+                        ready.max(start)
+                    }
+                    _ => {
+                        let sensed = self.plane_free[plane].max(start) + self.costs.read_ns;
+                        self.page_register[plane] = Some((zone, first_page, end_page, sensed));
+                        self.counters.add(FlashOp::PageRead, OpSource::HostRead, end_page - first_page);
+                        sensed
+                    }
+                };
                 let moved =
                     self.channels[channel].reserve(now, sensed, transfer_ns(piece, self.costs.channel_ns_per_byte));
-                self.plane_free[plane] = moved;
+                self.plane_free[plane] = self.plane_free[plane].max(moved);
                 data_out = data_out.max(moved);
-                let pages = (offset + piece).div_ceil(self.page_bytes) - offset / self.page_bytes;
-                self.counters.add(FlashOp::PageRead, OpSource::HostRead, pages);
             }
             offset += piece;
         }
@@ -439,6 +454,7 @@ impl FlashModel {
             };
             let all_blocks = programmed_here.div_ceil(block_units);
             let (plane, _) = self.place(zone, plane_in_zone);
+            self.page_register[plane] = None;
             let mut at = self.plane_free[plane].max(start) + sync_seal;
             let mut plane_done = if sync_seal == 0 && sync_blocks == 0 { start } else { at };
             for block in 0..all_blocks {
@@ -525,6 +541,7 @@ impl FlashModel {
         for free in &mut self.plane_free {
             *free = (*free).min(at);
         }
+        self.page_register.fill(None);
         for line in self.channels.iter_mut().chain([&mut self.output]) {
             line.truncate(at);
         }
@@ -628,6 +645,21 @@ mod tests {
         let done = flash.read(1_000_000, 0, 0, 4096);
         assert_eq!(done - 1_000_000, 10_000 + 50_000 + 4096, "fw 10 us + tR 50 us + 4096 B at 1 ns/B");
         assert_eq!(flash.counters().get(FlashOp::PageRead, OpSource::HostRead), 1);
+    }
+
+    #[test]
+    fn a_page_still_in_the_register_is_read_without_sensing() {
+        let mut flash = model(config());
+        flash.precondition(0, 64 * UNIT);
+        let first = flash.read(0, 0, 0, 4096);
+        let same_page = flash.read(first, 0, 4096, 4096);
+        assert_eq!(same_page - first, 10_000 + 4096, "firmware and transfer only");
+        assert_eq!(flash.counters().get(FlashOp::PageRead, OpSource::HostRead), 1);
+        flash.write(same_page, 1, 0, UNIT, WriteKind::Write, false);
+        flash.reset(same_page, 0);
+        flash.precondition(0, 64 * UNIT);
+        let after_erase = flash.read(10_000_000_000, 0, 4096, 4096);
+        assert_eq!(after_erase - 10_000_000_000, 10_000 + 50_000 + 4096, "an erase empties the register");
     }
 
     #[test]
