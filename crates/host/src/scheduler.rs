@@ -142,6 +142,9 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
             state.zones.entry(zone).or_default().writes.insert(slba, QueuedWrite { id, blocks, data, task });
             id
         };
+        // Like the block layer's plug, a request that may dispatch first lets every request submitted at the same
+        // instant join the queue, so that they can merge.
+        let mut plugged = false;
         loop {
             let group = {
                 let mut state = state.borrow_mut();
@@ -151,6 +154,10 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
                 let queue = state.zones.entry(zone).or_default();
                 let is_head = queue.writes.first_key_value().is_some_and(|(_, head)| head.id == id);
                 if queue.locked || !is_head {
+                    None
+                } else if !plugged {
+                    plugged = true;
+                    inner.wake(inner.current_task());
                     None
                 } else {
                     queue.locked = true;

@@ -390,7 +390,9 @@ impl FlashModel {
                 let (plane, channel) = self.place(zone, unit);
                 let (first_page, end_page) = (offset / self.page_bytes, (offset + piece).div_ceil(self.page_bytes));
                 let sensed = match self.page_register[plane] {
-                    Some((held_zone, low, high, ready)) if held_zone == zone && low <= first_page && end_page <= high => {
+                    Some((held_zone, low, high, ready))
+                        if held_zone == zone && low <= first_page && end_page <= high =>
+                    {
                         ready.max(start)
                     }
                     _ => {

@@ -6,6 +6,8 @@
 
 pub mod calibrate;
 mod closed_loop;
+pub mod experiment;
 pub mod fio;
+mod plot;
 
 pub use closed_loop::{run_closed_loop, LoopSpec, LoopStats, Operation};

@@ -6,6 +6,7 @@ mod bench;
 mod calibrate;
 mod churn;
 mod demo;
+mod experiment;
 mod fio;
 mod format;
 
@@ -73,6 +74,11 @@ enum Command {
         /// fio options (--key=value) and job files.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
+    },
+    /// Reproduce published ZNS results: `experiment list`, `experiment run ID|all [--quick] [--out DIR]`.
+    Experiment {
+        #[command(subcommand)]
+        action: experiment::ExperimentAction,
     },
     /// List the device presets.
     Presets,
@@ -356,6 +362,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Flush { image } => Ok(Image::open(&image)?.namespace_mut().flush()?),
         Command::Churn(args) => churn::run(&args, &mut stdout),
         Command::Fio { args } => fio::run(&args, &mut stdout),
+        Command::Experiment { action } => experiment::run(action, &mut stdout),
         Command::Presets => calibrate::list_presets(&mut stdout),
         Command::Calibrate(args) => calibrate::run(&args, &mut stdout),
         Command::Bench { which } => bench::run(which, &mut stdout),

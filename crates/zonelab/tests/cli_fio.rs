@@ -26,10 +26,12 @@ fn listing_8_runs_with_only_the_filename_changed() {
 #[test]
 fn listings_9_and_10_run_with_only_the_filename_changed() {
     let listing_9 = "fio --name=mq --output-format=json --filename=preset:zn540,zones=50 --direct=1 --size=100G --ioengine=libaio --zonemode=zbd --rw=write --bs=4Ki --runtime=1 --numa_cpu_nodes=0 --ramp_time=1 --iodepth=4 --time_based --percentile_list=50:95 --scheduler=mq-deadline";
-    let json: serde_json::Value = serde_json::from_str(&ok(&listing_9.split_whitespace().collect::<Vec<_>>())).expect("json");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&listing_9.split_whitespace().collect::<Vec<_>>())).expect("json");
     assert_eq!(json["jobs"][0]["error"], 0);
     let listing_10 = "fio --name=fill --filename=preset:zn540,zones=50 --zonemode=zbd --rw=write --bs=128k --size=1z --ioengine=spdk --name=seqread --stonewall --output-format=json --filename=preset:zn540,zones=50 --direct=1 --size=1z --ioengine=libaio --zonemode=zbd --rw=read --bs=4Ki --runtime=1 --numa_cpu_nodes=0 --ramp_time=1 --iodepth=8 --time_based --percentile_list=50:95";
-    let json: serde_json::Value = serde_json::from_str(&ok(&listing_10.split_whitespace().collect::<Vec<_>>())).expect("json");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&listing_10.split_whitespace().collect::<Vec<_>>())).expect("json");
     let read = &json["jobs"][1]["read"];
     assert!(read["iops"].as_f64().expect("iops") > 50_000.0, "{read}");
 }
@@ -41,7 +43,8 @@ fn job_files_and_output_files() {
     std::fs::write(&job_file, "[global]\nfilename=preset:zn540,zones=8\nzonemode=zbd\nioengine=spdk\n\n[fill]\nrw=write\nbs=256k\nsize=2z\n\n[read]\nstonewall\nrw=randread\nbs=4k\nsize=2z\niodepth=32\nio_size=64m\n").expect("write");
     let output = dir.path().join("out.json");
     ok(&["fio", "--output-format=json", &format!("--output={}", output.display()), job_file.to_str().expect("utf-8")]);
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&output).expect("output")).expect("json");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&output).expect("output")).expect("json");
     assert_eq!(json["jobs"].as_array().expect("jobs").len(), 2);
     assert_eq!(json["jobs"][1]["read"]["io_bytes"], 64 << 20);
     let text = ok(&["fio", job_file.to_str().expect("utf-8")]);
@@ -52,11 +55,25 @@ fn job_files_and_output_files() {
 
 #[test]
 fn fio_errors() {
-    usage_error(&["fio", "--name=a", "--filename=preset:zn540", "--frobnicate=2"], "unrecognized option '--frobnicate=2'");
+    usage_error(
+        &["fio", "--name=a", "--filename=preset:zn540", "--frobnicate=2"],
+        "unrecognized option '--frobnicate=2'",
+    );
     usage_error(&["fio", "--name=a", "--filename=preset:zn540", "--rw=sideways"], "sideways");
     usage_error(&["fio", "missing.fio"], "failed to open job file missing.fio");
     usage_error(&["fio", "--name=a", "--filename=/nonexistent/image", "--rw=write"], "not a zonelab image");
-    let run = zonelab(&["fio", "--name=a", "--filename=preset:zn540,zones=4", "--zonemode=zbd", "--rw=write", "--size=1z", "--ioengine=libaio", "--iodepth=8", "--runtime=10ms", "--time_based"]);
+    let run = zonelab(&[
+        "fio",
+        "--name=a",
+        "--filename=preset:zn540,zones=4",
+        "--zonemode=zbd",
+        "--rw=write",
+        "--size=1z",
+        "--ioengine=libaio",
+        "--iodepth=8",
+        "--runtime=10ms",
+        "--time_based",
+    ]);
     assert_eq!(run.code, 1, "a job that fails makes fio fail");
     assert!(run.stdout.contains("err= 5"), "{}", run.stdout);
     assert!(run.stderr.contains("Zone Invalid Write (0x1bc)"), "{}", run.stderr);
@@ -65,7 +82,20 @@ fn fio_errors() {
 #[test]
 fn fio_runs_on_a_device_image_and_leaves_its_zones_written() {
     let img = image(&[]);
-    ok(&["fio", "--name=w", &format!("--filename={}", img.s()), "--zonemode=zbd", "--rw=write", "--bs=64k", "--size=2z", "--ioengine=spdk"]);
+    ok(&[
+        "fio",
+        "--name=w",
+        &format!("--filename={}", img.s()),
+        "--zonemode=zbd",
+        "--rw=write",
+        "--bs=64k",
+        "--size=2z",
+        "--ioengine=spdk",
+    ]);
     let report = report_json(&img);
-    assert_eq!((zone_state(&img, 0), zone_state(&img, 1), zone_state(&img, 2)), ("full".into(), "full".into(), "empty".into()), "{report}");
+    assert_eq!(
+        (zone_state(&img, 0), zone_state(&img, 1), zone_state(&img, 2)),
+        ("full".into(), "full".into(), "empty".into()),
+        "{report}"
+    );
 }

@@ -81,3 +81,18 @@ fn bench_sim_prints_its_figures() {
         assert!(json[workload]["median_commands_per_s"].as_f64().expect("rate") > 0.0, "{workload}");
     }
 }
+
+#[test]
+fn experiments_list_and_run() {
+    let list = ok(&["experiment", "list"]);
+    for id in ["zns-study-reads", "zns-study-writes", "zwal-append-scaling", "zn540-calibration"] {
+        assert!(list.contains(id), "{list}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out =
+        ok(&["experiment", "run", "zwal-append-scaling", "--quick", "--out", dir.path().to_str().expect("utf-8")]);
+    assert!(out.starts_with("zwal-append-scaling: wrote"), "{out}");
+    assert!(dir.path().join("zwal-append-scaling/report.md").exists());
+    assert!(dir.path().join("zwal-append-scaling/fig2b.png").exists());
+    usage_error(&["experiment", "run", "no-such-thing"], "unknown experiment \"no-such-thing\"");
+}

@@ -1,0 +1,336 @@
+//! Experiments that reproduce published figures: each is data (`experiments/*.toml`: fio command lines with a
+//! swept `{x}`, the metric each series plots, and the paper's claims with their sources). A run writes
+//! `results.json`, `report.md` (every figure beside the paper's, with the difference) and a PNG per figure.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use zonelab_device::DeviceConfig;
+
+use crate::calibrate::calibrate;
+use crate::fio::{parse_invocation, run as run_fio, FioResult};
+use crate::plot::{plot_lines, plot_scatter, Line};
+
+/// The experiments, compiled in.
+pub const EXPERIMENTS: &[(&str, &str)] = &[
+    ("zns-study-reads", include_str!("../../../experiments/zns-study-reads.toml")),
+    ("zns-study-writes", include_str!("../../../experiments/zns-study-writes.toml")),
+    ("zwal-append-scaling", include_str!("../../../experiments/zwal-append-scaling.toml")),
+    ("zn540-calibration", include_str!("../../../experiments/zn540-calibration.toml")),
+];
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Experiment {
+    pub id: String,
+    pub title: String,
+    pub source: String,
+    pub device: String,
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub figure: Vec<Figure>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Figure {
+    pub id: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub x: Vec<u32>,
+    pub quick_x: Vec<u32>,
+    pub series: Vec<Series>,
+    #[serde(default)]
+    pub claim: Vec<Claim>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Series {
+    pub label: String,
+    /// `read|write.clat.pNN`, `read|write.kiops`, or `scheduler.commands_per_request`, of the last job.
+    pub metric: String,
+    /// fio arguments; `{x}`, `{runtime}` and `{ramp}` are filled in.
+    pub args: String,
+}
+
+/// A figure from the paper to compare with: the relative change of series a against series b at x.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Claim {
+    pub text: String,
+    pub series_a: String,
+    pub series_b: String,
+    pub x: u32,
+    pub paper_change_pct: f64,
+    pub explanation: String,
+}
+
+/// Why an experiment could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExperimentError {
+    #[error("unknown experiment {0:?}: see `zonelab experiment list`")]
+    Unknown(String),
+    #[error("experiment {id}: {message}")]
+    Failed { id: String, message: String },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+/// Every experiment's definition.
+pub fn experiments() -> Vec<Experiment> {
+    EXPERIMENTS.iter().map(|(_, text)| toml::from_str(text).expect("the compiled-in experiments parse")).collect()
+}
+
+/// Where a series' point came from and what it measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    pub x: u32,
+    pub y: f64,
+}
+
+/// A claim and what the model gives for it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClaimOutcome {
+    pub text: String,
+    pub paper_change_pct: f64,
+    pub model_change_pct: Option<f64>,
+    pub explanation: String,
+}
+
+/// What `run` wrote, for the caller to print.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub id: String,
+    pub directory: PathBuf,
+    pub summary: Vec<String>,
+}
+
+fn metric(result: &FioResult, metric: &str) -> Result<f64, String> {
+    let job = result.jobs.last().ok_or("no job ran")?;
+    if job.error != 0 {
+        return Err(format!("job {} failed: {}", job.options.name, job.error_message.clone().unwrap_or_default()));
+    }
+    let parts: Vec<&str> = metric.split('.').collect();
+    let direction = match parts.first() {
+        Some(&"read") => &job.read,
+        Some(&"write") => &job.write,
+        Some(&"scheduler") if parts.get(1) == Some(&"commands_per_request") => {
+            return Ok(job.scheduler.write_commands as f64 / job.scheduler.write_requests.max(1) as f64);
+        }
+        _ => return Err(format!("unknown metric {metric}")),
+    };
+    match parts.get(1..) {
+        Some(["kiops"]) => Ok(direction.ios as f64 / (job.runtime_ns as f64 / 1e9) / 1000.0),
+        Some(["clat", percentile]) => {
+            let p: f64 = percentile.trim_start_matches('p').parse().map_err(|_| format!("unknown metric {metric}"))?;
+            Ok(direction.clat.percentile(p) as f64 / 1000.0)
+        }
+        _ => Err(format!("unknown metric {metric}")),
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
+    std::fs::write(path, bytes).map_err(|source| ExperimentError::Io { path: path.to_path_buf(), source })
+}
+
+/// Runs one experiment into `out` (created if needed). `quick` sweeps fewer points over shorter runs.
+pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError> {
+    let experiment = experiments()
+        .into_iter()
+        .find(|experiment| experiment.id == id)
+        .ok_or_else(|| ExperimentError::Unknown(id.to_string()))?;
+    std::fs::create_dir_all(out).map_err(|source| ExperimentError::Io { path: out.to_path_buf(), source })?;
+    if experiment.kind.as_deref() == Some("calibration") {
+        return run_calibration(&experiment, quick, out);
+    }
+    let fail = |message: String| ExperimentError::Failed { id: id.to_string(), message };
+    let (runtime, ramp) = if quick { ("100ms", "20ms") } else { ("2s", "500ms") };
+    let mut report = format!(
+        "# {}\n\nSource: {}.\n\nDevice: {}. Virtual time; {} run.\n",
+        experiment.title,
+        experiment.source,
+        experiment.device,
+        if quick { "quick" } else { "full" }
+    );
+    let mut figures_json = Vec::new();
+    let mut summary = Vec::new();
+    for figure in &experiment.figure {
+        let xs = if quick { &figure.quick_x } else { &figure.x };
+        let mut lines = Vec::new();
+        for series in &figure.series {
+            let mut points = Vec::new();
+            for &x in xs {
+                let args: Vec<String> = series
+                    .args
+                    .replace("{x}", &x.to_string())
+                    .replace("{runtime}", runtime)
+                    .replace("{ramp}", ramp)
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect();
+                let invocation = parse_invocation(&args, |_| Err("experiments use no job files".into()))
+                    .map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                let result = run_fio(&invocation, 1).map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                let y = metric(&result, &series.metric)
+                    .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
+                points.push(Point { x, y });
+            }
+            lines.push((series.label.clone(), points));
+        }
+        let png = out.join(format!("{}.png", figure.id));
+        let plotted: Vec<Line> = lines
+            .iter()
+            .filter(|(label, _)| !label.contains("per request"))
+            .map(|(label, points)| Line {
+                label: label.clone(),
+                points: points.iter().map(|p| (f64::from(p.x), p.y)).collect(),
+            })
+            .collect();
+        plot_lines(&png, &figure.title, &figure.x_label, &figure.y_label, &plotted).map_err(fail)?;
+        let _ = writeln!(report, "\n## {}: {}\n\n![{}]({}.png)\n", figure.id, figure.title, figure.id, figure.id);
+        let _ = writeln!(
+            report,
+            "| {} | {} |",
+            figure.x_label,
+            lines.iter().map(|(label, _)| label.as_str()).collect::<Vec<_>>().join(" | ")
+        );
+        let _ = writeln!(report, "|---|{}", "---|".repeat(lines.len()));
+        for (index, x) in xs.iter().enumerate() {
+            let cells: Vec<String> = lines.iter().map(|(_, points)| format!("{:.2}", points[index].y)).collect();
+            let _ = writeln!(report, "| {x} | {} |", cells.join(" | "));
+        }
+        let mut claims = Vec::new();
+        if !figure.claim.is_empty() {
+            let _ = writeln!(report, "\n| the paper says | paper | zonelab | why |\n|---|---|---|---|");
+        }
+        for claim in &figure.claim {
+            let value = |label: &str| {
+                lines
+                    .iter()
+                    .find(|(name, _)| name == label)
+                    .and_then(|(_, points)| points.iter().find(|p| p.x == claim.x))
+                    .map(|p| p.y)
+            };
+            let model = match (value(&claim.series_a), value(&claim.series_b)) {
+                (Some(a), Some(b)) if b != 0.0 => Some((a - b) / b * 100.0),
+                _ => None,
+            };
+            let model_text = model.map_or_else(|| "not in this sweep".to_string(), |change| format!("{change:+.1} %"));
+            let _ = writeln!(
+                report,
+                "| {} | {:+.1} % | {} | {} |",
+                claim.text, claim.paper_change_pct, model_text, claim.explanation
+            );
+            summary.push(format!(
+                "{} {}: paper {:+.1} %, zonelab {}",
+                experiment.id, figure.id, claim.paper_change_pct, model_text
+            ));
+            claims.push(ClaimOutcome {
+                text: claim.text.clone(),
+                paper_change_pct: claim.paper_change_pct,
+                model_change_pct: model,
+                explanation: claim.explanation.clone(),
+            });
+        }
+        figures_json.push(json!({
+            "id": figure.id,
+            "title": figure.title,
+            "x_label": figure.x_label,
+            "y_label": figure.y_label,
+            "series": lines.iter().map(|(label, points)| json!({"label": label, "points": points})).collect::<Vec<_>>(),
+            "claims": claims,
+        }));
+    }
+    let results = json!({ "experiment": experiment.id, "title": experiment.title, "source": experiment.source, "quick": quick, "figures": figures_json });
+    write_file(&out.join("results.json"), serde_json::to_string_pretty(&results).expect("json").as_bytes())?;
+    write_file(&out.join("report.md"), report.as_bytes())?;
+    Ok(Outcome { id: experiment.id, directory: out.to_path_buf(), summary })
+}
+
+fn run_calibration(experiment: &Experiment, quick: bool, out: &Path) -> Result<Outcome, ExperimentError> {
+    let fail = |message: String| ExperimentError::Failed { id: experiment.id.clone(), message };
+    let config = DeviceConfig::load("zn540", &[]).map_err(|error| fail(error.to_string()))?;
+    let calibration = calibrate(&config, if quick { 0.1 } else { 1.0 }).map_err(|error| fail(error.to_string()))?;
+    let iops: Vec<(f64, f64)> =
+        calibration.points.iter().map(|p| (p.measured_iops / 1000.0, p.model_iops / 1000.0)).collect();
+    let latency: Vec<(f64, f64)> = calibration
+        .points
+        .iter()
+        .filter_map(|p| p.measured_lat_us.map(|measured| (measured, p.model_lat_us)))
+        .collect();
+    let management: Vec<(f64, f64)> = calibration.management.iter().map(|p| (p.measured_ms, p.model_ms)).collect();
+    plot_scatter(
+        &out.join("iops.png"),
+        "zn540: model against measured IOPS (309 SPDK points)",
+        "measured KIOPS",
+        "model KIOPS",
+        &iops,
+    )
+    .map_err(fail)?;
+    plot_scatter(
+        &out.join("latency.png"),
+        "zn540: model against measured mean latency",
+        "measured us",
+        "model us",
+        &latency,
+    )
+    .map_err(fail)?;
+    plot_scatter(
+        &out.join("zone-management.png"),
+        "zn540: reset, finish, open, close latency",
+        "measured ms",
+        "model ms",
+        &management,
+    )
+    .map_err(fail)?;
+    let summary = &calibration.summary;
+    let mut report = format!(
+        "# {}\n\nSource: {}.\n\nDevice: {}. {} run.\n\n| | median abs. error | p90 abs. error |\n|---|---|---|\n| IOPS | {:.1} % | {:.1} % |\n| mean latency | {:.1} % | {:.1} % |\n\nZone management, worst error: {:.1} %.\n\n![IOPS](iops.png)\n\n![latency](latency.png)\n\n![zone management](zone-management.png)\n\n## Zone management\n\n| op | occupancy | measured ms | model ms | error |\n|---|---|---|---|---|\n",
+        experiment.title,
+        experiment.source,
+        experiment.device,
+        if quick { "Quick" } else { "Full" },
+        summary.iops_err_pct_median,
+        summary.iops_err_pct_p90,
+        summary.lat_err_pct_median,
+        summary.lat_err_pct_p90,
+        summary.management_err_pct_max.unwrap_or(0.0)
+    );
+    for point in &calibration.management {
+        let _ = writeln!(
+            report,
+            "| {} | {} | {:.4} | {:.4} | {:+.1} % |",
+            point.op, point.occupancy, point.measured_ms, point.model_ms, point.err_pct
+        );
+    }
+    let mut worst: Vec<_> = calibration.points.iter().collect();
+    worst.sort_by(|a, b| b.iops_err_pct.abs().total_cmp(&a.iops_err_pct.abs()));
+    let _ = writeln!(report, "\n## The ten worst points (IOPS)\n\n| op | bs | zones | qd | measured | model | error |\n|---|---|---|---|---|---|---|");
+    for point in worst.iter().take(10) {
+        let _ = writeln!(
+            report,
+            "| {} | {} | {} | {} | {:.0} | {:.0} | {:+.1} % |",
+            point.op, point.bs_bytes, point.zones, point.qd, point.measured_iops, point.model_iops, point.iops_err_pct
+        );
+    }
+    write_file(&out.join("results.json"), serde_json::to_string_pretty(&calibration).expect("json").as_bytes())?;
+    write_file(&out.join("report.md"), report.as_bytes())?;
+    Ok(Outcome {
+        id: experiment.id.clone(),
+        directory: out.to_path_buf(),
+        summary: vec![format!(
+            "{}: IOPS error median {:.1} %, p90 {:.1} %; latency median {:.1} %, p90 {:.1} %",
+            experiment.id,
+            summary.iops_err_pct_median,
+            summary.iops_err_pct_p90,
+            summary.lat_err_pct_median,
+            summary.lat_err_pct_p90
+        )],
+    })
+}

@@ -1,0 +1,80 @@
+//! Every experiment runs end to end in its quick form and writes its results, report and plots.
+
+use zonelab_workload::experiment::{experiments, run};
+
+#[test]
+fn every_experiment_runs_quick_and_writes_its_outputs() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let all = experiments();
+    assert_eq!(all.len(), 4);
+    for experiment in all {
+        let directory = out.path().join(&experiment.id);
+        let outcome =
+            run(&experiment.id, true, &directory).unwrap_or_else(|error| panic!("{}: {error}", experiment.id));
+        assert!(!outcome.summary.is_empty(), "{}: a summary line per claim", experiment.id);
+        let results: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(directory.join("results.json")).expect("results.json"))
+                .expect("json");
+        let report = std::fs::read_to_string(directory.join("report.md")).expect("report.md");
+        assert!(report.starts_with(&format!("# {}", experiment.title)));
+        let pngs: Vec<_> = std::fs::read_dir(&directory)
+            .expect("dir")
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "png"))
+            .collect();
+        assert!(!pngs.is_empty(), "{}: plots", experiment.id);
+        for png in &pngs {
+            let bytes = std::fs::read(png).expect("png");
+            assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{}", png.display());
+            assert!(
+                report.contains(png.file_name().and_then(|n| n.to_str()).expect("name")),
+                "the report shows {}",
+                png.display()
+            );
+        }
+        for figure in &experiment.figure {
+            let series = results["figures"]
+                .as_array()
+                .expect("figures")
+                .iter()
+                .find(|f| f["id"] == figure.id.as_str())
+                .expect("figure");
+            for line in series["series"].as_array().expect("series") {
+                assert_eq!(
+                    line["points"].as_array().expect("points").len(),
+                    figure.quick_x.len(),
+                    "{} {}",
+                    figure.id,
+                    line["label"]
+                );
+            }
+            assert_eq!(series["claims"].as_array().expect("claims").len(), figure.claim.len());
+        }
+    }
+}
+
+#[test]
+fn the_reproductions_go_the_papers_way() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let outcome = run("zwal-append-scaling", true, out.path()).expect("runs");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).expect("json")).expect("json");
+    let claims: Vec<&serde_json::Value> = results["figures"]
+        .as_array()
+        .expect("figures")
+        .iter()
+        .flat_map(|f| f["claims"].as_array().expect("claims"))
+        .collect();
+    for claim in claims {
+        let paper = claim["paper_change_pct"].as_f64().expect("paper");
+        let model = claim["model_change_pct"].as_f64().expect("model");
+        assert_eq!(paper.signum(), model.signum(), "{}: paper {paper}, model {model}", claim["text"]);
+    }
+    assert_eq!(outcome.id, "zwal-append-scaling");
+    let writes = run("zns-study-writes", true, out.path()).expect("runs");
+    assert!(
+        writes.summary.iter().any(|line| line.contains("fig6b") && line.contains("zonelab -")),
+        "{:?}",
+        writes.summary
+    );
+}
