@@ -192,7 +192,6 @@ pub struct JobOptions {
     pub ioengine: IoEngine,
     pub direct: bool,
     pub zonemode_zbd: bool,
-    pub zonesize: Option<SizeSpec>,
     pub max_open_zones: u32,
     pub zone_reset_threshold: f64,
     pub zone_reset_frequency: f64,
@@ -235,7 +234,6 @@ impl Default for JobOptions {
             ioengine: IoEngine::Psync,
             direct: false,
             zonemode_zbd: false,
-            zonesize: None,
             max_open_zones: 0,
             zone_reset_threshold: 0.0,
             zone_reset_frequency: 1.0,
@@ -260,6 +258,8 @@ impl Default for JobOptions {
 
 /// Options fio has that place work on CPUs, memory or the kernel, which a simulation accepts and ignores.
 const IGNORED: &[&str] = &[
+    // zbd mode takes the zone size from the device; fio uses zonesize only for zonemode=strided.
+    "zonesize",
     "numa_cpu_nodes",
     "numa_mem_policy",
     "cpus_allowed",
@@ -327,7 +327,6 @@ impl JobOptions {
                     other => return fail(format!("option zonemode: {other:?} is not none or zbd")),
                 }
             }
-            "zonesize" => self.zonesize = Some(parse_size(&key, need(value)?)?),
             "max_open_zones" => self.max_open_zones = parse_number(&key, need(value)?)?,
             "zone_reset_threshold" => self.zone_reset_threshold = parse_number(&key, need(value)?)?,
             "zone_reset_frequency" => self.zone_reset_frequency = parse_number(&key, need(value)?)?,
