@@ -230,7 +230,7 @@ impl<S: MediaStore> Device<S> {
             }
             Command::Flush => {
                 self.namespace.flush()?;
-                Ok((self.media.busy_until().max(at), Completion::Success))
+                Ok((self.media.flush(at), Completion::Success))
             }
             Command::ZoneManagementSend { slba, action, select_all } => {
                 let before: Vec<ZoneState> = (0..geometry.zones).map(|zone| self.namespace.zone(zone).state).collect();

@@ -61,3 +61,14 @@ fn without_protection_programmed_data_survives_given_time() {
     let unit_lbas = device.media().config().nand.program_unit_bytes >> 12;
     assert_eq!(kept, 640 / unit_lbas * unit_lbas, "every whole unit was programmed a second later; the tail never is");
 }
+
+#[test]
+fn without_protection_a_completed_flush_makes_everything_durable() {
+    let mut device = device(false);
+    let acknowledged = write_some(&mut device);
+    let flushed = device.submit(acknowledged, Command::Flush);
+    assert!(flushed.result.is_ok());
+    assert!(flushed.complete_ns > acknowledged, "a flush waits for the programs");
+    device.power_loss(flushed.complete_ns).expect("power loss");
+    assert_eq!(device.namespace().zone(0).wp_lba, 640, "even the partial program unit was flushed");
+}

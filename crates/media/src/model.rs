@@ -38,6 +38,8 @@ struct ZoneMedia {
     buffered_bytes: u64,
     /// The zone's partially programmed blocks have been closed (the zone filled, or was finished).
     sealed: bool,
+    /// A Flush made the first `.0` host bytes durable once its program of the partial unit ended at `.1`.
+    flushed: (u64, u64),
 }
 
 fn ns(us: f64) -> u64 {
@@ -524,7 +526,32 @@ impl FlashModel {
         let media = &self.zones[zone as usize];
         let durable_units =
             media.in_flight.iter().find(|unit| unit.release_ns > at).map_or(media.host_units, |unit| unit.unit);
-        (durable_units * self.unit_bytes).min(media.written_bytes)
+        let flushed = if media.flushed.1 <= at { media.flushed.0 } else { 0 };
+        (durable_units * self.unit_bytes).max(flushed).min(media.written_bytes)
+    }
+
+    /// Flush: every write completed so far becomes durable. The programs already under way finish, and the
+    /// partial unit each zone holds in its write buffer is programmed as it is (a real drive writes it to a
+    /// flush area; the model charges one program of the unit on its plane). Returns when all of it is done.
+    pub fn flush(&mut self, now: u64) -> u64 {
+        let mut done = self.command(now, self.costs.management_command_ns);
+        for zone in 0..self.zones.len() as u32 {
+            let media = &self.zones[zone as usize];
+            let pending = media.in_flight.iter().map(|unit| unit.release_ns).max().unwrap_or(0);
+            done = done.max(pending);
+            let written = media.written_bytes;
+            let partial = self.costs.aggregate_program_units
+                && written > media.host_units * self.unit_bytes
+                && written < self.zone_cap_bytes
+                && media.flushed.0 < written;
+            if partial {
+                let unit = media.host_units;
+                let programmed = self.program(now, zone, unit, now, OpSource::HostWrite);
+                self.zones[zone as usize].flushed = (written, programmed);
+                done = done.max(programmed);
+            }
+        }
+        done
     }
 
     /// A power loss at `at`: each zone keeps `durable_bytes` and its write buffer is gone. With power-loss
@@ -561,6 +588,7 @@ impl FlashModel {
             in_flight: VecDeque::new(),
             buffered_bytes: bytes - (units * self.unit_bytes).min(bytes),
             sealed: bytes == self.zone_cap_bytes,
+            flushed: (0, 0),
         };
     }
 
