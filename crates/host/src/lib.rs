@@ -2,8 +2,10 @@
 //!
 //! Layer 5 of `../shared/DESIGN.md`: host software written against the async command API of the runtime
 //! (`CommandQueue`), never against device internals, so it runs in simulation now and against real clients later.
-//! For now: the I/O schedulers of the Linux block layer for zoned devices.
+//! For now: the I/O schedulers of the Linux block layer for zoned devices, and write-ahead logs on zones.
 
 mod scheduler;
+pub mod wal;
 
 pub use scheduler::{Scheduled, SchedulerCounters, SchedulerKind};
+pub use wal::{Wal, WalConfig, WalDesign, WalError, WalStats};

@@ -38,8 +38,9 @@ struct ZoneMedia {
     buffered_bytes: u64,
     /// The zone's partially programmed blocks have been closed (the zone filled, or was finished).
     sealed: bool,
-    /// A Flush made the first `.0` host bytes durable once its program of the partial unit ended at `.1`.
-    flushed: (u64, u64),
+    /// Recent flushes: each made the first `.0` host bytes durable once its program ended at `.1`. A later
+    /// flush may still be running when an earlier one has finished, so the last few are kept.
+    flushed: VecDeque<(u64, u64)>,
 }
 
 fn ns(us: f64) -> u64 {
@@ -526,7 +527,7 @@ impl FlashModel {
         let media = &self.zones[zone as usize];
         let durable_units =
             media.in_flight.iter().find(|unit| unit.release_ns > at).map_or(media.host_units, |unit| unit.unit);
-        let flushed = if media.flushed.1 <= at { media.flushed.0 } else { 0 };
+        let flushed = media.flushed.iter().filter(|&&(_, done)| done <= at).map(|&(bytes, _)| bytes).max().unwrap_or(0);
         (durable_units * self.unit_bytes).max(flushed).min(media.written_bytes)
     }
 
@@ -543,11 +544,15 @@ impl FlashModel {
             let partial = self.costs.aggregate_program_units
                 && written > media.host_units * self.unit_bytes
                 && written < self.zone_cap_bytes
-                && media.flushed.0 < written;
+                && media.flushed.back().is_none_or(|&(bytes, _)| bytes < written);
             if partial {
                 let unit = media.host_units;
                 let programmed = self.program(now, zone, unit, now, OpSource::HostWrite);
-                self.zones[zone as usize].flushed = (written, programmed);
+                let flushes = &mut self.zones[zone as usize].flushed;
+                if flushes.len() == 16 {
+                    flushes.pop_front();
+                }
+                flushes.push_back((written, programmed));
                 done = done.max(programmed);
             }
         }
@@ -566,6 +571,7 @@ impl FlashModel {
             media.programmed_units = media.host_units;
             media.in_flight.clear();
             media.buffered_bytes = 0;
+            media.flushed.clear();
         }
         for free in &mut self.plane_free {
             *free = (*free).min(at);
@@ -588,7 +594,7 @@ impl FlashModel {
             in_flight: VecDeque::new(),
             buffered_bytes: bytes - (units * self.unit_bytes).min(bytes),
             sealed: bytes == self.zone_cap_bytes,
-            flushed: (0, 0),
+            flushed: VecDeque::new(),
         };
     }
 
