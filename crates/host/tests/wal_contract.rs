@@ -64,7 +64,7 @@ fn write(seed: u64, case: &Case, stop_at: u64) -> (Device<MemoryStore>, u64, usi
             if wal.append(record).await.is_err() {
                 return;
             }
-            if (index as u64 + 1) % sync_every == 0 || index + 1 == records.len() {
+            if (index as u64 + 1).is_multiple_of(sync_every) || index + 1 == records.len() {
                 if wal.sync().await.is_err() {
                     return;
                 }
