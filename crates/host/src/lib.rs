@@ -8,4 +8,4 @@ mod scheduler;
 pub mod wal;
 
 pub use scheduler::{Scheduled, SchedulerCounters, SchedulerKind};
-pub use wal::{Wal, WalConfig, WalDesign, WalError, WalStats};
+pub use wal::{RecoveryStats, Wal, WalConfig, WalDesign, WalError, WalStats};

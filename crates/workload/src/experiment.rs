@@ -19,6 +19,9 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     ("zns-study-writes", include_str!("../../../experiments/zns-study-writes.toml")),
     ("zwal-append-scaling", include_str!("../../../experiments/zwal-append-scaling.toml")),
     ("zn540-calibration", include_str!("../../../experiments/zn540-calibration.toml")),
+    ("zwal-buffer", include_str!("../../../experiments/zwal-buffer.toml")),
+    ("zwal-recovery", include_str!("../../../experiments/zwal-recovery.toml")),
+    ("zwal-barrier", include_str!("../../../experiments/zwal-barrier.toml")),
 ];
 
 #[derive(Clone, Debug, Deserialize)]
@@ -52,7 +55,11 @@ pub struct Figure {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Series {
     pub label: String,
-    /// `read|write.clat.pNN`, `read|write.kiops`, or `scheduler.commands_per_request`, of the last job.
+    /// `fio` (the default) or `wal-bench`.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// For fio: `read|write.clat.pNN`, `read|write.kiops`, or `scheduler.commands_per_request`, of the last job.
+    /// For wal-bench: `wal.kiops`, `wal.recovery_io_s`.
     pub metric: String,
     /// fio arguments; `{x}`, `{runtime}` and `{ramp}` are filled in.
     pub args: String,
@@ -66,6 +73,9 @@ pub struct Claim {
     pub series_a: String,
     pub series_b: String,
     pub x: u32,
+    /// Where series b is read; `x` unless given (to compare one series at two points).
+    #[serde(default)]
+    pub x_b: Option<u32>,
     pub paper_change_pct: f64,
     pub explanation: String,
 }
@@ -135,6 +145,18 @@ fn metric(result: &FioResult, metric: &str) -> Result<f64, String> {
     }
 }
 
+fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<f64, String> {
+    match metric {
+        "wal.kiops" => Ok(result.kiops),
+        "wal.recovery_io_s" => result
+            .recovery
+            .as_ref()
+            .map(|recovery| recovery.io_device_ns as f64 / 1e9)
+            .ok_or_else(|| "no recovery was run (--recover)".into()),
+        _ => Err(format!("unknown metric {metric}")),
+    }
+}
+
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
     std::fs::write(path, bytes).map_err(|source| ExperimentError::Io { path: path.to_path_buf(), source })
 }
@@ -169,16 +191,32 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 let args: Vec<String> = series
                     .args
                     .replace("{x}", &x.to_string())
+                    .replace("{x*256}", &(u64::from(x) * 256).to_string())
                     .replace("{runtime}", runtime)
                     .replace("{ramp}", ramp)
+                    .replace("{records}", if quick { "5000" } else { "40000" })
+                    .replace("{recovery_records}", if quick { "4096" } else { "16384" })
                     .split_whitespace()
                     .map(str::to_string)
                     .collect();
-                let invocation = parse_invocation(&args, |_| Err("experiments use no job files".into()))
-                    .map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                let result = run_fio(&invocation, 1).map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                let y = metric(&result, &series.metric)
-                    .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
+                let y = match series.tool.as_deref() {
+                    Some("wal-bench") => {
+                        let spec = crate::walbench::parse_args(&args)
+                            .map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                        let result =
+                            crate::walbench::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                        wal_metric(&result, &series.metric)
+                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?
+                    }
+                    _ => {
+                        let invocation = parse_invocation(&args, |_| Err("experiments use no job files".into()))
+                            .map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                        let result =
+                            run_fio(&invocation, 1).map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                        metric(&result, &series.metric)
+                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?
+                    }
+                };
                 points.push(Point { x, y });
             }
             lines.push((series.label.clone(), points));
@@ -210,14 +248,14 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             let _ = writeln!(report, "\n| the paper says | paper | zonelab | why |\n|---|---|---|---|");
         }
         for claim in &figure.claim {
-            let value = |label: &str| {
+            let value = |label: &str, x: u32| {
                 lines
                     .iter()
                     .find(|(name, _)| name == label)
-                    .and_then(|(_, points)| points.iter().find(|p| p.x == claim.x))
+                    .and_then(|(_, points)| points.iter().find(|p| p.x == x))
                     .map(|p| p.y)
             };
-            let model = match (value(&claim.series_a), value(&claim.series_b)) {
+            let model = match (value(&claim.series_a, claim.x), value(&claim.series_b, claim.x_b.unwrap_or(claim.x))) {
                 (Some(a), Some(b)) if b != 0.0 => Some((a - b) / b * 100.0),
                 _ => None,
             };

@@ -9,5 +9,6 @@ mod closed_loop;
 pub mod experiment;
 pub mod fio;
 mod plot;
+pub mod walbench;
 
 pub use closed_loop::{run_closed_loop, LoopSpec, LoopStats, Operation};

@@ -80,6 +80,14 @@ enum Command {
         #[command(subcommand)]
         action: experiment::ExperimentAction,
     },
+    /// A WAL-bound PUT stream into ZWAL or the conventional WAL, and optionally its recovery. Options:
+    /// --preset=NAME --design=zwal|conventional --buffer=SIZE --qd=N --barrier=SIZE|zone --record-size=SIZE
+    /// --records=N --put-cost-us=F --sync-every=N --recover --seed=N --output-format=normal|json
+    #[command(name = "wal-bench", disable_help_flag = true)]
+    WalBench {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// List the device presets.
     Presets,
     /// Replay a preset's reference measurements in virtual time and print model against measurement.
@@ -363,6 +371,20 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Churn(args) => churn::run(&args, &mut stdout),
         Command::Fio { args } => fio::run(&args, &mut stdout),
         Command::Experiment { action } => experiment::run(action, &mut stdout),
+        Command::WalBench { args } => {
+            let spec = zonelab_workload::walbench::parse_args(&args).map_err(CliError::Usage)?;
+            let result = zonelab_workload::walbench::run(&spec).map_err(CliError::Failed)?;
+            let text = if spec.json {
+                format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&zonelab_workload::walbench::to_json(&result))
+                        .map_err(|e| CliError::Failed(e.to_string()))?
+                )
+            } else {
+                zonelab_workload::walbench::to_text(&result)
+            };
+            stdout.write_all(text.as_bytes()).map_err(stdout_error)
+        }
         Command::Presets => calibrate::list_presets(&mut stdout),
         Command::Calibrate(args) => calibrate::run(&args, &mut stdout),
         Command::Bench { which } => bench::run(which, &mut stdout),

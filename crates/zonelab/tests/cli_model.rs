@@ -96,3 +96,27 @@ fn experiments_list_and_run() {
     assert!(dir.path().join("zwal-append-scaling/fig2b.png").exists());
     usage_error(&["experiment", "run", "no-such-thing"], "unknown experiment \"no-such-thing\"");
 }
+
+#[test]
+fn wal_bench_runs_both_designs_and_recovers() {
+    let zwal = ok(&[
+        "wal-bench",
+        "--design=zwal",
+        "--buffer=4KiB",
+        "--qd=32",
+        "--records=2000",
+        "--recover",
+        "--output-format=json",
+    ]);
+    let zwal: serde_json::Value = serde_json::from_str(&zwal).expect("json");
+    assert_eq!(zwal["recovered_records"], 2000);
+    let conventional =
+        ok(&["wal-bench", "--design=conventional", "--buffer=4KiB", "--records=2000", "--output-format=json"]);
+    let conventional: serde_json::Value = serde_json::from_str(&conventional).expect("json");
+    let (fast, slow) = (zwal["kiops"].as_f64().expect("kiops"), conventional["kiops"].as_f64().expect("kiops"));
+    assert!(fast > 5.0 * slow, "ZWAL at QD 32 outruns one write at a time: {fast} against {slow}");
+    let text = ok(&["wal-bench", "--records=100"]);
+    assert!(text.starts_with("wal-bench: Zwal on confzns-zwal"), "{text}");
+    usage_error(&["wal-bench", "--design=paper"], "zwal or conventional");
+    usage_error(&["wal-bench", "--bogus=1"], "unrecognized option '--bogus=1'");
+}

@@ -17,6 +17,7 @@ mod format;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
+use std::time::Instant;
 
 use serde::Serialize;
 use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand};
@@ -99,6 +100,21 @@ pub struct Wal<Q> {
     in_flight: Vec<Pending>,
     needs_delete: bool,
     stats: WalStats,
+    last_recovery: RecoveryStats,
+}
+
+/// What the last `recover` did. Device time is virtual; parsing and ordering are this host's own CPU time
+/// (wall-clock), since the model has no host CPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RecoveryStats {
+    pub reads: u64,
+    pub bytes_read: u64,
+    pub entries: u64,
+    /// Device time from the start of recovery to the last read's completion.
+    pub io_device_ns: u64,
+    pub parse_wall_ns: u64,
+    /// Sorting by sequence number, checking contiguity and re-framing records.
+    pub order_wall_ns: u64,
 }
 
 impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
@@ -145,11 +161,16 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
             in_flight: Vec::new(),
             needs_delete: false,
             stats: WalStats::default(),
+            last_recovery: RecoveryStats::default(),
         })
     }
 
     pub fn stats(&self) -> &WalStats {
         &self.stats
+    }
+
+    pub fn last_recovery(&self) -> &RecoveryStats {
+        &self.last_recovery
     }
 
     pub fn config(&self) -> &WalConfig {
@@ -298,7 +319,15 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
     /// padding, sorted by sequence number, and the gap-free prefix's records in append order.
     pub async fn recover(&mut self) -> Result<Vec<Vec<u8>>, WalError> {
         self.drain().await?;
-        let chunk_lbas = self.geometry.max_transfer_lba.unwrap_or(256).min(self.geometry.zone_size_lba);
+        let started = self.queue.now_ns();
+        // ZWAL reads a barrier window at a time, ZenFS an entry at a time (HOST_STACK.md 2.5); both within MDTS.
+        let window_bytes = match self.config.design {
+            WalDesign::Zwal if self.config.barrier_bytes != 0 => self.config.barrier_bytes,
+            WalDesign::Zwal => self.geometry.zone_cap_lba * self.lba_bytes,
+            WalDesign::Conventional => self.max_entry_bytes,
+        };
+        let chunk_lbas = (window_bytes / self.lba_bytes).max(1).min(self.geometry.max_transfer_lba.unwrap_or(u64::MAX));
+        let mut recovery = RecoveryStats::default();
         let mut entries = Vec::new();
         let mut last_written = (0usize, 0u64);
         for (slot, &zone) in self.config.zones.iter().enumerate() {
@@ -326,12 +355,21 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
                     self.queue.submit(QueuedCommand::Read { slba: start + lba, nlb: blocks, keep: true }).await?;
                 let Output::Data(bytes) = data else { unreachable!("a read completes with data") };
                 region.extend_from_slice(&bytes);
+                recovery.reads += 1;
+                recovery.bytes_read += bytes.len() as u64;
                 lba += blocks;
             }
+            let parsing = Instant::now();
             entries.extend(parse_region(&region, self.lba_bytes));
+            recovery.parse_wall_ns += parsing.elapsed().as_nanos() as u64;
         }
+        recovery.io_device_ns = self.queue.now_ns() - started;
+        recovery.entries = entries.len() as u64;
         let seen = entries.iter().map(|entry| entry.seq).max().map_or(0, |max| max + 1);
+        let ordering = Instant::now();
         let (records, next_seq) = records_from(entries, 0);
+        recovery.order_wall_ns = ordering.elapsed().as_nanos() as u64;
+        self.last_recovery = recovery;
         self.needs_delete = next_seq != seen;
         self.stream.clear();
         self.next_record = records.len() as u64;

@@ -8,5 +8,7 @@ mod report;
 
 pub use engine::{run, DirectionStats, FioResult, GroupResult, JobResult};
 pub use histogram::LatencyStats;
-pub use options::{parse_invocation, FioError, FioInvocation, IoEngine, JobOptions, OutputFormat, ReadWrite, SizeSpec};
+pub use options::{
+    parse_invocation, parse_size, FioError, FioInvocation, IoEngine, JobOptions, OutputFormat, ReadWrite, SizeSpec,
+};
 pub use report::{to_json, to_text, FIO_VERSION};

@@ -1,0 +1,256 @@
+//! `zonelab wal-bench`: a single-threaded PUT stream into a write-ahead log (db_bench `fillrandom`-like: one
+//! record per PUT, a modelled host cost per PUT), then optionally the log's recovery. Options are given
+//! fio-style (`--key=value`); output is text or JSON.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::json;
+use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_host::{RecoveryStats, Wal, WalConfig, WalDesign, WalStats};
+use zonelab_runtime::{CommandQueue, Simulation};
+use zonelab_zns::{MediaStore, MemoryStore, NullStore};
+
+use crate::fio::{parse_size, LatencyStats, SizeSpec};
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WalBenchSpec {
+    pub preset: String,
+    pub design: WalDesign,
+    pub buffer_bytes: u64,
+    pub queue_depth: u32,
+    /// Bytes between barriers; None means one zone.
+    pub barrier_bytes: Option<u64>,
+    pub record_bytes: u64,
+    pub records: u64,
+    /// Host time spent per PUT outside the WAL (RocksDB's memtable insert and bookkeeping), in nanoseconds.
+    pub put_cost_ns: u64,
+    /// A sync after every N PUTs; 0 syncs once, at the end.
+    pub sync_every: u64,
+    pub recover: bool,
+    pub json: bool,
+    pub seed: u64,
+}
+
+impl Default for WalBenchSpec {
+    fn default() -> Self {
+        WalBenchSpec {
+            preset: "confzns-zwal".into(),
+            design: WalDesign::Zwal,
+            buffer_bytes: 4096,
+            queue_depth: 32,
+            barrier_bytes: None,
+            record_bytes: 3996,
+            records: 20_000,
+            put_cost_ns: 0,
+            sync_every: 0,
+            recover: false,
+            json: false,
+            seed: 1,
+        }
+    }
+}
+
+fn bytes(key: &str, value: &str) -> Result<u64, String> {
+    match parse_size(key, value).map_err(|error| error.to_string())? {
+        SizeSpec::Bytes(bytes) => Ok(bytes),
+        _ => Err(format!("option {key}: {value:?} must be a size in bytes")),
+    }
+}
+
+fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
+    value.parse().map_err(|_| format!("option {key}: {value:?} is not a number"))
+}
+
+/// Parses `--key=value` options; an unknown option is an error that names it.
+pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, String> {
+    let mut spec = WalBenchSpec::default();
+    for arg in args {
+        let option =
+            arg.strip_prefix("--").ok_or_else(|| format!("unexpected argument {arg:?}: options are --key=value"))?;
+        let (key, value) = option.split_once('=').map_or((option, None), |(key, value)| (key, Some(value)));
+        let need = || value.ok_or_else(|| format!("option {key} needs a value"));
+        match key {
+            "preset" => spec.preset = need()?.to_string(),
+            "design" => {
+                spec.design = match need()? {
+                    "zwal" => WalDesign::Zwal,
+                    "conventional" | "zenfs" => WalDesign::Conventional,
+                    other => return Err(format!("option design: {other:?} is not zwal or conventional")),
+                }
+            }
+            "buffer" => spec.buffer_bytes = bytes(key, need()?)?,
+            "qd" => spec.queue_depth = number(key, need()?)?,
+            "barrier" => spec.barrier_bytes = if need()? == "zone" { None } else { Some(bytes(key, need()?)?) },
+            "record-size" => spec.record_bytes = bytes(key, need()?)?,
+            "records" => spec.records = number(key, need()?)?,
+            "put-cost-us" => spec.put_cost_ns = (number::<f64>(key, need()?)? * 1000.0) as u64,
+            "sync-every" => spec.sync_every = number(key, need()?)?,
+            "recover" => spec.recover = true,
+            "seed" => spec.seed = number(key, need()?)?,
+            "output-format" => spec.json = need()? == "json",
+            _ => return Err(format!("unrecognized option '{arg}'")),
+        }
+    }
+    if spec.records == 0 || spec.record_bytes == 0 {
+        return Err("records and record-size must be positive".into());
+    }
+    Ok(spec)
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct WalBenchResult {
+    pub spec: WalBenchSpec,
+    pub device_time_ns: u64,
+    pub kiops: f64,
+    pub mib_per_s: f64,
+    #[serde(skip)]
+    pub put_latency: LatencyStats,
+    pub wal: WalStats,
+    pub recovery: Option<RecoveryStats>,
+    pub recovered_records: Option<u64>,
+    pub wall_seconds: f64,
+}
+
+/// Runs the benchmark.
+pub fn run(spec: &WalBenchSpec) -> Result<WalBenchResult, String> {
+    let mut parts = spec.preset.split(',');
+    let name = parts.next().unwrap_or_default();
+    let overrides: Vec<String> =
+        parts.map(|part| if part.contains('.') { part.to_string() } else { format!("namespace.{part}") }).collect();
+    let config = DeviceConfig::load(name, &overrides).map_err(|error| error.to_string())?;
+    let geometry = config.namespace.validate().map_err(|error| error.to_string())?;
+    if spec.recover {
+        let store = MemoryStore::new(geometry.nsze_lba << geometry.lba_shift);
+        run_on(Device::new(&config, store, HostPath::IoUringCmd).map_err(|e| e.to_string())?, spec)
+    } else {
+        run_on(Device::new(&config, NullStore, HostPath::IoUringCmd).map_err(|e| e.to_string())?, spec)
+    }
+}
+
+/// Where a simulated task leaves its result for the caller.
+type Slot<T> = Rc<RefCell<Option<Result<T, String>>>>;
+
+fn run_on<S: MediaStore + 'static>(device: Device<S>, spec: &WalBenchSpec) -> Result<WalBenchResult, String> {
+    let geometry = *device.namespace().geometry();
+    let zone_cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
+    let estimate = spec.records * (spec.record_bytes + 4) * 2 + zone_cap_bytes;
+    let zones: Vec<u32> = (0..(estimate.div_ceil(zone_cap_bytes) as u32).min(geometry.zones)).collect();
+    let config = WalConfig {
+        design: spec.design,
+        zones: zones.clone(),
+        buffer_bytes: spec.buffer_bytes,
+        queue_depth: spec.queue_depth,
+        barrier_bytes: spec.barrier_bytes.unwrap_or(zone_cap_bytes),
+    };
+    let mut simulation = Simulation::new(device, Some(spec.seed));
+    let host = simulation.host();
+    let mut wal = Wal::new(host.clone(), config.clone()).map_err(|error| error.to_string())?;
+    let outcome: Slot<(u64, LatencyStats, WalStats)> = Rc::new(RefCell::new(None));
+    let sink = Rc::clone(&outcome);
+    let bench = spec.clone();
+    simulation.spawn(async move {
+        let record = vec![0x5au8; bench.record_bytes as usize];
+        let mut latency = LatencyStats::default();
+        let result = async {
+            for put in 0..bench.records {
+                if bench.put_cost_ns > 0 {
+                    host.sleep(bench.put_cost_ns).await;
+                }
+                let started = host.now_ns();
+                wal.append(&record).await.map_err(|error| error.to_string())?;
+                if bench.sync_every > 0 && (put + 1).is_multiple_of(bench.sync_every) {
+                    wal.sync().await.map_err(|error| error.to_string())?;
+                }
+                latency.record(host.now_ns() - started);
+            }
+            wal.sync().await.map_err(|error| error.to_string())?;
+            Ok::<_, String>(())
+        }
+        .await;
+        *sink.borrow_mut() = Some(result.map(|()| (host.now_ns(), latency, wal.stats().clone())));
+    });
+    let wall = Instant::now();
+    simulation.run();
+    let wall_seconds = wall.elapsed().as_secs_f64();
+    let (device_time_ns, put_latency, wal_stats) =
+        outcome.borrow_mut().take().ok_or("the benchmark did not finish")??;
+    let (recovery, recovered_records) = if spec.recover {
+        let out: Slot<(RecoveryStats, u64)> = Rc::new(RefCell::new(None));
+        let sink = Rc::clone(&out);
+        let mut reader = Wal::new(simulation.host(), config).map_err(|error| error.to_string())?;
+        simulation.spawn(async move {
+            let result = reader.recover().await.map(|records| (reader.last_recovery().clone(), records.len() as u64));
+            *sink.borrow_mut() = Some(result.map_err(|error| error.to_string()));
+        });
+        simulation.run();
+        let (stats, count) = out.borrow_mut().take().ok_or("recovery did not finish")??;
+        (Some(stats), Some(count))
+    } else {
+        (None, None)
+    };
+    let seconds = device_time_ns as f64 / 1e9;
+    Ok(WalBenchResult {
+        spec: spec.clone(),
+        device_time_ns,
+        kiops: spec.records as f64 / seconds / 1000.0,
+        mib_per_s: (spec.records * spec.record_bytes) as f64 / seconds / 1_048_576.0,
+        put_latency,
+        wal: wal_stats,
+        recovery,
+        recovered_records,
+        wall_seconds,
+    })
+}
+
+pub fn to_json(result: &WalBenchResult) -> serde_json::Value {
+    let latency = &result.put_latency;
+    let mut value = serde_json::to_value(result).unwrap_or_default();
+    value["put_latency_ns"] = json!({
+        "min": latency.min(), "max": latency.max(), "mean": latency.mean(), "stddev": latency.stddev(),
+        "N": latency.count(), "percentile": { "50.000000": latency.percentile(50.0), "99.000000": latency.percentile(99.0) },
+    });
+    value
+}
+
+pub fn to_text(result: &WalBenchResult) -> String {
+    let spec = &result.spec;
+    let mut text = format!(
+        "wal-bench: {:?} on {}, buffer {} B, QD {}, barrier {}, {} records of {} B\n  put: IOPS={:.2}k, BW={:.1}MiB/s, device time {:.3} s\n    lat (usec): avg={:.2}, p50={:.2}, p99={:.2}, max={:.2}\n  wal: {} entries, {} barriers, {} zone rolls, {} flash bytes\n",
+        spec.design,
+        spec.preset,
+        spec.buffer_bytes,
+        spec.queue_depth,
+        spec.barrier_bytes.map_or_else(|| "a zone".to_string(), |bytes| format!("{bytes} B")),
+        spec.records,
+        spec.record_bytes,
+        result.kiops,
+        result.mib_per_s,
+        result.device_time_ns as f64 / 1e9,
+        result.put_latency.mean() / 1000.0,
+        result.put_latency.percentile(50.0) as f64 / 1000.0,
+        result.put_latency.percentile(99.0) as f64 / 1000.0,
+        result.put_latency.max() as f64 / 1000.0,
+        result.wal.entries,
+        result.wal.barriers,
+        result.wal.zone_rolls,
+        result.wal.flash_bytes
+    );
+    if let (Some(recovery), Some(records)) = (&result.recovery, result.recovered_records) {
+        text.push_str(&format!(
+            "  recovery: {records} records from {} entries; I/O {:.3} s of device time in {} reads of {} B; parsing {:.3} s and ordering {:.3} s of this host's CPU\n",
+            recovery.entries,
+            recovery.io_device_ns as f64 / 1e9,
+            recovery.reads,
+            recovery.bytes_read,
+            recovery.parse_wall_ns as f64 / 1e9,
+            recovery.order_wall_ns as f64 / 1e9
+        ));
+    }
+    text.push_str(&format!("  zonelab: {:.3} s of wall time\n", result.wall_seconds));
+    text
+}
