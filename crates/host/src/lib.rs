@@ -7,5 +7,5 @@
 mod scheduler;
 pub mod wal;
 
-pub use scheduler::{Scheduled, SchedulerCounters, SchedulerKind};
+pub use scheduler::{Scheduled, SchedulerCounters, SchedulerKind, ZincConfig};
 pub use wal::{RecoveryStats, Wal, WalConfig, WalDesign, WalError, WalStats};

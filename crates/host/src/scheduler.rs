@@ -6,6 +6,12 @@
 //! - `mq-deadline` keeps Linux's zone write lock: one write in flight per zone, queued writes sorted by LBA and
 //!   dispatched lowest first, with adjacent queued writes merged into one command up to a maximum request size.
 //!   Reads, appends (which Linux does not lock) and zone management pass straight through.
+//! - `zinc` (seed 004, "ZINC is derived from mq-deadline with a Kyber-style reset-throttling logic"): user I/O as
+//!   under mq-deadline; resets and finishes are held and released by epochs. Each epoch grants
+//!   `tokens_per_epoch` write tokens, one per user write or append dispatched. (1) When an epoch's tokens are
+//!   consumed, the oldest held command is issued and the tokens start again; (2) each epoch boundary a held
+//!   command lives through raises its priority by one; (3) a command whose priority passes `max_priority` is
+//!   issued at once. So user I/O goes first, and a held command waits at most `max_priority + 1` epochs.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -14,7 +20,24 @@ use std::rc::Rc;
 
 use serde::Serialize;
 use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand, TaskId};
-use zonelab_zns::Status;
+use zonelab_zns::{Status, ZoneSendAction};
+
+/// ZINC's knobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ZincConfig {
+    /// Epoch length. Default 1 ms: a few reset-latencies' worth of user writes at the ZN540's rates.
+    pub epoch_ns: u64,
+    /// User writes (and appends) per epoch before a held reset or finish may go. Default 64.
+    pub tokens_per_epoch: u32,
+    /// Epochs a held command may wait before it is issued regardless. Default 4.
+    pub max_priority: u32,
+}
+
+impl Default for ZincConfig {
+    fn default() -> Self {
+        ZincConfig { epoch_ns: 1_000_000, tokens_per_epoch: 64, max_priority: 4 }
+    }
+}
 
 /// Which scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -22,6 +45,7 @@ use zonelab_zns::Status;
 pub enum SchedulerKind {
     None,
     MqDeadline,
+    Zinc(ZincConfig),
 }
 
 impl SchedulerKind {
@@ -29,6 +53,7 @@ impl SchedulerKind {
         match name {
             "none" => Some(SchedulerKind::None),
             "mq-deadline" | "mq_deadline" => Some(SchedulerKind::MqDeadline),
+            "zinc" => Some(SchedulerKind::Zinc(ZincConfig::default())),
             _ => None,
         }
     }
@@ -37,7 +62,13 @@ impl SchedulerKind {
         match self {
             SchedulerKind::None => "none",
             SchedulerKind::MqDeadline => "mq-deadline",
+            SchedulerKind::Zinc(_) => "zinc",
         }
+    }
+
+    /// Whether writes take the zone lock and merge (mq-deadline and ZINC).
+    fn locks_zones(self) -> bool {
+        !matches!(self, SchedulerKind::None)
     }
 }
 
@@ -50,6 +81,20 @@ pub struct SchedulerCounters {
     pub write_commands: u64,
     /// Requests that were merged into another request's command.
     pub merged_requests: u64,
+    /// Resets and finishes ZINC held, and how each was released.
+    pub management_held: u64,
+    pub released_by_tokens: u64,
+    pub released_by_priority: u64,
+    /// Total time management commands spent held.
+    pub held_ns: u64,
+}
+
+/// A reset or finish ZINC holds.
+struct Held {
+    id: u64,
+    task: TaskId,
+    /// Set when the write tokens run out while this is the oldest held command.
+    signalled: bool,
 }
 
 /// A queued write, waiting for its zone's lock.
@@ -70,10 +115,41 @@ struct ZoneQueue {
 #[derive(Default)]
 struct DeadlineState {
     zones: BTreeMap<u64, ZoneQueue>,
+    /// ZINC: the current epoch, its consumed write tokens, and the held management commands, oldest first.
+    epoch: u64,
+    tokens_used: u64,
+    held: Vec<Held>,
+    zinc: Option<ZincConfig>,
     /// Results of merged requests, by request id, for their waiting tasks.
     results: BTreeMap<u64, Result<Output, Status>>,
     next_id: u64,
     counters: SchedulerCounters,
+}
+
+impl DeadlineState {
+    /// ZINC: moves to the epoch of `now`; a new epoch starts with all its tokens.
+    fn roll_epoch(&mut self, now: u64) {
+        if let Some(zinc) = self.zinc {
+            let epoch = now / zinc.epoch_ns;
+            if epoch != self.epoch {
+                self.epoch = epoch;
+                self.tokens_used = 0;
+            }
+        }
+    }
+
+    /// ZINC: counts user writes; once the epoch's tokens are used, the oldest held command may go.
+    fn consume_tokens<Q: CommandQueue>(&mut self, count: u64, queue: &Q) {
+        let Some(zinc) = self.zinc else { return };
+        self.roll_epoch(queue.now_ns());
+        self.tokens_used += count;
+        if self.tokens_used >= u64::from(zinc.tokens_per_epoch) {
+            if let Some(oldest) = self.held.first_mut() {
+                oldest.signalled = true;
+                queue.wake(oldest.task);
+            }
+        }
+    }
 }
 
 /// A `CommandQueue` with a scheduler in front of `inner`.
@@ -103,12 +179,16 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
     pub fn new(inner: Q, kind: SchedulerKind, max_request_bytes: u64) -> Scheduled<Q> {
         let geometry = inner.geometry();
         let limit = (max_request_bytes >> geometry.lba_shift).min(geometry.max_transfer_lba.unwrap_or(u64::MAX));
+        let zinc = match kind {
+            SchedulerKind::Zinc(zinc) => Some(ZincConfig { epoch_ns: zinc.epoch_ns.max(1), ..zinc }),
+            _ => None,
+        };
         Scheduled {
             inner,
             kind,
             zone_shift: geometry.zone_shift,
             max_request_blocks: limit.max(1),
-            state: Rc::default(),
+            state: Rc::new(RefCell::new(DeadlineState { zinc, ..DeadlineState::default() })),
         }
     }
 
@@ -179,6 +259,7 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
                     }
                     state.counters.write_commands += 1;
                     state.counters.merged_requests += members.len() as u64 - 1;
+                    state.consume_tokens(members.len() as u64, &inner);
                     Some(members)
                 }
             };
@@ -199,6 +280,57 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
                 inner.wake(head.task);
             }
             return result;
+        }
+    }
+}
+
+impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
+    /// ZINC: holds a reset or finish until the write tokens of an epoch are used up (and it is the oldest held)
+    /// or until it has lived through more than `max_priority` epoch boundaries.
+    async fn hold(inner: &Q, state: &Rc<RefCell<DeadlineState>>, zinc: ZincConfig) {
+        let held_at = inner.now_ns();
+        let first_epoch = held_at / zinc.epoch_ns;
+        let id = {
+            let mut state = state.borrow_mut();
+            state.next_id += 1;
+            let id = state.next_id;
+            state.counters.management_held += 1;
+            state.held.push(Held { id, task: inner.current_task(), signalled: false });
+            id
+        };
+        loop {
+            let now = inner.now_ns();
+            {
+                let mut state = state.borrow_mut();
+                state.roll_epoch(now);
+                let oldest = state.held.first().is_some_and(|held| held.id == id);
+                let by_priority = now / zinc.epoch_ns - first_epoch > u64::from(zinc.max_priority);
+                let by_tokens = oldest && state.tokens_used >= u64::from(zinc.tokens_per_epoch);
+                if by_priority || by_tokens {
+                    state.held.retain(|held| held.id != id);
+                    if by_tokens {
+                        state.tokens_used = 0;
+                        state.counters.released_by_tokens += 1;
+                    } else {
+                        state.counters.released_by_priority += 1;
+                    }
+                    state.counters.held_ns += now - held_at;
+                    return;
+                }
+            }
+            let boundary = (now / zinc.epoch_ns + 1) * zinc.epoch_ns;
+            let mut sleep = std::pin::pin!(inner.sleep(boundary - now));
+            std::future::poll_fn(|context| {
+                let signalled = state.borrow().held.iter().any(|held| held.id == id && held.signalled);
+                if signalled {
+                    return std::task::Poll::Ready(());
+                }
+                sleep.as_mut().poll(context)
+            })
+            .await;
+            if let Some(held) = state.borrow_mut().held.iter_mut().find(|held| held.id == id) {
+                held.signalled = false;
+            }
         }
     }
 }
@@ -225,9 +357,20 @@ impl<Q: CommandQueue + Clone + 'static> CommandQueue for Scheduled<Q> {
         let (kind, zone_shift, max_blocks) = (self.kind, self.zone_shift, self.max_request_blocks);
         async move {
             match (kind, command) {
-                (SchedulerKind::MqDeadline, QueuedCommand::Write { slba, data }) => {
+                (kind, QueuedCommand::Write { slba, data }) if kind.locks_zones() => {
                     let lba_bytes = u64::from(inner.geometry().lba_size);
                     Self::locked_write(inner, state, zone_shift, max_blocks, slba, data, lba_bytes).await
+                }
+                (
+                    SchedulerKind::Zinc(zinc),
+                    command @ QueuedCommand::ZoneSend { action: ZoneSendAction::Reset | ZoneSendAction::Finish, .. },
+                ) => {
+                    Self::hold(&inner, &state, zinc).await;
+                    inner.submit(command).await
+                }
+                (SchedulerKind::Zinc(_), command @ QueuedCommand::Append { .. }) => {
+                    state.borrow_mut().consume_tokens(1, &inner);
+                    inner.submit(command).await
                 }
                 (_, command) => {
                     if let QueuedCommand::Write { .. } = command {

@@ -190,6 +190,7 @@ enum Io {
     Write { lba: u64, blocks: u64 },
     Append { zone_start: u64, blocks: u64 },
     Reset { zone_start: u64 },
+    Finish { zone_start: u64 },
 }
 
 impl JobState {
@@ -212,7 +213,7 @@ impl JobState {
             _ => false,
         };
         let io = match self.options.rw {
-            ReadWrite::Trim | ReadWrite::RandTrim => self.next_trim(zones),
+            ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish => self.next_trim(zones),
             _ if reading => self.next_read(zones)?,
             _ => self.next_write(zones),
         };
@@ -220,7 +221,7 @@ impl JobState {
             Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => {
                 blocks << self.geometry.lba_shift
             }
-            Io::Reset { .. } => self.geometry.zone_size_lba << self.geometry.lba_shift,
+            Io::Reset { .. } | Io::Finish { .. } => self.geometry.zone_size_lba << self.geometry.lba_shift,
         };
         Some(io)
     }
@@ -237,8 +238,13 @@ impl JobState {
             self.cursor_zone = if zone + 1 >= self.end_zone { self.first_zone } else { zone + 1 };
             zone
         };
-        zones.wp[zone as usize] = self.geometry.zone_start_lba(zone);
-        Io::Reset { zone_start: self.geometry.zone_start_lba(zone) }
+        let zone_start = self.geometry.zone_start_lba(zone);
+        if self.options.rw == ReadWrite::Finish {
+            zones.wp[zone as usize] = zone_start + self.geometry.zone_cap_lba;
+            return Io::Finish { zone_start };
+        }
+        zones.wp[zone as usize] = zone_start;
+        Io::Reset { zone_start }
     }
 
     fn next_read(&mut self, zones: &ZoneCache) -> Option<Io> {
@@ -365,6 +371,11 @@ fn command_of(io: &Io, lba_shift: u32) -> (&'static str, QueuedCommand, u64) {
             QueuedCommand::ZoneSend { slba: zone_start, action: ZoneSendAction::Reset, select_all: false },
             zone_start,
         ),
+        Io::Finish { zone_start } => (
+            "trim",
+            QueuedCommand::ZoneSend { slba: zone_start, action: ZoneSendAction::Finish, select_all: false },
+            zone_start,
+        ),
     }
 }
 
@@ -392,8 +403,8 @@ async fn worker<S: MediaStore + 'static>(
             queue.sleep(wait).await;
         }
         let (direction, command, lba) = command_of(&io, lba_shift);
-        let is_internal_reset =
-            direction == "trim" && !matches!(state.borrow().options.rw, ReadWrite::Trim | ReadWrite::RandTrim);
+        let is_internal_reset = direction == "trim"
+            && !matches!(state.borrow().options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish);
         let submitted = queue.now_ns();
         let result = queue.submit(command).await;
         let completed = queue.now_ns();
@@ -401,7 +412,7 @@ async fn worker<S: MediaStore + 'static>(
         if let Err(status) = result {
             let blocks = match io {
                 Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => blocks,
-                Io::Reset { .. } => 0,
+                Io::Reset { .. } | Io::Finish { .. } => 0,
             };
             job.error.get_or_insert((status, direction, lba, blocks << lba_shift));
             return;
@@ -414,7 +425,7 @@ async fn worker<S: MediaStore + 'static>(
         }
         let bytes = match io {
             Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => blocks << lba_shift,
-            Io::Reset { .. } => job.geometry.zone_size_lba << lba_shift,
+            Io::Reset { .. } | Io::Finish { .. } => job.geometry.zone_size_lba << lba_shift,
         };
         let total = completed - submitted;
         let slat = job.slat_ns.min(total);
@@ -474,7 +485,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
                 job.ioengine.name()
             )));
         }
-        if matches!(job.rw, ReadWrite::Trim | ReadWrite::RandTrim) && !job.zonemode_zbd {
+        if matches!(job.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish) && !job.zonemode_zbd {
             return Err(FioError(format!(
                 "job {}: rw=trim needs zonemode=zbd (zone resets); zonelab has no deallocate",
                 job.name
@@ -508,6 +519,16 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
     });
     let zones = Rc::new(RefCell::new(ZoneCache { wp: zone_wps.collect(), geometry }));
     let mut simulation = Simulation::new(device, Some(seed));
+    // One scheduler per device, as the block layer has: the first job's.
+    let scheduled = Scheduled::new(simulation.host(), first.scheduler, 1280 << 10);
+    if let Some(other) = invocation.jobs.iter().find(|job| job.scheduler != first.scheduler) {
+        notes.push(format!(
+            "job {} asks for scheduler {}, but the device has one scheduler: {} (the first job's)",
+            other.name,
+            other.scheduler.name(),
+            first.scheduler.name()
+        ));
+    }
 
     let mut groups: Vec<Vec<&JobOptions>> = Vec::new();
     for job in &invocation.jobs {
@@ -526,7 +547,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
             simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
         let mut instances = Vec::new();
         for job in group {
-            let scheduled = Scheduled::new(simulation.host(), job.scheduler, 1280 << 10);
+            let scheduled = scheduled.clone();
             for instance in 0..job.numjobs {
                 let offset = job.offset.resolve(device_bytes, zone_bytes)
                     + u64::from(instance) * job.offset_increment.resolve(device_bytes, zone_bytes);
@@ -551,6 +572,23 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
                         job.name,
                         if job.zonemode_zbd { " once aligned to zones" } else { "" }
                     )));
+                }
+                if let Some(fill) = job.prefill {
+                    let cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
+                    let lba_bytes = u64::from(geometry.lba_size);
+                    let bytes = fill.map_or(cap_bytes, |size| size.resolve(device_bytes, zone_bytes).min(cap_bytes))
+                        / lba_bytes
+                        * lba_bytes;
+                    for zone in geometry.zone_of(start_lba)..=geometry.zone_of(end_lba - 1) {
+                        if zones.borrow().written(zone) > 0 {
+                            continue;
+                        }
+                        simulation.with_device(|device| device.precondition(zone, bytes)).map_err(|status| {
+                            FioError(format!("job {}: prefill of zone {zone} failed: {status}", job.name))
+                        })?;
+                        zones.borrow_mut().wp[zone as usize] =
+                            geometry.zone_start_lba(zone) + (bytes >> geometry.lba_shift);
+                    }
                 }
                 // In zbd mode a zone holds only its capacity, so that is what a pass over the range moves.
                 let range_lbas = if job.zonemode_zbd {

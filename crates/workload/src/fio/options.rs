@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use zonelab_host::SchedulerKind;
+use zonelab_host::{SchedulerKind, ZincConfig};
 
 /// An error in the options, naming what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,6 +114,8 @@ pub enum ReadWrite {
     RandRw,
     Trim,
     RandTrim,
+    /// zonelab extension: each I/O finishes the next zone of the range (zbd mode).
+    Finish,
 }
 
 impl ReadWrite {
@@ -127,6 +129,7 @@ impl ReadWrite {
             "randrw" => ReadWrite::RandRw,
             "trim" => ReadWrite::Trim,
             "randtrim" => ReadWrite::RandTrim,
+            "finish" => ReadWrite::Finish,
             other => return fail(format!("option rw: unknown pattern {other:?}")),
         })
     }
@@ -208,6 +211,9 @@ pub struct JobOptions {
     pub new_group: bool,
     pub zone_append: bool,
     pub scheduler: SchedulerKind,
+    /// zonelab extension: write each zone of the job's range before its group starts, in no time (a drive
+    /// preconditioned long ago): `Some(None)` fills the zones, `Some(Some(size))` writes that much of each.
+    pub prefill: Option<Option<SizeSpec>>,
     pub seed: Option<u64>,
     /// Options accepted but meaningless here, as given.
     pub ignored: Vec<String>,
@@ -250,6 +256,7 @@ impl Default for JobOptions {
             new_group: false,
             zone_append: false,
             scheduler: SchedulerKind::None,
+            prefill: None,
             seed: None,
             ignored: Vec::new(),
         }
@@ -352,8 +359,31 @@ impl JobOptions {
             "zone_append" => self.zone_append = parse_bool(&key, value)?,
             "scheduler" => {
                 let name = need(value)?.trim();
-                self.scheduler = SchedulerKind::parse(name)
-                    .ok_or_else(|| FioError(format!("option scheduler: {name:?} is not none or mq-deadline")))?;
+                let zinc = match self.scheduler {
+                    SchedulerKind::Zinc(zinc) => zinc,
+                    _ => ZincConfig::default(),
+                };
+                self.scheduler = match SchedulerKind::parse(name) {
+                    Some(SchedulerKind::Zinc(_)) => SchedulerKind::Zinc(zinc),
+                    Some(kind) => kind,
+                    None => return fail(format!("option scheduler: {name:?} is not none, mq-deadline or zinc")),
+                };
+            }
+            "zinc_epoch" | "zinc_tokens" | "zinc_max_priority" => {
+                let SchedulerKind::Zinc(mut zinc) = self.scheduler else {
+                    return fail(format!("option {key} needs scheduler=zinc first"));
+                };
+                let text = need(value)?;
+                match key.as_str() {
+                    "zinc_epoch" => zinc.epoch_ns = parse_time_ns(&key, text, 1_000)?.max(1),
+                    "zinc_tokens" => zinc.tokens_per_epoch = parse_number(&key, text)?,
+                    _ => zinc.max_priority = parse_number(&key, text)?,
+                }
+                self.scheduler = SchedulerKind::Zinc(zinc);
+            }
+            "prefill" => {
+                let text = need(value)?;
+                self.prefill = Some(if text == "full" { None } else { Some(parse_size(&key, text)?) });
             }
             "seed" => self.seed = Some(parse_number(&key, need(value)?)?),
             "description" => {}
