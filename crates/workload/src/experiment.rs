@@ -22,6 +22,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     ("zwal-buffer", include_str!("../../../experiments/zwal-buffer.toml")),
     ("zwal-recovery", include_str!("../../../experiments/zwal-recovery.toml")),
     ("zwal-barrier", include_str!("../../../experiments/zwal-barrier.toml")),
+    ("zinc-reset-write", include_str!("../../../experiments/zinc-reset-write.toml")),
+    ("zinc-reset-read", include_str!("../../../experiments/zinc-reset-read.toml")),
+    ("zinc-finish-read", include_str!("../../../experiments/zinc-finish-read.toml")),
+    ("zinc-appends", include_str!("../../../experiments/zinc-appends.toml")),
 ];
 
 #[derive(Clone, Debug, Deserialize)]
@@ -46,9 +50,31 @@ pub struct Figure {
     pub y_label: String,
     pub x: Vec<u32>,
     pub quick_x: Vec<u32>,
+    /// fio arguments added to every series' at the points where x > 0 (a background job whose rate is x).
+    #[serde(default)]
+    pub when_x_positive: Option<String>,
     pub series: Vec<Series>,
     #[serde(default)]
     pub claim: Vec<Claim>,
+    #[serde(default)]
+    pub interference: Vec<Interference>,
+}
+
+/// The slides' interference figure over a figure's sweep (seed 004): `Z = (1/n) sum sqrt(a dT^2 + b dL^2)`,
+/// with dT and dL the relative changes of throughput and latency against the sweep's first point (the isolated
+/// run), over the other points.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Interference {
+    pub label: String,
+    pub throughput: String,
+    pub latency: String,
+    #[serde(default = "half")]
+    pub alpha: f64,
+}
+
+fn half() -> f64 {
+    0.5
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -122,14 +148,19 @@ pub struct Outcome {
 }
 
 fn metric(result: &FioResult, metric: &str) -> Result<f64, String> {
-    let job = result.jobs.last().ok_or("no job ran")?;
+    // `JOB/what` reads job JOB; a bare `what` reads the last job.
+    let (job, metric) = match metric.split_once('/') {
+        Some((name, what)) => (result.jobs.iter().find(|job| job.options.name == name).ok_or_else(|| format!("no job named {name}"))?, what),
+        None => (result.jobs.last().ok_or("no job ran")?, metric),
+    };
     if job.error != 0 {
         return Err(format!("job {} failed: {}", job.options.name, job.error_message.clone().unwrap_or_default()));
     }
-    let parts: Vec<&str> = metric.split('.').collect();
+    let parts: Vec<&str> = metric.splitn(3, '.').collect();
     let direction = match parts.first() {
         Some(&"read") => &job.read,
         Some(&"write") => &job.write,
+        Some(&"trim") => &job.trim,
         Some(&"scheduler") if parts.get(1) == Some(&"commands_per_request") => {
             return Ok(job.scheduler.write_commands as f64 / job.scheduler.write_requests.max(1) as f64);
         }
@@ -137,6 +168,7 @@ fn metric(result: &FioResult, metric: &str) -> Result<f64, String> {
     };
     match parts.get(1..) {
         Some(["kiops"]) => Ok(direction.ios as f64 / (job.runtime_ns as f64 / 1e9) / 1000.0),
+        Some(["lat_mean_ms"]) => Ok(direction.lat.mean() / 1e6),
         Some(["clat", percentile]) => {
             let p: f64 = percentile.trim_start_matches('p').parse().map_err(|_| format!("unknown metric {metric}"))?;
             Ok(direction.clat.percentile(p) as f64 / 1000.0)
@@ -188,13 +220,14 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
         for series in &figure.series {
             let mut points = Vec::new();
             for &x in xs {
-                let args: Vec<String> = series
-                    .args
+                let extra = figure.when_x_positive.as_deref().filter(|_| x > 0).unwrap_or("");
+                let args: Vec<String> = format!("{} {extra}", series.args)
                     .replace("{x}", &x.to_string())
                     .replace("{x*256}", &(u64::from(x) * 256).to_string())
                     .replace("{runtime}", runtime)
                     .replace("{ramp}", ramp)
                     .replace("{records}", if quick { "5000" } else { "40000" })
+                    .replace("{zinc_runtime}", if quick { "500ms" } else { "3s" })
                     .replace("{recovery_records}", if quick { "4096" } else { "16384" })
                     .split_whitespace()
                     .map(str::to_string)
@@ -276,7 +309,29 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 explanation: claim.explanation.clone(),
             });
         }
+        let mut interference = Vec::new();
+        for spec in &figure.interference {
+            let series = |label: &str| lines.iter().find(|(name, _)| name == label).map(|(_, points)| points.clone());
+            let (Some(throughput), Some(latency)) = (series(&spec.throughput), series(&spec.latency)) else {
+                return Err(fail(format!("interference {}: no series {} or {}", spec.label, spec.throughput, spec.latency)));
+            };
+            let (t0, l0) = (throughput[0].y, latency[0].y);
+            let terms: Vec<f64> = throughput
+                .iter()
+                .zip(&latency)
+                .skip(1)
+                .map(|(t, l)| {
+                    let (dt, dl) = ((t.y - t0) / t0, (l.y - l0) / l0);
+                    (spec.alpha * dt * dt + (1.0 - spec.alpha) * dl * dl).sqrt()
+                })
+                .collect();
+            let z = terms.iter().sum::<f64>() / terms.len().max(1) as f64;
+            let _ = writeln!(report, "\nInterference Z ({}, alpha {}): {z:.3}", spec.label, spec.alpha);
+            summary.push(format!("{} {}: interference Z of {} = {z:.3}", experiment.id, figure.id, spec.label));
+            interference.push(json!({ "label": spec.label, "alpha": spec.alpha, "z": z }));
+        }
         figures_json.push(json!({
+            "interference": interference,
             "id": figure.id,
             "title": figure.title,
             "x_label": figure.x_label,
