@@ -138,7 +138,9 @@ pub struct FlashModel {
     pages_per_unit: u64,
     page_bytes: u64,
     costs: Costs,
-    plane_free: Vec<u64>,
+    /// Planes keep timelines too, so that a read fits between programs queued for later (a finish's padding
+    /// is reserved when the finish is submitted); erases and seals queue after everything else.
+    planes: Vec<Timeline>,
     /// What each plane's page register holds after its last read: (zone, first page, end page, time the data
     /// is there). A read of those pages needs no new sensing (a cache read); any program or erase clears it.
     page_register: Vec<Option<(u32, u64, u64, u64)>>,
@@ -176,7 +178,7 @@ impl FlashModel {
             pages_per_unit: unit_bytes.div_ceil(page_bytes),
             page_bytes,
             costs: Costs::new(&config),
-            plane_free: vec![0; planes],
+            planes: vec![Timeline::default(); planes],
             page_register: vec![None; planes],
             channels: vec![Timeline::default(); nand.channels as usize],
             erase_slot_free: vec![0; nand.erase_concurrency as usize],
@@ -244,8 +246,7 @@ impl FlashModel {
         let (plane, channel) = self.place(zone, unit);
         let moved =
             self.channels[channel].reserve(now, ready, transfer_ns(self.unit_bytes, self.costs.channel_ns_per_byte));
-        let done = self.plane_free[plane].max(moved) + self.costs.program_ns;
-        self.plane_free[plane] = done;
+        let done = self.planes[plane].reserve(now, moved, self.costs.program_ns);
         self.page_register[plane] = None;
         self.counters.add(FlashOp::PageProgram, source, self.pages_per_unit);
         done
@@ -315,7 +316,7 @@ impl FlashModel {
             let complete = if fills_zone { self.units_per_zone } else { end_bytes / self.unit_bytes };
             programmed = programmed.max(self.program_through(now, zone, complete, data_in, source));
             if fills_zone {
-                self.seal(zone, programmed);
+                self.seal(now, zone, programmed);
             }
         } else {
             let position = if append && self.costs.append_maps_post_write_pointer { end_bytes } else { offset_bytes };
@@ -356,7 +357,7 @@ impl FlashModel {
     }
 
     /// Closes the partially programmed last block on each of the zone's planes, after `after`.
-    fn seal(&mut self, zone: u32, after: u64) -> u64 {
+    fn seal(&mut self, now: u64, zone: u32, after: u64) -> u64 {
         let media = &self.zones[zone as usize];
         let programmed = media.programmed_units;
         let mut done = after;
@@ -366,9 +367,9 @@ impl FlashModel {
                     programmed / self.planes_per_zone + u64::from(plane_in_zone < programmed % self.planes_per_zone);
                 if !on_plane.is_multiple_of(u64::from(self.config.nand.block_program_units)) {
                     let (plane, _) = self.place(zone, plane_in_zone);
-                    self.plane_free[plane] = self.plane_free[plane].max(after) + self.costs.seal_ns;
+                    let sealed = self.planes[plane].reserve_after_all(now, after, self.costs.seal_ns);
                     self.page_register[plane] = None;
-                    done = done.max(self.plane_free[plane]);
+                    done = done.max(sealed);
                     self.counters.add(FlashOp::PageProgram, OpSource::Seal, self.pages_per_unit);
                 }
             }
@@ -399,7 +400,7 @@ impl FlashModel {
                         ready.max(start)
                     }
                     _ => {
-                        let sensed = self.plane_free[plane].max(start) + self.costs.read_ns;
+                        let sensed = self.planes[plane].reserve(now, start, self.costs.read_ns);
                         self.page_register[plane] = Some((zone, first_page, end_page, sensed));
                         self.counters.add(FlashOp::PageRead, OpSource::HostRead, end_page - first_page);
                         sensed
@@ -407,7 +408,6 @@ impl FlashModel {
                 };
                 let moved =
                     self.channels[channel].reserve(now, sensed, transfer_ns(piece, self.costs.channel_ns_per_byte));
-                self.plane_free[plane] = self.plane_free[plane].max(moved);
                 data_out = data_out.max(moved);
             }
             offset += piece;
@@ -460,10 +460,10 @@ impl FlashModel {
             let all_blocks = programmed_here.div_ceil(block_units);
             let (plane, _) = self.place(zone, plane_in_zone);
             self.page_register[plane] = None;
-            let mut at = self.plane_free[plane].max(start) + sync_seal;
+            let mut at = self.planes[plane].reserve_after_all(now, start, sync_seal);
             let mut plane_done = if sync_seal == 0 && sync_blocks == 0 { start } else { at };
             for block in 0..all_blocks {
-                at = self.erase_block(plane, at);
+                at = self.erase_block(now, plane, at);
                 if block < sync_blocks {
                     plane_done = at;
                 }
@@ -472,22 +472,21 @@ impl FlashModel {
                 self.wear[index] += 1;
             }
             done = done.max(plane_done);
-            self.plane_free[plane] = at;
             self.counters.add(FlashOp::BlockErase, OpSource::Reset, all_blocks);
         }
         done
     }
 
     /// One block erase on `plane` from `at`, through the device's erase slots when their number is bounded.
-    fn erase_block(&mut self, plane: usize, at: u64) -> u64 {
-        let start = self.plane_free[plane].max(at);
+    fn erase_block(&mut self, now: u64, plane: usize, at: u64) -> u64 {
+        let erase_ns = self.costs.erase_ns;
         match self.erase_slot_free.iter_mut().min_by_key(|free| **free) {
             Some(slot) => {
-                let begin = (*slot).max(start);
-                *slot = begin + self.costs.erase_ns;
+                let begin = (*slot).max(at).max(self.planes[plane].last_end());
+                *slot = self.planes[plane].reserve_after_all(now, begin, erase_ns);
                 *slot
             }
-            None => start + self.costs.erase_ns,
+            None => self.planes[plane].reserve_after_all(now, at, erase_ns),
         }
     }
 
@@ -517,7 +516,7 @@ impl FlashModel {
         media.written_bytes = self.zone_cap_bytes;
         media.in_flight.clear();
         media.buffered_bytes = 0;
-        let sealed = self.seal(zone, last);
+        let sealed = self.seal(now, zone, last);
         sealed.max(self.write_budget_free).max(command_done)
     }
 
@@ -573,11 +572,8 @@ impl FlashModel {
             media.buffered_bytes = 0;
             media.flushed.clear();
         }
-        for free in &mut self.plane_free {
-            *free = (*free).min(at);
-        }
         self.page_register.fill(None);
-        for line in self.channels.iter_mut().chain([&mut self.output]) {
+        for line in self.planes.iter_mut().chain(self.channels.iter_mut()).chain([&mut self.output]) {
             line.truncate(at);
         }
     }
@@ -600,10 +596,9 @@ impl FlashModel {
 
     /// The latest time any resource is reserved to; no command submitted later completes before it needs to.
     pub fn busy_until(&self) -> u64 {
-        let timelines = self.channels.iter().chain([&self.output]).map(Timeline::last_end);
-        self.plane_free
+        let timelines = self.planes.iter().chain(self.channels.iter()).chain([&self.output]).map(Timeline::last_end);
+        self.erase_slot_free
             .iter()
-            .chain(&self.erase_slot_free)
             .chain([&self.command_free, &self.link_to_device_free, &self.write_budget_free])
             .copied()
             .chain(timelines)

@@ -78,6 +78,12 @@ impl Timeline {
         }
     }
 
+    /// Reserves `duration` after every existing reservation and no earlier than `earliest` (work that must
+    /// follow what is already queued, such as an erase after the programs of its block). Returns its end.
+    pub fn reserve_after_all(&mut self, now: u64, earliest: u64, duration: u64) -> u64 {
+        self.reserve(now, earliest.max(self.last_end()), duration)
+    }
+
     /// When the last reservation ends.
     pub fn last_end(&self) -> u64 {
         self.busy.last().map_or(0, |&(_, end)| end)

@@ -150,7 +150,10 @@ pub struct Outcome {
 fn metric(result: &FioResult, metric: &str) -> Result<f64, String> {
     // `JOB/what` reads job JOB; a bare `what` reads the last job.
     let (job, metric) = match metric.split_once('/') {
-        Some((name, what)) => (result.jobs.iter().find(|job| job.options.name == name).ok_or_else(|| format!("no job named {name}"))?, what),
+        Some((name, what)) => (
+            result.jobs.iter().find(|job| job.options.name == name).ok_or_else(|| format!("no job named {name}"))?,
+            what,
+        ),
         None => (result.jobs.last().ok_or("no job ran")?, metric),
     };
     if job.error != 0 {
@@ -313,7 +316,10 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
         for spec in &figure.interference {
             let series = |label: &str| lines.iter().find(|(name, _)| name == label).map(|(_, points)| points.clone());
             let (Some(throughput), Some(latency)) = (series(&spec.throughput), series(&spec.latency)) else {
-                return Err(fail(format!("interference {}: no series {} or {}", spec.label, spec.throughput, spec.latency)));
+                return Err(fail(format!(
+                    "interference {}: no series {} or {}",
+                    spec.label, spec.throughput, spec.latency
+                )));
             };
             let (t0, l0) = (throughput[0].y, latency[0].y);
             let terms: Vec<f64> = throughput
