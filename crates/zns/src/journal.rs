@@ -18,6 +18,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use crate::codec::{u32_le, u64_le};
 use crate::{Geometry, ZoneState};
 
 const MAGIC: &[u8; 8] = b"ZLABZNS\0";
@@ -72,18 +73,6 @@ fn seal_ok(bytes: &[u8]) -> bool {
     let mut stored = [0u8; 4];
     stored.copy_from_slice(&bytes[CRC_AT..CRC_AT + 4]);
     crc32fast::hash(&bytes[..CRC_AT]) == u32::from_le_bytes(stored)
-}
-
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    let mut le = [0u8; 8];
-    le.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(le)
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    let mut le = [0u8; 4];
-    le.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(le)
 }
 
 fn encode_record(record: &ZoneRecord) -> [u8; RECORD_BYTES] {
@@ -148,7 +137,7 @@ impl ZoneJournal {
         if &header[..8] != MAGIC {
             return Err(corrupt("it does not start with the zonelab journal magic".into()));
         }
-        let found = u32_at(&header, 8);
+        let found = u32_le(&header, 8);
         if found != JOURNAL_FORMAT_VERSION {
             return Err(JournalError::Version { path: path.to_path_buf(), found });
         }
@@ -177,7 +166,7 @@ impl ZoneJournal {
                 let state = ZoneState::from_raw(bytes[0])
                     .ok_or_else(|| corrupt(format!("zone {zone} has undefined state {:#x}", bytes[0])))?;
                 let record =
-                    ZoneRecord { state, attrs: bytes[1], wp_offset_lba: u64_at(bytes, 8), open_seq: u64_at(bytes, 16) };
+                    ZoneRecord { state, attrs: bytes[1], wp_offset_lba: u64_le(bytes, 8), open_seq: u64_le(bytes, 16) };
                 if record.wp_offset_lba > geometry.zone_cap_lba {
                     return Err(corrupt(format!("zone {zone} has its write pointer beyond its capacity")));
                 }

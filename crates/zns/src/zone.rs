@@ -262,11 +262,7 @@ impl ZoneReport {
     /// Reads a report buffer back, as a host does. `zone_size_lba` recovers each descriptor's index and size,
     /// which the descriptor itself does not carry. Returns None for a descriptor whose state is undefined.
     pub fn decode(buf: &[u8], zone_size_lba: u64) -> Option<ZoneReport> {
-        let field = |bytes: &[u8], at: usize| {
-            let mut le = [0u8; 8];
-            le.copy_from_slice(&bytes[at..at + 8]);
-            u64::from_le_bytes(le)
-        };
+        let field = crate::codec::u64_le;
         let nr_zones = field(buf, 0);
         let fits = (buf.len().saturating_sub(REPORT_HEADER_BYTES)) / ZONE_DESCRIPTOR_BYTES;
         let listed = usize::try_from(nr_zones).unwrap_or(usize::MAX).min(fits);

@@ -5,6 +5,8 @@
 //! slices of one byte stream of framed records (`[u32 len][record]`), so a record may span entries and an entry
 //! may hold many records. Recovery orders entries by seq, keeps the gap-free prefix from seq 0, and re-frames.
 
+use zonelab_zns::codec::{u32_le, u64_le};
+
 pub const HEADER_BYTES: u64 = 24;
 const MAGIC: u32 = 0x4c41_575a; // "ZWAL"
 
@@ -39,18 +41,6 @@ pub struct Entry {
     pub payload: Vec<u8>,
 }
 
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    let mut le = [0u8; 8];
-    le.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(le)
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    let mut le = [0u8; 4];
-    le.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(le)
-}
-
 /// Every valid entry in `region` (whole LBAs read from a zone), stepping over padding and anything torn: a
 /// block that does not start a valid entry is skipped, a valid entry is stepped over whole. (The reference
 /// implementation stopped at the first zero length and did not round entries up to the block; see HOST_STACK.md
@@ -60,14 +50,14 @@ pub fn parse_region(region: &[u8], lba_bytes: u64) -> Vec<Entry> {
     let mut entries = Vec::new();
     let mut at = 0usize;
     while at + HEADER_BYTES as usize <= region.len() {
-        let len = u64_at(region, at);
-        let seq = u64_at(region, at + 8);
+        let len = u64_le(region, at);
+        let seq = u64_le(region, at + 8);
         let valid = len > 0
-            && u32_at(region, at + 20) == MAGIC
+            && u32_le(region, at + 20) == MAGIC
             && (at as u64 + HEADER_BYTES).checked_add(len).is_some_and(|end| end <= region.len() as u64)
             && {
                 let payload = &region[at + HEADER_BYTES as usize..at + (HEADER_BYTES + len) as usize];
-                checksum(len, seq, payload) == u32_at(region, at + 16)
+                checksum(len, seq, payload) == u32_le(region, at + 16)
             };
         if valid {
             let payload = region[at + HEADER_BYTES as usize..at + (HEADER_BYTES + len) as usize].to_vec();
@@ -97,7 +87,7 @@ pub fn records_from(mut entries: Vec<Entry>, first: u64) -> (Vec<Vec<u8>>, u64) 
     let mut records = Vec::new();
     let mut at = 0usize;
     while at + 4 <= stream.len() {
-        let len = u32_at(&stream, at) as usize;
+        let len = u32_le(&stream, at) as usize;
         if at + 4 + len > stream.len() {
             break;
         }

@@ -247,20 +247,23 @@ impl JobState {
         Io::Reset { zone_start }
     }
 
+    /// Outside zbd mode: a random block of the range, or the next one, wrapping at the end.
+    fn unzoned_lba(&mut self) -> u64 {
+        let bs = self.bs_blocks;
+        if self.options.rw.is_random() {
+            return self.start_lba + self.rng.below(((self.end_lba - self.start_lba) / bs).max(1)) * bs;
+        }
+        if self.cursor_lba + bs > self.end_lba {
+            self.cursor_lba = self.start_lba;
+        }
+        self.cursor_lba += bs;
+        self.cursor_lba - bs
+    }
+
     fn next_read(&mut self, zones: &ZoneCache) -> Option<Io> {
         let bs = self.bs_blocks;
         if !self.options.zonemode_zbd {
-            let blocks_in_region = (self.end_lba - self.start_lba) / bs;
-            let lba = if self.options.rw.is_random() {
-                self.start_lba + self.rng.below(blocks_in_region.max(1)) * bs
-            } else {
-                if self.cursor_lba + bs > self.end_lba {
-                    self.cursor_lba = self.start_lba;
-                }
-                let lba = self.cursor_lba;
-                self.cursor_lba += bs;
-                lba
-            };
+            let lba = self.unzoned_lba();
             return Some(Io::Read { lba, blocks: bs });
         }
         let readable: Vec<u32> = (self.first_zone..self.end_zone).filter(|&zone| zones.written(zone) >= bs).collect();
@@ -286,17 +289,7 @@ impl JobState {
     fn next_write(&mut self, zones: &mut ZoneCache) -> Io {
         let bs = self.bs_blocks;
         if !self.options.zonemode_zbd {
-            let blocks_in_region = (self.end_lba - self.start_lba) / bs;
-            let lba = if self.options.rw.is_random() {
-                self.start_lba + self.rng.below(blocks_in_region.max(1)) * bs
-            } else {
-                if self.cursor_lba + bs > self.end_lba {
-                    self.cursor_lba = self.start_lba;
-                }
-                let lba = self.cursor_lba;
-                self.cursor_lba += bs;
-                lba
-            };
+            let lba = self.unzoned_lba();
             return Io::Write { lba, blocks: bs };
         }
         let zone = self.write_zone(zones);
