@@ -52,6 +52,21 @@ impl MediaStore for MemoryStore {
         Ok(())
     }
 
+    /// Zeros take no memory: whole pages are dropped, and only the partial pages at the ends are written.
+    fn write_zeroes_at(&mut self, offset_bytes: u64, len_bytes: u64) -> Result<(), StoreError> {
+        let end = offset_bytes + len_bytes;
+        let first_whole = offset_bytes.div_ceil(PAGE_BYTES) * PAGE_BYTES;
+        let end_whole = (end / PAGE_BYTES * PAGE_BYTES).max(first_whole);
+        let zeros = [0u8; PAGE_BYTES as usize];
+        let head = first_whole.min(end) - offset_bytes;
+        self.write_at(offset_bytes, &zeros[..head as usize])?;
+        self.discard(first_whole, end_whole - first_whole)?;
+        if end > end_whole && end_whole >= first_whole {
+            self.write_at(end_whole, &zeros[..(end - end_whole) as usize])?;
+        }
+        Ok(())
+    }
+
     fn discard(&mut self, offset_bytes: u64, len_bytes: u64) -> Result<(), StoreError> {
         let first_whole = offset_bytes.div_ceil(PAGE_BYTES);
         let end_whole = (offset_bytes + len_bytes) / PAGE_BYTES;
