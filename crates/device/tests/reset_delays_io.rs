@@ -40,3 +40,36 @@ fn a_read_on_a_die_being_erased_waits_for_the_erase() {
     let after_reset = read_latency(&mut busy, reset.complete_ns + 100_000_000, 4096);
     assert_eq!(after_reset, quiet, "once the erases are over, reads are as fast as before");
 }
+
+/// Reset latency of zone 0 of an `nvmevirt-rezns` device after `written` bytes, under `policy`, and the erase
+/// counts it left.
+fn rezns_reset(policy: &str, written: u64) -> (u64, zonelab_media::EraseSummary) {
+    let overrides = ["namespace.zones=4".to_string(), format!("media.mapping.policy={policy:?}")];
+    let config = DeviceConfig::load("nvmevirt-rezns", &overrides).expect("preset");
+    let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    device.precondition(0, written).expect("write zone 0");
+    let start = 10_000_000_000;
+    let reset =
+        device.submit(start, Command::ZoneManagementSend { slba: 0, action: ZoneSendAction::Reset, select_all: false });
+    assert!(reset.result.is_ok());
+    (reset.complete_ns - start, device.media().erase_summary())
+}
+
+#[test]
+fn a_full_erase_policy_erases_every_block_of_a_written_zone() {
+    let ms = 1_000_000;
+    // One 32 KiB page: it lands in one block on one of the zone's 32 dies.
+    let (full_ns, full) = rezns_reset("static-full-erase", 32 << 10);
+    assert_eq!((full.erases, full.inline, full.deferred), (32, 32, 0), "{full:?}");
+    assert!((95 * ms..=97 * ms).contains(&full_ns), "ReZNS's baseline resets a zone in 96 ms, not {full_ns} ns");
+    assert_eq!(full.max_per_block, 1);
+
+    let (written_ns, written) = rezns_reset("static-written-erase", 32 << 10);
+    assert_eq!((written.erases, written.inline), (1, 1), "{written:?}");
+    assert!(written_ns < 4 * ms, "erasing one block takes 3 ms, not {written_ns} ns");
+
+    // An empty zone has nothing to erase under either policy.
+    let (_, empty) = rezns_reset("static-full-erase", 0);
+    assert_eq!(empty.erases, 0);
+    assert_eq!(empty.histogram.get(&0), Some(&empty.blocks));
+}

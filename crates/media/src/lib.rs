@@ -17,6 +17,8 @@ mod energy;
 mod model;
 mod timeline;
 
-pub use config::{ControllerConfig, EnergyConfig, MediaConfig, MediaConfigError, NandConfig};
+pub use config::{
+    ControllerConfig, EnergyConfig, MappingConfig, MappingPolicy, MediaConfig, MediaConfigError, NandConfig,
+};
 pub use energy::{FlashCounters, FlashOp, OpSource};
-pub use model::{FlashModel, WriteKind};
+pub use model::{EraseSummary, FlashModel, WriteKind};

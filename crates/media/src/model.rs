@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 
 use crate::energy::{FlashCounters, FlashOp, OpSource};
 use crate::timeline::Timeline;
-use crate::MediaConfig;
+use crate::{MappingPolicy, MediaConfig};
 
 /// What kind of write a `write` call models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,7 +155,25 @@ pub struct FlashModel {
     write_budget_free: u64,
     zones: Vec<ZoneMedia>,
     wear: Vec<u32>,
+    /// Block erases that a reset waited for, and those that ran after it completed.
+    erases_inline: u64,
+    erases_deferred: u64,
     counters: FlashCounters,
+}
+
+/// Wear: erase counts per block, and how erases were timed.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct EraseSummary {
+    pub blocks: u64,
+    pub erases: u64,
+    /// Erases a reset waited for.
+    pub inline: u64,
+    /// Erases that ran after their reset completed.
+    pub deferred: u64,
+    pub mean_per_block: f64,
+    pub max_per_block: u32,
+    /// Blocks by erase count.
+    pub histogram: std::collections::BTreeMap<u32, u64>,
 }
 
 impl FlashModel {
@@ -188,6 +206,8 @@ impl FlashModel {
             write_budget_free: 0,
             zones: vec![ZoneMedia::default(); zones as usize],
             wear: vec![0; zones as usize * (planes_per_zone * blocks_per_zone_plane) as usize],
+            erases_inline: 0,
+            erases_deferred: 0,
             counters: FlashCounters::default(),
             config,
         }
@@ -437,27 +457,32 @@ impl FlashModel {
         self.management(now).max(now + cost)
     }
 
-    /// Reset: the controller's cost, then on each of the zone's planes the erases of the blocks that hold host
-    /// data (a partially programmed block is sealed first). Blocks that hold finish padding are erased after
-    /// the reset completes, keeping their planes busy. Data in the write buffer is dropped.
+    /// Reset: the controller's cost, then on each of the zone's planes the erases the mapping policy asks for.
+    /// Under `static-written-erase`, the blocks that hold host data are erased before the reset completes (a
+    /// partially programmed block is sealed first) and blocks that hold only finish padding after it, keeping
+    /// their planes busy. Under `static-full-erase`, every block of a written zone is erased before it
+    /// completes. Data in the write buffer is dropped.
     pub fn reset(&mut self, now: u64, zone: u32) -> u64 {
         let command_done = self.management(now);
         let start = now + self.costs.reset_ns;
         let media = std::mem::take(&mut self.zones[zone as usize]);
         let block_units = u64::from(self.config.nand.block_program_units);
+        let full_erase = self.config.mapping.policy == MappingPolicy::StaticFullErase && media.written_bytes > 0;
+        let planes = if full_erase { self.planes_per_zone } else { self.planes_per_zone.min(media.programmed_units) };
         let mut done = start.max(command_done);
-        for plane_in_zone in 0..self.planes_per_zone.min(media.programmed_units) {
+        for plane_in_zone in 0..planes {
             let units_on =
                 |units: u64| units / self.planes_per_zone + u64::from(plane_in_zone < units % self.planes_per_zone);
             let programmed_here = units_on(media.programmed_units);
             let host_here = units_on(media.host_units);
             let partial = !programmed_here.is_multiple_of(block_units);
-            let (sync_seal, sync_blocks) = if media.sealed || !partial {
-                (0, host_here / block_units)
+            let (sync_seal, sync_blocks, all_blocks) = if full_erase {
+                (0, self.blocks_per_zone_plane, self.blocks_per_zone_plane)
+            } else if media.sealed || !partial {
+                (0, host_here / block_units, programmed_here.div_ceil(block_units))
             } else {
-                (self.costs.seal_ns, host_here.div_ceil(block_units))
+                (self.costs.seal_ns, host_here.div_ceil(block_units), programmed_here.div_ceil(block_units))
             };
-            let all_blocks = programmed_here.div_ceil(block_units);
             let (plane, _) = self.place(zone, plane_in_zone);
             self.page_register[plane] = None;
             let mut at = self.planes[plane].reserve_after_all(now, start, sync_seal);
@@ -466,6 +491,9 @@ impl FlashModel {
                 at = self.erase_block(now, plane, at);
                 if block < sync_blocks {
                     plane_done = at;
+                    self.erases_inline += 1;
+                } else {
+                    self.erases_deferred += 1;
                 }
                 let unit = block * block_units * self.planes_per_zone + plane_in_zone;
                 let index = self.block_of(zone, unit);
@@ -475,6 +503,24 @@ impl FlashModel {
             self.counters.add(FlashOp::BlockErase, OpSource::Reset, all_blocks);
         }
         done
+    }
+
+    /// Erase counts over every block, and how erases were timed.
+    pub fn erase_summary(&self) -> EraseSummary {
+        let mut histogram = std::collections::BTreeMap::new();
+        for &count in &self.wear {
+            *histogram.entry(count).or_insert(0u64) += 1;
+        }
+        let total: u64 = self.wear.iter().map(|&count| u64::from(count)).sum();
+        EraseSummary {
+            blocks: self.wear.len() as u64,
+            erases: total,
+            inline: self.erases_inline,
+            deferred: self.erases_deferred,
+            mean_per_block: total as f64 / self.wear.len().max(1) as f64,
+            max_per_block: self.wear.iter().copied().max().unwrap_or(0),
+            histogram,
+        }
     }
 
     /// One block erase on `plane` from `at`, through the device's erase slots when their number is bounded.
@@ -610,7 +656,7 @@ impl FlashModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ControllerConfig, EnergyConfig, NandConfig};
+    use crate::{ControllerConfig, EnergyConfig, MappingConfig, NandConfig};
 
     const UNIT: u64 = 16384;
 
@@ -661,6 +707,7 @@ mod tests {
                 page_program_nj: 100.0,
                 block_erase_nj: 1000.0,
             },
+            mapping: MappingConfig::default(),
         }
     }
 

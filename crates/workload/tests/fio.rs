@@ -68,6 +68,14 @@ fn zbd_writes_fill_zones_and_trim_resets_them() {
     assert_eq!(result.jobs[1].zone_resets, 2);
     assert_eq!(result.jobs[2].write.bytes, 1077 << 20, "the reset zone takes a full capacity again");
     assert!(result.jobs.iter().all(|job| job.error == 0));
+    // Two full zones reset: every block of both was erased once, and no block twice.
+    let wear = &to_json(&result)["zonelab"]["wear"];
+    let erases = wear["erases"].as_u64().expect("erase count");
+    assert!(
+        erases > 0 && erases == wear["inline"].as_u64().expect("inline") + wear["deferred"].as_u64().expect("deferred")
+    );
+    assert_eq!(wear["max_per_block"], 1, "{wear}");
+    assert_eq!(wear["histogram"]["1"].as_u64(), Some(erases), "{wear}");
 }
 
 #[test]

@@ -76,6 +76,8 @@ pub struct FioResult {
     pub jobs: Vec<JobResult>,
     pub groups: Vec<GroupResult>,
     pub energy: zonelab_media::EnergyConfig,
+    /// Erase counts per block over the device's life when the run ended.
+    pub wear: zonelab_media::EraseSummary,
     pub notes: Vec<String>,
 }
 
@@ -701,6 +703,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
         jobs: results,
         groups: group_results,
         energy: config.media.energy.clone(),
+        wear: simulation.with_device(|device| device.media().erase_summary()),
         notes,
     })
 }

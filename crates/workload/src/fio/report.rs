@@ -138,6 +138,7 @@ pub fn to_json(result: &FioResult) -> Value {
         "zonelab": {
             "device": result.device_name,
             "host_path": result.host_path.name(),
+            "wear": serde_json::to_value(&result.wear).unwrap_or(Value::Null),
             "notes": result.notes,
         },
     })
