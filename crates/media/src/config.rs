@@ -95,13 +95,30 @@ pub enum MappingPolicy {
     /// Each zone owns its blocks; a reset of a written zone erases every one of them, used or not (NVMeVirt's
     /// baseline in the ReZNS paper: 96 ms per zone).
     StaticFullErase,
+    /// ReZNS's renewable zones: a reset keeps a zone with much room left as a spare, and new zones are
+    /// composed from spares first (see `renewable`).
+    Rezns,
 }
 
 /// The mapping section of a preset; absent means the default policy.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct MappingConfig {
     pub policy: MappingPolicy,
+    /// Under `rezns`, a reset keeps the zone as a spare when more than this fraction of it is unused (the
+    /// paper's 25 %).
+    #[serde(default = "default_renew_above")]
+    pub renew_above: f64,
+}
+
+fn default_renew_above() -> f64 {
+    0.25
+}
+
+impl Default for MappingConfig {
+    fn default() -> MappingConfig {
+        MappingConfig { policy: MappingPolicy::default(), renew_above: default_renew_above() }
+    }
 }
 
 /// Everything the flash model needs.
@@ -191,6 +208,10 @@ impl MediaConfig {
             if !value.is_finite() || value < 0.0 {
                 return Err(refuse(field, format!("{value} is not a finite number at least 0")));
             }
+        }
+        let renew_above = self.mapping.renew_above;
+        if !(0.0..1.0).contains(&renew_above) {
+            return Err(refuse("media.mapping.renew-above", format!("{renew_above} is not a fraction in [0, 1)")));
         }
         if self.controller.zone_write_buffer_bytes != 0
             && self.controller.zone_write_buffer_bytes < nand.program_unit_bytes

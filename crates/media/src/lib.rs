@@ -15,6 +15,7 @@
 mod config;
 mod energy;
 mod model;
+mod renewable;
 mod timeline;
 
 pub use config::{
@@ -22,3 +23,4 @@ pub use config::{
 };
 pub use energy::{FlashCounters, FlashOp, OpSource};
 pub use model::{EraseSummary, FlashModel, WriteKind};
+pub use renewable::RenewableStats;

@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 
 use crate::energy::{FlashCounters, FlashOp, OpSource};
+use crate::renewable::{RenewableMap, RenewableStats};
 use crate::timeline::Timeline;
 use crate::{MappingPolicy, MediaConfig};
 
@@ -154,6 +155,9 @@ pub struct FlashModel {
     output: Timeline,
     write_budget_free: u64,
     zones: Vec<ZoneMedia>,
+    /// Under the `rezns` policy, where each zone's units live; otherwise zone `z` is physical zone `z`.
+    renewable: Option<RenewableMap>,
+    /// Erase count per block, physical zone by physical zone.
     wear: Vec<u32>,
     /// Block erases that a reset waited for, and those that ran after it completed.
     erases_inline: u64,
@@ -174,6 +178,9 @@ pub struct EraseSummary {
     pub max_per_block: u32,
     /// Blocks by erase count.
     pub histogram: std::collections::BTreeMap<u32, u64>,
+    /// What the renewable mapping did, under the `rezns` policy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renewable: Option<RenewableStats>,
 }
 
 impl FlashModel {
@@ -205,6 +212,8 @@ impl FlashModel {
             output: Timeline::default(),
             write_budget_free: 0,
             zones: vec![ZoneMedia::default(); zones as usize],
+            renewable: (config.mapping.policy == MappingPolicy::Rezns)
+                .then(|| RenewableMap::new(zones, units_per_zone, config.mapping.renew_above)),
             wear: vec![0; zones as usize * (planes_per_zone * blocks_per_zone_plane) as usize],
             erases_inline: 0,
             erases_deferred: 0,
@@ -221,7 +230,7 @@ impl FlashModel {
         &self.counters
     }
 
-    /// Erase count of every block, zone by zone, plane by plane.
+    /// Erase count of every block, physical zone by physical zone, plane by plane.
     pub fn erase_counts(&self) -> &[u32] {
         &self.wear
     }
@@ -246,7 +255,23 @@ impl FlashModel {
         (plane as usize, channel as usize)
     }
 
-    /// Index into `wear` of the block that holds a zone's `unit`.
+    /// The physical zone and unit that hold a zone's `unit`, mapping it if the zone has not reached it yet.
+    fn locate(&mut self, zone: u32, unit: u64) -> (u32, u64) {
+        let Some(map) = self.renewable.as_mut() else { return (zone, unit) };
+        let found = map.locate(zone, unit);
+        let blocks = map.physical_zones() * (self.planes_per_zone * self.blocks_per_zone_plane) as usize;
+        if self.wear.len() < blocks {
+            self.wear.resize(blocks, 0);
+        }
+        found
+    }
+
+    /// The physical zone and unit of a unit the zone has reached.
+    fn lookup(&self, zone: u32, unit: u64) -> (u32, u64) {
+        self.renewable.as_ref().and_then(|map| map.lookup(zone, unit)).unwrap_or((zone, unit))
+    }
+
+    /// Index into `wear` of the block that holds a physical zone's `unit`.
     fn block_of(&self, zone: u32, unit: u64) -> usize {
         let plane_in_zone = unit % self.planes_per_zone;
         let block = unit / self.planes_per_zone / u64::from(self.config.nand.block_program_units);
@@ -263,7 +288,8 @@ impl FlashModel {
     /// Programs one unit whose data is in the controller at `ready`: the channel moves it, then the plane
     /// programs it. Returns when the program ends.
     fn program(&mut self, now: u64, zone: u32, unit: u64, ready: u64, source: OpSource) -> u64 {
-        let (plane, channel) = self.place(zone, unit);
+        let (physical_zone, physical_unit) = self.locate(zone, unit);
+        let (plane, channel) = self.place(physical_zone, physical_unit);
         let moved =
             self.channels[channel].reserve(now, ready, transfer_ns(self.unit_bytes, self.costs.channel_ns_per_byte));
         let done = self.planes[plane].reserve(now, moved, self.costs.program_ns);
@@ -386,7 +412,12 @@ impl FlashModel {
                 let on_plane =
                     programmed / self.planes_per_zone + u64::from(plane_in_zone < programmed % self.planes_per_zone);
                 if !on_plane.is_multiple_of(u64::from(self.config.nand.block_program_units)) {
-                    let (plane, _) = self.place(zone, plane_in_zone);
+                    // The plane of the last unit programmed in this stripe (under `rezns`, the unit's block is
+                    // partial or not by its physical position; the logical count stands in for it).
+                    let last =
+                        plane_in_zone + (programmed - 1 - plane_in_zone) / self.planes_per_zone * self.planes_per_zone;
+                    let (physical_zone, physical_unit) = self.lookup(zone, last);
+                    let (plane, _) = self.place(physical_zone, physical_unit);
                     let sealed = self.planes[plane].reserve_after_all(now, after, self.costs.seal_ns);
                     self.page_register[plane] = None;
                     done = done.max(sealed);
@@ -411,7 +442,8 @@ impl FlashModel {
             let unit = offset / self.unit_bytes;
             let piece = ((unit + 1) * self.unit_bytes).min(end) - offset;
             if unit < programmed {
-                let (plane, channel) = self.place(zone, unit);
+                let (physical_zone, physical_unit) = self.lookup(zone, unit);
+                let (plane, channel) = self.place(physical_zone, physical_unit);
                 let (first_page, end_page) = (offset / self.page_bytes, (offset + piece).div_ceil(self.page_bytes));
                 let sensed = match self.page_register[plane] {
                     Some((held_zone, low, high, ready))
@@ -457,19 +489,39 @@ impl FlashModel {
         self.management(now).max(now + cost)
     }
 
-    /// Reset: the controller's cost, then on each of the zone's planes the erases the mapping policy asks for.
-    /// Under `static-written-erase`, the blocks that hold host data are erased before the reset completes (a
+    /// Reset: the controller's cost, then the erases the mapping policy asks for. Under `static-written-erase`,
+    /// on each of the zone's planes the blocks that hold host data are erased before the reset completes (a
     /// partially programmed block is sealed first) and blocks that hold only finish padding after it, keeping
     /// their planes busy. Under `static-full-erase`, every block of a written zone is erased before it
-    /// completes. Data in the write buffer is dropped.
+    /// completes. Under `rezns`, the renewable mapping decides which physical zones are erased, and whether
+    /// the reset waits for them. Data in the write buffer is dropped.
     pub fn reset(&mut self, now: u64, zone: u32) -> u64 {
         let command_done = self.management(now);
         let start = now + self.costs.reset_ns;
         let media = std::mem::take(&mut self.zones[zone as usize]);
+        for register in &mut self.page_register {
+            if register.is_some_and(|(held_zone, ..)| held_zone == zone) {
+                *register = None;
+            }
+        }
+        let mut done = start.max(command_done);
+        if let Some(map) = self.renewable.as_mut() {
+            let plan = map.reset(zone);
+            let blocks = self.blocks_per_zone_plane;
+            for (physical_zones, sync_blocks) in [(plan.inline, blocks), (plan.deferred, 0)] {
+                for physical_zone in physical_zones {
+                    for plane_in_zone in 0..self.planes_per_zone {
+                        let plane_done =
+                            self.erase_on_plane(now, start, physical_zone, plane_in_zone, 0, sync_blocks, blocks);
+                        done = done.max(plane_done);
+                    }
+                }
+            }
+            return done;
+        }
         let block_units = u64::from(self.config.nand.block_program_units);
         let full_erase = self.config.mapping.policy == MappingPolicy::StaticFullErase && media.written_bytes > 0;
         let planes = if full_erase { self.planes_per_zone } else { self.planes_per_zone.min(media.programmed_units) };
-        let mut done = start.max(command_done);
         for plane_in_zone in 0..planes {
             let units_on =
                 |units: u64| units / self.planes_per_zone + u64::from(plane_in_zone < units % self.planes_per_zone);
@@ -483,26 +535,43 @@ impl FlashModel {
             } else {
                 (self.costs.seal_ns, host_here.div_ceil(block_units), programmed_here.div_ceil(block_units))
             };
-            let (plane, _) = self.place(zone, plane_in_zone);
-            self.page_register[plane] = None;
-            let mut at = self.planes[plane].reserve_after_all(now, start, sync_seal);
-            let mut plane_done = if sync_seal == 0 && sync_blocks == 0 { start } else { at };
-            for block in 0..all_blocks {
-                at = self.erase_block(now, plane, at);
-                if block < sync_blocks {
-                    plane_done = at;
-                    self.erases_inline += 1;
-                } else {
-                    self.erases_deferred += 1;
-                }
-                let unit = block * block_units * self.planes_per_zone + plane_in_zone;
-                let index = self.block_of(zone, unit);
-                self.wear[index] += 1;
-            }
+            let plane_done = self.erase_on_plane(now, start, zone, plane_in_zone, sync_seal, sync_blocks, all_blocks);
             done = done.max(plane_done);
-            self.counters.add(FlashOp::BlockErase, OpSource::Reset, all_blocks);
         }
         done
+    }
+
+    /// Erases the first `all_blocks` blocks of a physical zone on one of its planes from `start`, after a seal
+    /// of `seal_ns`; returns when the first `sync_blocks` erases (the ones a reset waits for) are done.
+    #[allow(clippy::too_many_arguments)]
+    fn erase_on_plane(
+        &mut self,
+        now: u64,
+        start: u64,
+        physical_zone: u32,
+        plane_in_zone: u64,
+        seal_ns: u64,
+        sync_blocks: u64,
+        all_blocks: u64,
+    ) -> u64 {
+        let block_units = u64::from(self.config.nand.block_program_units);
+        let (plane, _) = self.place(physical_zone, plane_in_zone);
+        self.page_register[plane] = None;
+        let mut at = self.planes[plane].reserve_after_all(now, start, seal_ns);
+        let mut plane_done = if seal_ns == 0 && sync_blocks == 0 { start } else { at };
+        for block in 0..all_blocks {
+            at = self.erase_block(now, plane, at);
+            if block < sync_blocks {
+                plane_done = at;
+                self.erases_inline += 1;
+            } else {
+                self.erases_deferred += 1;
+            }
+            let index = self.block_of(physical_zone, block * block_units * self.planes_per_zone + plane_in_zone);
+            self.wear[index] += 1;
+        }
+        self.counters.add(FlashOp::BlockErase, OpSource::Reset, all_blocks);
+        plane_done
     }
 
     /// Erase counts over every block, and how erases were timed.
@@ -520,7 +589,14 @@ impl FlashModel {
             mean_per_block: total as f64 / self.wear.len().max(1) as f64,
             max_per_block: self.wear.iter().copied().max().unwrap_or(0),
             histogram,
+            renewable: self.renewable.as_ref().map(RenewableMap::stats),
         }
+    }
+
+    /// Checks the renewable mapping's invariants against what each zone has programmed (always fine under the
+    /// static policies): every programmed unit has a physical unit of its own in a physical zone its zone holds.
+    pub fn check_mapping(&self) -> Result<(), String> {
+        self.renewable.as_ref().map_or(Ok(()), |map| map.check(|zone| self.zones[zone as usize].programmed_units))
     }
 
     /// One block erase on `plane` from `at`, through the device's erase slots when their number is bounded.
@@ -628,6 +704,9 @@ impl FlashModel {
     /// preconditioned before a measurement. The tail that does not fill a program unit waits in the buffer.
     pub fn precondition(&mut self, zone: u32, bytes: u64) {
         let units = if bytes == self.zone_cap_bytes { self.units_per_zone } else { bytes / self.unit_bytes };
+        if units > 0 {
+            self.locate(zone, units - 1);
+        }
         let media = &mut self.zones[zone as usize];
         *media = ZoneMedia {
             written_bytes: bytes,
@@ -872,32 +951,91 @@ mod tests {
 
     #[test]
     fn completion_is_never_before_submission_and_resources_never_move_back() {
-        let mut flash = model(config());
-        let mut seed = 7u64;
+        for (policy, seeds) in [
+            (MappingPolicy::StaticWrittenErase, 1..=3),
+            (MappingPolicy::StaticFullErase, 1..=3),
+            (MappingPolicy::Rezns, 1..=20),
+        ] {
+            for seed in seeds {
+                random_commands(policy, seed);
+            }
+        }
+    }
+
+    /// A seeded random mix of reads, writes, finishes, flushes and resets, checking after each command that
+    /// nothing completes before it is submitted, no resource moves back in time, and the mapping holds.
+    fn random_commands(policy: MappingPolicy, seed: u64) {
+        let mut flash =
+            model(MediaConfig { mapping: MappingConfig { policy, ..MappingConfig::default() }, ..config() });
+        let mut state = seed;
         let mut now = 0u64;
         let mut written = [0u64; 4];
         let mut busy = 0;
-        for _ in 0..5000 {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            now += (seed >> 33) % 20_000;
-            let zone = ((seed >> 20) % 4) as u32;
-            let done = match (seed >> 10) % 5 {
-                0 if written[zone as usize] > 0 => flash.read(now, zone, 0, 4096),
+        for step in 0..3000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            now += (state >> 33) % 20_000;
+            let zone = ((state >> 20) % 4) as u32;
+            let at = &mut written[zone as usize];
+            let done = match (state >> 10) % 8 {
+                0 if *at > 0 => flash.read(now, zone, 0, 4096),
                 1 => {
-                    written[zone as usize] = 0;
+                    *at = 0;
                     flash.reset(now, zone)
                 }
-                _ if written[zone as usize] + 8192 <= 64 * UNIT => {
-                    let offset = written[zone as usize];
-                    written[zone as usize] += 8192;
+                2 if (state >> 40).is_multiple_of(4) => {
+                    *at = 64 * UNIT;
+                    flash.finish(now, zone)
+                }
+                3 => flash.flush(now),
+                _ if *at + 8192 <= 64 * UNIT => {
+                    let offset = *at;
+                    *at += 8192;
                     flash.write(now, zone, offset, 8192, WriteKind::Write, false)
                 }
                 _ => now,
             };
-            assert!(done >= now, "completed at {done}, before its submission at {now}");
+            let context = format!("policy {policy:?}, seed {seed}, step {step}");
+            assert!(done >= now, "{context}: completed at {done}, before its submission at {now}");
             let reached = flash.busy_until();
-            assert!(reached >= busy, "resources moved back from {busy} to {reached}");
+            assert!(reached >= busy, "{context}: resources moved back from {busy} to {reached}");
             busy = reached;
+            if let Err(broken) = flash.check_mapping() {
+                panic!("{context}: {broken}");
+            }
         }
+    }
+
+    fn rezns() -> MediaConfig {
+        MediaConfig { mapping: MappingConfig { policy: MappingPolicy::Rezns, renew_above: 0.25 }, ..config() }
+    }
+
+    #[test]
+    fn a_rezns_reset_of_a_mostly_empty_zone_erases_nothing_and_its_room_is_reused() {
+        let mut flash = model(rezns());
+        flash.precondition(0, 16 * UNIT);
+        assert_eq!(flash.reset(0, 0), 100_000, "48 of 64 units left: kept as a spare, nothing erased");
+        assert_eq!(flash.erase_summary().erases, 0);
+        // Zone 1 takes the spare's 48 units, then 16 from a fresh physical zone; its reset keeps that one.
+        for unit in 0..64 {
+            flash.write(1_000_000 + unit * 1_000_000, 1, unit * UNIT, UNIT, WriteKind::Write, false);
+        }
+        flash.check_mapping().expect("mapping");
+        let done = flash.reset(1_000_000_000, 1);
+        assert_eq!(done, 1_000_100_000, "the reset does not wait for the full physical zone's erase");
+        let summary = flash.erase_summary();
+        assert_eq!((summary.inline, summary.deferred), (0, 16), "the full physical zone: 4 blocks on 4 planes");
+        let stats = summary.renewable.expect("rezns stats");
+        assert_eq!((stats.renewed_resets, stats.normal_resets, stats.spare_reuses), (2, 0, 1));
+        assert_eq!(stats.spare_zones, 1);
+        assert!(flash.busy_until() >= 1_000_100_000 + 4 * 3_000_000, "the deferred erases still keep planes busy");
+    }
+
+    #[test]
+    fn a_rezns_reset_of_a_nearly_full_zone_erases_it_before_completing() {
+        let mut flash = model(rezns());
+        flash.precondition(0, 60 * UNIT);
+        assert_eq!(flash.reset(0, 0), 100_000 + 4 * 3_000_000, "4 left of 64: erased like on a ZNS SSD");
+        let summary = flash.erase_summary();
+        assert_eq!((summary.inline, summary.deferred), (16, 0));
     }
 }
