@@ -2,10 +2,13 @@
 //!
 //! Layer 5 of `../shared/DESIGN.md`: host software written against the async command API of the runtime
 //! (`CommandQueue`), never against device internals, so it runs in simulation now and against real clients later.
-//! For now: the I/O schedulers of the Linux block layer for zoned devices, and write-ahead logs on zones.
+//! For now: the I/O schedulers of the Linux block layer for zoned devices, write-ahead logs on zones, and a
+//! zonefs-like file layer.
 
 mod scheduler;
 pub mod wal;
+mod zonefs;
 
 pub use scheduler::{Scheduled, SchedulerCounters, SchedulerKind, ZincConfig};
 pub use wal::{RecoveryStats, Wal, WalConfig, WalDesign, WalError, WalStats};
+pub use zonefs::{FsError, ZoneFs, ZoneFsStats};
