@@ -24,6 +24,7 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     ("zwal-barrier", include_str!("../../../experiments/zwal-barrier.toml")),
     ("zinc-reset-write", include_str!("../../../experiments/zinc-reset-write.toml")),
     ("zinc-reset-read", include_str!("../../../experiments/zinc-reset-read.toml")),
+    ("rezns-fio", include_str!("../../../experiments/rezns-fio.toml")),
     ("zinc-finish-read", include_str!("../../../experiments/zinc-finish-read.toml")),
     ("zinc-appends", include_str!("../../../experiments/zinc-appends.toml")),
 ];
@@ -192,6 +193,16 @@ fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<
     }
 }
 
+fn churn_metric(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<f64, String> {
+    match metric {
+        "churn.mib_per_s" => Ok(result.mib_per_s),
+        "churn.zones_erased" => Ok(result.zones_erased),
+        "churn.reset_energy_j" => Ok(result.reset_energy_j),
+        "churn.total_energy_j" => Ok(result.total_energy_j),
+        _ => Err(format!("unknown metric {metric}")),
+    }
+}
+
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
     std::fs::write(path, bytes).map_err(|source| ExperimentError::Io { path: path.to_path_buf(), source })
 }
@@ -232,6 +243,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                     .replace("{records}", if quick { "5000" } else { "40000" })
                     .replace("{zinc_runtime}", if quick { "500ms" } else { "3s" })
                     .replace("{recovery_records}", if quick { "4096" } else { "16384" })
+                    .replace("{churn_jobs}", if quick { "16" } else { "64" })
                     .split_whitespace()
                     .map(str::to_string)
                     .collect();
@@ -242,6 +254,14 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                         let result =
                             crate::walbench::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
                         wal_metric(&result, &series.metric)
+                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?
+                    }
+                    Some("file-churn") => {
+                        let spec = crate::filechurn::parse_args(&args)
+                            .map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                        let result =
+                            crate::filechurn::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                        churn_metric(&result, &series.metric)
                             .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?
                     }
                     _ => {

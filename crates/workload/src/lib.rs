@@ -4,9 +4,11 @@
 //! keeping its queue depth of one operation busy, as fio and SPDK's perf do) and the calibration of a preset
 //! against the reference measurements in `reference/`. The fio-compatible engine grows out of the generator.
 
+mod args;
 pub mod calibrate;
 mod closed_loop;
 pub mod experiment;
+pub mod filechurn;
 pub mod fio;
 mod plot;
 pub mod walbench;

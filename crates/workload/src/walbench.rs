@@ -8,12 +8,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::json;
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, HostPath};
 use zonelab_host::{RecoveryStats, Wal, WalConfig, WalDesign, WalStats};
 use zonelab_runtime::{CommandQueue, Simulation};
 use zonelab_zns::{MediaStore, MemoryStore, NullStore};
 
-use crate::fio::{parse_size, LatencyStats, SizeSpec};
+use crate::args::{load_preset, Slot, ToolOption};
+use crate::fio::LatencyStats;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -54,45 +55,31 @@ impl Default for WalBenchSpec {
     }
 }
 
-fn bytes(key: &str, value: &str) -> Result<u64, String> {
-    match parse_size(key, value).map_err(|error| error.to_string())? {
-        SizeSpec::Bytes(bytes) => Ok(bytes),
-        _ => Err(format!("option {key}: {value:?} must be a size in bytes")),
-    }
-}
-
-fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
-    value.parse().map_err(|_| format!("option {key}: {value:?} is not a number"))
-}
-
 /// Parses `--key=value` options; an unknown option is an error that names it.
 pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, String> {
     let mut spec = WalBenchSpec::default();
     for arg in args {
-        let option =
-            arg.strip_prefix("--").ok_or_else(|| format!("unexpected argument {arg:?}: options are --key=value"))?;
-        let (key, value) = option.split_once('=').map_or((option, None), |(key, value)| (key, Some(value)));
-        let need = || value.ok_or_else(|| format!("option {key} needs a value"));
-        match key {
-            "preset" => spec.preset = need()?.to_string(),
+        let option = ToolOption::parse(arg)?;
+        match option.key {
+            "preset" => spec.preset = option.value()?.to_string(),
             "design" => {
-                spec.design = match need()? {
+                spec.design = match option.value()? {
                     "zwal" => WalDesign::Zwal,
                     "conventional" | "zenfs" => WalDesign::Conventional,
                     other => return Err(format!("option design: {other:?} is not zwal or conventional")),
                 }
             }
-            "buffer" => spec.buffer_bytes = bytes(key, need()?)?,
-            "qd" => spec.queue_depth = number(key, need()?)?,
-            "barrier" => spec.barrier_bytes = if need()? == "zone" { None } else { Some(bytes(key, need()?)?) },
-            "record-size" => spec.record_bytes = bytes(key, need()?)?,
-            "records" => spec.records = number(key, need()?)?,
-            "put-cost-us" => spec.put_cost_ns = (number::<f64>(key, need()?)? * 1000.0) as u64,
-            "sync-every" => spec.sync_every = number(key, need()?)?,
+            "buffer" => spec.buffer_bytes = option.bytes()?,
+            "qd" => spec.queue_depth = option.number()?,
+            "barrier" => spec.barrier_bytes = if option.value()? == "zone" { None } else { Some(option.bytes()?) },
+            "record-size" => spec.record_bytes = option.bytes()?,
+            "records" => spec.records = option.number()?,
+            "put-cost-us" => spec.put_cost_ns = (option.number::<f64>()? * 1000.0) as u64,
+            "sync-every" => spec.sync_every = option.number()?,
             "recover" => spec.recover = true,
-            "seed" => spec.seed = number(key, need()?)?,
-            "output-format" => spec.json = need()? == "json",
-            _ => return Err(format!("unrecognized option '{arg}'")),
+            "seed" => spec.seed = option.number()?,
+            "output-format" => spec.json = option.value()? == "json",
+            _ => return Err(option.unknown()),
         }
     }
     if spec.records == 0 || spec.record_bytes == 0 {
@@ -118,11 +105,7 @@ pub struct WalBenchResult {
 
 /// Runs the benchmark.
 pub fn run(spec: &WalBenchSpec) -> Result<WalBenchResult, String> {
-    let mut parts = spec.preset.split(',');
-    let name = parts.next().unwrap_or_default();
-    let overrides: Vec<String> =
-        parts.map(|part| if part.contains('.') { part.to_string() } else { format!("namespace.{part}") }).collect();
-    let config = DeviceConfig::load(name, &overrides).map_err(|error| error.to_string())?;
+    let config = load_preset(&spec.preset)?;
     let geometry = config.namespace.validate().map_err(|error| error.to_string())?;
     if spec.recover {
         let store = MemoryStore::new(geometry.nsze_lba << geometry.lba_shift);
@@ -131,9 +114,6 @@ pub fn run(spec: &WalBenchSpec) -> Result<WalBenchResult, String> {
         run_on(Device::new(&config, NullStore, HostPath::IoUringCmd).map_err(|e| e.to_string())?, spec)
     }
 }
-
-/// Where a simulated task leaves its result for the caller.
-type Slot<T> = Rc<RefCell<Option<Result<T, String>>>>;
 
 fn run_on<S: MediaStore + 'static>(device: Device<S>, spec: &WalBenchSpec) -> Result<WalBenchResult, String> {
     let geometry = *device.namespace().geometry();

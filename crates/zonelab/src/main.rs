@@ -88,6 +88,14 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Jobs that each write a file on the zonefs-like layer and delete it, round after round (the ReZNS
+    /// paper's FIO setup). Options: --preset=NAME[,key=value...] --jobs=N --file-size=SIZE --bs=SIZE --fsync=N
+    /// --rounds=N --prefill=FRACTION --seed=N --output-format=normal|json
+    #[command(name = "file-churn", disable_help_flag = true)]
+    FileChurn {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// List the device presets.
     Presets,
     /// Replay a preset's reference measurements in virtual time and print model against measurement.
@@ -382,6 +390,16 @@ fn run(command: Command) -> Result<(), CliError> {
                 )
             } else {
                 zonelab_workload::walbench::to_text(&result)
+            };
+            stdout.write_all(text.as_bytes()).map_err(stdout_error)
+        }
+        Command::FileChurn { args } => {
+            let spec = zonelab_workload::filechurn::parse_args(&args).map_err(CliError::Usage)?;
+            let result = zonelab_workload::filechurn::run(&spec).map_err(CliError::Failed)?;
+            let text = if spec.json {
+                format!("{}\n", serde_json::to_string_pretty(&result).map_err(|e| CliError::Failed(e.to_string()))?)
+            } else {
+                zonelab_workload::filechurn::to_text(&result)
             };
             stdout.write_all(text.as_bytes()).map_err(stdout_error)
         }

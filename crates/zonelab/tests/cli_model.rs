@@ -120,3 +120,16 @@ fn wal_bench_runs_both_designs_and_recovers() {
     usage_error(&["wal-bench", "--design=paper"], "zwal or conventional");
     usage_error(&["wal-bench", "--bogus=1"], "unrecognized option '--bogus=1'");
 }
+
+#[test]
+fn file_churn_reports_rezns_figures() {
+    let args = ["file-churn", "--preset=nvmevirt-rezns,zones=8,media.mapping.policy=rezns", "--jobs=2", "--rounds=2"];
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&[&args[..], &["--output-format=json"]].concat())).expect("json");
+    assert_eq!(json["files"]["resets"], 4);
+    assert_eq!(json["wear"]["renewable"]["renewed_resets"], 4);
+    assert!(json["mib_per_s"].as_f64().expect("throughput") > 0.0);
+    let text = ok(&args);
+    assert!(text.contains("rezns: 4 renewed and 0 normal resets"), "{text}");
+    usage_error(&["file-churn", "--rounds=0"], "rounds");
+}
