@@ -64,6 +64,8 @@ pub struct DeviceCounters {
     pub zone_management: u64,
     pub resets: u64,
     pub finishes: u64,
+    /// Open zones the zombie scan finished.
+    pub controller_finishes: u64,
     pub errors: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
@@ -84,6 +86,17 @@ pub struct Device<S> {
     power_loss_protection: bool,
     counters: DeviceCounters,
     trace: Option<Vec<TraceEvent>>,
+    zombie_scan: Option<ZombieScan>,
+    /// When each zone was last written, for the zombie scan.
+    last_write_ns: Vec<u64>,
+}
+
+/// ReZNS's zombie-zone daemon: every `period_ns` it finishes the open zones nobody wrote for `idle_ns`.
+#[derive(Clone, Copy, Debug)]
+struct ZombieScan {
+    period_ns: u64,
+    idle_ns: u64,
+    next_ns: u64,
 }
 
 impl<S: MediaStore> Device<S> {
@@ -112,6 +125,11 @@ impl<S: MediaStore> Device<S> {
             power_loss_protection: config.power_loss_protection,
             counters: DeviceCounters::default(),
             trace: None,
+            zombie_scan: (config.media.mapping.zombie_scan_period_s > 0.0).then(|| {
+                let period_ns = (config.media.mapping.zombie_scan_period_s * 1e9) as u64;
+                ZombieScan { period_ns, idle_ns: (config.media.mapping.zombie_idle_s * 1e9) as u64, next_ns: period_ns }
+            }),
+            last_write_ns: vec![0; geometry.zones as usize],
         }
     }
 
@@ -162,7 +180,7 @@ impl<S: MediaStore> Device<S> {
     pub fn submit(&mut self, now: u64, command: Command<'_>) -> Submitted {
         let arrival = now + ns(self.host_cost.submit_us);
         let (opcode, slba, nlb) = describe(&command, self.namespace.geometry().lba_shift);
-        let outcome = self.run(arrival, command);
+        let outcome = self.scan_for_zombies(arrival).and_then(|()| self.run(arrival, command));
         self.complete(now, arrival, (opcode, slba, nlb), outcome)
     }
 
@@ -272,7 +290,10 @@ impl<S: MediaStore> Device<S> {
     pub fn submit_read_without_data(&mut self, now: u64, slba: u64, nlb: u64) -> Submitted {
         let arrival = now + ns(self.host_cost.submit_us);
         let len = nlb << self.namespace.geometry().lba_shift;
-        let outcome = self.namespace.check_read(slba, nlb).map(|()| self.timed_read(arrival, slba, len));
+        let outcome = self
+            .scan_for_zombies(arrival)
+            .and_then(|()| self.namespace.check_read(slba, nlb))
+            .map(|()| self.timed_read(arrival, slba, len));
         self.complete(now, arrival, (0x02, slba, nlb), outcome.map(|done| (done, Completion::Success)))
     }
 
@@ -304,8 +325,31 @@ impl<S: MediaStore> Device<S> {
     fn timed_write(&mut self, at: u64, slba: u64, len_bytes: u64, kind: WriteKind, opens: bool) -> u64 {
         let geometry = *self.namespace.geometry();
         let zone = geometry.zone_of(slba);
+        self.last_write_ns[zone as usize] = at;
         let offset = (slba - geometry.zone_start_lba(zone)) << geometry.lba_shift;
         self.media.write(at, zone, offset, len_bytes, kind, opens)
+    }
+
+    /// Runs the zombie scans due by `now` (the last one only: between commands nothing changes): open zones
+    /// unwritten for the idle time are finished by the controller.
+    fn scan_for_zombies(&mut self, now: u64) -> Result<(), Status> {
+        let Some(scan) = self.zombie_scan.as_mut() else { return Ok(()) };
+        if now < scan.next_ns {
+            return Ok(());
+        }
+        let at = scan.next_ns + (now - scan.next_ns) / scan.period_ns * scan.period_ns;
+        scan.next_ns = at + scan.period_ns;
+        let idle_ns = scan.idle_ns;
+        for zone in 0..self.namespace.geometry().zones {
+            let state = self.namespace.zone(zone).state;
+            let open = matches!(state, ZoneState::ImplicitlyOpened | ZoneState::ExplicitlyOpened);
+            if open && self.last_write_ns[zone as usize].saturating_add(idle_ns) <= at {
+                self.namespace.finish_by_controller(zone)?;
+                self.media.finish_by_controller(at, zone);
+                self.counters.controller_finishes += 1;
+            }
+        }
+        Ok(())
     }
 
     /// A power loss at `at`. Without power-loss protection, data that was acknowledged but sat unprogrammed in a

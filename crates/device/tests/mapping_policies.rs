@@ -3,7 +3,7 @@
 //! ReZNS's renewable zones erase less than the static policies.
 
 use zonelab_device::{Device, DeviceConfig, HostPath};
-use zonelab_zns::{Command, Completion, NullStore, Status, ZoneDescriptor, ZoneSendAction};
+use zonelab_zns::{zone_attrs, Command, Completion, NullStore, Status, ZoneDescriptor, ZoneSendAction, ZoneState};
 
 /// What the host saw, and the erases the run cost.
 struct Run {
@@ -71,4 +71,46 @@ fn every_policy_shows_the_host_the_same_device() {
             written.inline_erases
         );
     }
+}
+
+#[test]
+fn the_zombie_scan_finishes_idle_open_zones_and_recycles_their_rest() {
+    let overrides = [
+        "namespace.zones=8",
+        "media.mapping.policy=rezns",
+        "media.mapping.zombie-scan-period-s=60",
+        "media.mapping.zombie-idle-s=3600",
+    ]
+    .map(String::from);
+    let config = DeviceConfig::load("nvmevirt-rezns", &overrides).expect("preset");
+    let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let geometry = *device.namespace().geometry();
+    let data = vec![1u8; 256 << 10];
+    let second = 1_000_000_000u64;
+    // Zone 0 is written at 0 s and then left open; zone 1 keeps being written.
+    assert!(device.submit(0, Command::Write { slba: 0, data: &data }).result.is_ok());
+    for minute in 0..62u64 {
+        let slba = device.namespace().zone(1).wp_lba;
+        assert!(device.submit(minute * 60 * second, Command::Write { slba, data: &data }).result.is_ok());
+    }
+    let zone0 = device.namespace().zone(0);
+    assert_eq!(zone0.state, ZoneState::Full, "idle for an hour: finished by the controller");
+    assert_eq!(zone0.attrs & zone_attrs::ZFC, zone_attrs::ZFC, "and the report says so");
+    let zone1_state = device.namespace().zone(1);
+    assert_eq!((zone1_state.state, zone1_state.attrs), (ZoneState::ImplicitlyOpened, 0), "zone 1 was written");
+    assert_eq!(device.counters().controller_finishes, 1);
+    let stats = device.media().erase_summary().renewable.expect("rezns stats");
+    assert_eq!((stats.zombie_finishes, stats.spare_zones), (1, 1), "zone 0's erased rest is a spare");
+
+    // The data stays readable; a new zone takes the zombie's rest; the host's reset clears the attribute.
+    let mut buf = vec![0u8; 4096];
+    assert!(device.submit(4000 * second, Command::Read { slba: 0, buf: &mut buf }).result.is_ok());
+    assert_eq!(buf, vec![0u8; 4096], "the null store reads zeros; the read is served");
+    let slba = geometry.zone_start_lba(2);
+    assert!(device.submit(4001 * second, Command::Write { slba, data: &data }).result.is_ok());
+    assert_eq!(device.media().erase_summary().renewable.expect("stats").spare_reuses, 1);
+    let reset = Command::ZoneManagementSend { slba: 0, action: ZoneSendAction::Reset, select_all: false };
+    assert!(device.submit(4002 * second, reset).result.is_ok());
+    assert_eq!((device.namespace().zone(0).state, device.namespace().zone(0).attrs), (ZoneState::Empty, 0));
+    device.media().check_mapping().expect("mapping");
 }

@@ -109,15 +109,30 @@ pub struct MappingConfig {
     /// paper's 25 %).
     #[serde(default = "default_renew_above")]
     pub renew_above: f64,
+    /// Under `rezns`, how often (device seconds) the zombie scan looks for idle open zones; 0 turns it off.
+    #[serde(default)]
+    pub zombie_scan_period_s: f64,
+    /// How long (device seconds) an open zone must go unwritten to count as a zombie (the paper's one hour).
+    #[serde(default = "default_zombie_idle")]
+    pub zombie_idle_s: f64,
 }
 
 fn default_renew_above() -> f64 {
     0.25
 }
 
+fn default_zombie_idle() -> f64 {
+    3600.0
+}
+
 impl Default for MappingConfig {
     fn default() -> MappingConfig {
-        MappingConfig { policy: MappingPolicy::default(), renew_above: default_renew_above() }
+        MappingConfig {
+            policy: MappingPolicy::default(),
+            renew_above: default_renew_above(),
+            zombie_scan_period_s: 0.0,
+            zombie_idle_s: default_zombie_idle(),
+        }
     }
 }
 
@@ -203,6 +218,8 @@ impl MediaConfig {
             ("media.energy.page-read-nj", self.energy.page_read_nj),
             ("media.energy.page-program-nj", self.energy.page_program_nj),
             ("media.energy.block-erase-nj", self.energy.block_erase_nj),
+            ("media.mapping.zombie-scan-period-s", self.mapping.zombie_scan_period_s),
+            ("media.mapping.zombie-idle-s", self.mapping.zombie_idle_s),
         ];
         for (field, value) in times {
             if !value.is_finite() || value < 0.0 {

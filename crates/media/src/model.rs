@@ -507,16 +507,8 @@ impl FlashModel {
         let mut done = start.max(command_done);
         if let Some(map) = self.renewable.as_mut() {
             let plan = map.reset(zone);
-            let blocks = self.blocks_per_zone_plane;
-            for (physical_zones, sync_blocks) in [(plan.inline, blocks), (plan.deferred, 0)] {
-                for physical_zone in physical_zones {
-                    for plane_in_zone in 0..self.planes_per_zone {
-                        let plane_done =
-                            self.erase_on_plane(now, start, physical_zone, plane_in_zone, 0, sync_blocks, blocks);
-                        done = done.max(plane_done);
-                    }
-                }
-            }
+            done = done.max(self.erase_physical_zones(now, start, &plan.inline, true));
+            self.erase_physical_zones(now, start, &plan.deferred, false);
             return done;
         }
         let block_units = u64::from(self.config.nand.block_program_units);
@@ -537,6 +529,21 @@ impl FlashModel {
             };
             let plane_done = self.erase_on_plane(now, start, zone, plane_in_zone, sync_seal, sync_blocks, all_blocks);
             done = done.max(plane_done);
+        }
+        done
+    }
+
+    /// Erases every block of whole physical zones from `start`; returns when they are done if the caller waits
+    /// for them (`inline`), or `start`.
+    fn erase_physical_zones(&mut self, now: u64, start: u64, physical_zones: &[u32], inline: bool) -> u64 {
+        let blocks = self.blocks_per_zone_plane;
+        let sync_blocks = if inline { blocks } else { 0 };
+        let mut done = start;
+        for &physical_zone in physical_zones {
+            for plane_in_zone in 0..self.planes_per_zone {
+                let plane_done = self.erase_on_plane(now, start, physical_zone, plane_in_zone, 0, sync_blocks, blocks);
+                done = done.max(plane_done);
+            }
         }
         done
     }
@@ -613,13 +620,14 @@ impl FlashModel {
     }
 
     /// Finish: the controller's cost, then padding for the rest of the capacity through the write budget and
-    /// the zone's planes, and the sealing of the last partial blocks. An empty zone needs no padding.
+    /// the zone's planes, and the sealing of the last partial blocks. An empty zone needs no padding, and a
+    /// zone already sealed (full, or finished before) none either.
     pub fn finish(&mut self, now: u64, zone: u32) -> u64 {
         let command_done = self.management(now);
         let start = now + self.costs.finish_ns;
         let budget_ns_per_byte = self.costs.write_budget_ns_per_byte;
         let written = self.zones[zone as usize].written_bytes;
-        if written == 0 {
+        if written == 0 || self.zones[zone as usize].sealed {
             self.zones[zone as usize].sealed = true;
             return start.max(command_done);
         }
@@ -640,6 +648,32 @@ impl FlashModel {
         media.buffered_bytes = 0;
         let sealed = self.seal(now, zone, last);
         sealed.max(self.write_budget_free).max(command_done)
+    }
+
+    /// The controller finished an idle open zone (ReZNS's zombie scan). Under `rezns` nothing is padded: what
+    /// the write buffer holds is programmed, and the erased rest of the zone becomes a spare for new zones.
+    /// Under the static policies it is a finish like the host's. Returns when the flash work is done.
+    pub fn finish_by_controller(&mut self, now: u64, zone: u32) -> u64 {
+        if self.renewable.is_none() {
+            return self.finish(now, zone);
+        }
+        let media = &self.zones[zone as usize];
+        let (written, host_units) = (media.written_bytes, media.host_units);
+        let partial_units = written.div_ceil(self.unit_bytes);
+        let mut done = now;
+        if partial_units > host_units {
+            done = self.program_through(now, zone, partial_units, now, OpSource::HostWrite);
+        }
+        let media = &mut self.zones[zone as usize];
+        media.in_flight.clear();
+        media.buffered_bytes = 0;
+        media.sealed = true;
+        // Only now, with every unit of the zone handed out, is the rest of its physical zone known.
+        if let Some(map) = self.renewable.as_mut() {
+            let plan = map.release_rest(zone);
+            self.erase_physical_zones(now, now, &plan.deferred, false);
+        }
+        done
     }
 
     /// Host bytes of the zone that are durable at `at`: programmed, and every unit before them too. What is
@@ -976,7 +1010,7 @@ mod tests {
             now += (state >> 33) % 20_000;
             let zone = ((state >> 20) % 4) as u32;
             let at = &mut written[zone as usize];
-            let done = match (state >> 10) % 8 {
+            let done = match (state >> 10) % 9 {
                 0 if *at > 0 => flash.read(now, zone, 0, 4096),
                 1 => {
                     *at = 0;
@@ -987,6 +1021,10 @@ mod tests {
                     flash.finish(now, zone)
                 }
                 3 => flash.flush(now),
+                4 if *at > 0 && *at < 64 * UNIT && (state >> 40).is_multiple_of(3) => {
+                    *at = 64 * UNIT;
+                    flash.finish_by_controller(now, zone)
+                }
                 _ if *at + 8192 <= 64 * UNIT => {
                     let offset = *at;
                     *at += 8192;
@@ -1006,7 +1044,7 @@ mod tests {
     }
 
     fn rezns() -> MediaConfig {
-        MediaConfig { mapping: MappingConfig { policy: MappingPolicy::Rezns, renew_above: 0.25 }, ..config() }
+        MediaConfig { mapping: MappingConfig { policy: MappingPolicy::Rezns, ..MappingConfig::default() }, ..config() }
     }
 
     #[test]

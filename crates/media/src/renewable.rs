@@ -17,22 +17,15 @@ struct Extent {
     physical: u64,
 }
 
-/// Who holds a physical zone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Holder {
-    /// Erased, unused.
-    Free,
-    /// Part of a logical zone's extents.
-    Zone(u32),
-    /// In the spare list: its units from `used` on are still erased.
-    Spare,
-}
-
-#[derive(Clone, Copy, Debug)]
+/// One physical zone: a prefix of units handed out (programmed, or about to be) and an erased rest. Its prefix
+/// can hold live data of several logical zones (a zombie zone's data, then the zone that took its rest).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct PhysicalZone {
-    /// Units programmed or handed out from the start; the rest is erased.
     used: u64,
-    holder: Holder,
+    /// Logical zones with an extent here; the zone can be erased once none is left and it is not a spare.
+    holders: u32,
+    /// In the spare list: its units from `used` on are offered to new zones.
+    spare: bool,
 }
 
 /// What a reset asks the flash to erase: whole physical zones, waited for or in the background.
@@ -51,6 +44,8 @@ pub struct RenewableStats {
     pub normal_resets: u64,
     /// Extents taken from the spare list.
     pub spare_reuses: u64,
+    /// Open zones the zombie scan finished, their rest offered as spares.
+    pub zombie_finishes: u64,
     /// Spare entries ReGC released, erasing them.
     pub regc_releases: u64,
     /// Physical zones beyond the namespace's count that composing zones needed (the mapping has no relocation,
@@ -69,6 +64,8 @@ pub struct RenewableMap {
     spare_limit: usize,
     physical: Vec<PhysicalZone>,
     extents: Vec<Vec<Extent>>,
+    /// Zones whose rest the zombie scan gave to the spare list: their reset has nothing left to renew.
+    released: Vec<bool>,
     /// Spare physical zones, most remaining units first; ties by zone number.
     spare: Vec<u32>,
     free: VecDeque<u32>,
@@ -81,8 +78,9 @@ impl RenewableMap {
             units_per_zone,
             renew_above_units: (units_per_zone as f64 * renew_above_fraction).floor() as u64,
             spare_limit: zones as usize / 2,
-            physical: vec![PhysicalZone { used: 0, holder: Holder::Free }; zones as usize],
+            physical: vec![PhysicalZone::default(); zones as usize],
             extents: vec![Vec::new(); zones as usize],
+            released: vec![false; zones as usize],
             spare: Vec::new(),
             free: (0..zones).collect(),
             stats: RenewableStats::default(),
@@ -128,7 +126,7 @@ impl RenewableMap {
         let physical_zone = if self.spare.is_empty() {
             self.free.pop_front().unwrap_or_else(|| {
                 self.stats.overflow_zones += 1;
-                self.physical.push(PhysicalZone { used: 0, holder: Holder::Free });
+                self.physical.push(PhysicalZone::default());
                 (self.physical.len() - 1) as u32
             })
         } else {
@@ -136,64 +134,116 @@ impl RenewableMap {
             self.spare.remove(0)
         };
         let entry = &mut self.physical[physical_zone as usize];
-        entry.holder = Holder::Zone(zone);
+        entry.holders += 1;
+        entry.spare = false;
         let physical = entry.used;
         self.extents[zone as usize].push(Extent { logical, physical_zone, physical });
     }
 
     /// A host reset of a zone: Algorithm 1's `reset_zone`. The physical zone that holds the write frontier is
-    /// kept as a spare when more than the threshold of a zone is still erased in it (ReGC first releases the
-    /// spares with least room if the list is over its limit); the zone's other physical zones are full of
-    /// dead data and are erased in the background. Otherwise every physical zone of the zone is erased before
-    /// the reset completes, as on a conventional ZNS SSD.
+    /// kept as a spare when more than the threshold of a zone is still erased in it; the zone's other physical
+    /// zones are dead and are erased in the background. Otherwise the zone's physical zones are erased before
+    /// the reset completes, as on a conventional ZNS SSD. A physical zone another zone still holds data in, or
+    /// that is a spare, is left alone: it is erased when its last holder lets go.
     pub fn reset(&mut self, zone: u32) -> ErasePlan {
         let extents = std::mem::take(&mut self.extents[zone as usize]);
+        let released = std::mem::take(&mut self.released[zone as usize]);
         let mut plan = ErasePlan::default();
         let Some(frontier) = extents.last().map(|extent| extent.physical_zone) else {
             return plan;
         };
+        for extent in &extents {
+            self.physical[extent.physical_zone as usize].holders -= 1;
+        }
         let remaining = self.units_per_zone - self.physical[frontier as usize].used;
-        let done_with: Vec<u32> =
-            extents.iter().map(|extent| extent.physical_zone).filter(|&physical| physical != frontier).collect();
-        if remaining > self.renew_above_units {
+        let renew = !released && remaining > self.renew_above_units;
+        if renew {
             self.stats.renewed_resets += 1;
-            while self.spare.len() >= self.spare_limit.max(1) {
-                let Some(released) = self.spare.pop() else { break };
-                self.stats.regc_releases += 1;
-                plan.deferred.push(released);
-            }
+            self.regc(&mut plan);
             self.insert_spare(frontier);
-            plan.deferred.extend(done_with);
         } else {
             self.stats.normal_resets += 1;
-            plan.inline.extend(done_with);
-            plan.inline.push(frontier);
         }
-        for &erased in plan.inline.iter().chain(&plan.deferred) {
-            self.physical[erased as usize] = PhysicalZone { used: 0, holder: Holder::Free };
-            self.free.push_back(erased);
+        for extent in &extents {
+            let physical_zone = extent.physical_zone;
+            let entry = self.physical[physical_zone as usize];
+            let erasable = entry.holders == 0 && !entry.spare && entry.used > 0;
+            if erasable && !plan.inline.contains(&physical_zone) && !plan.deferred.contains(&physical_zone) {
+                if renew {
+                    plan.deferred.push(physical_zone);
+                } else {
+                    plan.inline.push(physical_zone);
+                }
+            }
         }
+        self.free_erased(&plan);
         plan
     }
 
+    /// The zombie scan finished a zone: the erased rest of its frontier physical zone becomes a spare, while
+    /// the zone keeps its data. Returns the erases ReGC asks for to make room.
+    pub fn release_rest(&mut self, zone: u32) -> ErasePlan {
+        let mut plan = ErasePlan::default();
+        let Some(frontier) = self.extents[zone as usize].last().map(|extent| extent.physical_zone) else {
+            return plan;
+        };
+        self.released[zone as usize] = true;
+        self.stats.zombie_finishes += 1;
+        if self.physical[frontier as usize].used < self.units_per_zone {
+            self.regc(&mut plan);
+            self.insert_spare(frontier);
+        }
+        self.free_erased(&plan);
+        plan
+    }
+
+    /// ReGC: while the spare list is at its limit, the spare with least room leaves it, and is erased in the
+    /// background unless a zone still holds data in it.
+    fn regc(&mut self, plan: &mut ErasePlan) {
+        while self.spare.len() >= self.spare_limit.max(1) {
+            let Some(released) = self.spare.pop() else { break };
+            self.stats.regc_releases += 1;
+            let entry = &mut self.physical[released as usize];
+            entry.spare = false;
+            if entry.holders == 0 {
+                plan.deferred.push(released);
+            }
+        }
+    }
+
+    /// The physical zones a plan erases go back to the free list.
+    fn free_erased(&mut self, plan: &ErasePlan) {
+        for &erased in plan.inline.iter().chain(&plan.deferred) {
+            self.physical[erased as usize] = PhysicalZone::default();
+            self.free.push_back(erased);
+        }
+    }
+
     fn insert_spare(&mut self, physical_zone: u32) {
-        self.physical[physical_zone as usize].holder = Holder::Spare;
+        self.physical[physical_zone as usize].spare = true;
         let key = |zone: u32| (self.physical[zone as usize].used, zone);
         let at = self.spare.partition_point(|&other| key(other) < key(physical_zone));
         self.spare.insert(at, physical_zone);
     }
 
-    /// Checks the mapping's invariants; returns what is broken. No physical unit serves two logical units, no
-    /// spare or free zone holds a live unit, and the spare list is in order.
+    /// Checks the mapping's invariants; returns what is broken. Every written unit is mapped, into a
+    /// physical zone that counts its zone as a holder and below that zone's handed-out prefix; no physical unit
+    /// serves two logical units; free zones are wholly erased and unheld; the spare list is in order.
     pub fn check(&self, written_units: impl Fn(u32) -> u64) -> Result<(), String> {
         let mut owner = std::collections::HashMap::new();
+        let mut holders = vec![0u32; self.physical.len()];
         for (zone, extents) in self.extents.iter().enumerate() {
             let zone = zone as u32;
+            let mut held: Vec<u32> = extents.iter().map(|extent| extent.physical_zone).collect();
+            held.dedup();
+            for physical_zone in held {
+                holders[physical_zone as usize] += 1;
+            }
             for unit in 0..written_units(zone) {
                 let (physical_zone, physical) =
                     self.lookup(zone, unit).ok_or(format!("zone {zone} unit {unit} is written but not mapped"))?;
-                if self.physical[physical_zone as usize].holder != Holder::Zone(zone) {
-                    return Err(format!("zone {zone} unit {unit} lives in physical zone {physical_zone}, not held"));
+                if physical >= self.physical[physical_zone as usize].used {
+                    return Err(format!("zone {zone} unit {unit} is past the used prefix of {physical_zone}"));
                 }
                 if let Some(other) = owner.insert((physical_zone, physical), (zone, unit)) {
                     return Err(format!("physical unit {physical_zone}:{physical} serves {other:?} and {zone}:{unit}"));
@@ -205,18 +255,26 @@ impl RenewableMap {
                 }
             }
         }
+        for (physical_zone, entry) in self.physical.iter().enumerate() {
+            if entry.holders != holders[physical_zone] {
+                return Err(format!(
+                    "physical zone {physical_zone} counts {entry:?}, held by {}",
+                    holders[physical_zone]
+                ));
+            }
+        }
         let room = |zone: u32| self.units_per_zone - self.physical[zone as usize].used;
         if self.spare.windows(2).any(|pair| room(pair[0]) < room(pair[1])) {
             return Err(format!("spare list out of order: {:?}", self.spare));
         }
         for &zone in &self.spare {
-            if self.physical[zone as usize].holder != Holder::Spare {
-                return Err(format!("spare physical zone {zone} is held elsewhere"));
+            if !self.physical[zone as usize].spare || room(zone) == 0 {
+                return Err(format!("spare physical zone {zone} is {:?}", self.physical[zone as usize]));
             }
         }
         for &zone in &self.free {
             let entry = self.physical[zone as usize];
-            if entry.holder != Holder::Free || entry.used != 0 {
+            if entry != PhysicalZone::default() {
                 return Err(format!("free physical zone {zone} is {entry:?}"));
             }
         }
@@ -308,5 +366,22 @@ mod tests {
         assert_eq!(map.stats().overflow_zones, 1);
         assert_eq!(map.physical_zones(), 3);
         map.check(|_| 10).expect("invariants");
+    }
+
+    #[test]
+    fn a_zombie_zones_rest_is_shared_and_erased_only_when_both_zones_let_go() {
+        let mut map = map();
+        write(&mut map, 0, 0..4); // physical 0
+        assert_eq!(map.release_rest(0), ErasePlan::default());
+        assert_eq!(write(&mut map, 1, 0..6)[0], (0, 4), "zone 1 takes the zombie's 6 erased units");
+        map.check(|zone| [4, 6, 0, 0][zone as usize]).expect("invariants");
+        // The zombie's reset renews nothing and erases nothing: zone 1 still has data in physical 0.
+        assert_eq!(map.reset(0), ErasePlan::default());
+        map.check(|zone| [0, 6, 0, 0][zone as usize]).expect("invariants");
+        // Zone 1 filled physical 0 (no room left): its reset erases it at once.
+        assert_eq!(map.reset(1), ErasePlan { inline: vec![0], deferred: vec![] });
+        let stats = map.stats();
+        assert_eq!((stats.zombie_finishes, stats.renewed_resets, stats.normal_resets), (1, 0, 2));
+        map.check(|_| 0).expect("invariants");
     }
 }

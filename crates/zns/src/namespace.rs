@@ -693,6 +693,17 @@ impl<S: MediaStore> ZonedNamespace<S> {
         self.commit(zone, meta.state, durable_wp_lba)
     }
 
+    /// The controller finishes an open or closed zone on its own, as NVMe lets it (ReZNS's zombie scan): the
+    /// zone becomes FULL and its report shows Zone Finished by Controller until a reset.
+    pub fn finish_by_controller(&mut self, zone: u32) -> Result<(), Status> {
+        let meta = self.zones[zone as usize];
+        if !meta.state.is_active() {
+            return Err(Status::InvalidZoneStateTransition);
+        }
+        self.zones[zone as usize].attrs |= crate::zone_attrs::ZFC;
+        self.commit(zone, ZoneState::Full, meta.wp_lba)
+    }
+
     /// Fault injection as null_blk's configfs `zone_readonly` / `zone_offline` offers it: the zone gives up its
     /// resources and takes the condition; injecting the condition it already has returns it to EMPTY. Data
     /// written to a READ_ONLY zone stays readable.

@@ -126,3 +126,25 @@ fn a_failed_command_leaves_the_image_files_unchanged() {
     drop(image);
     assert!(Image::open(&path).expect("open").namespace().zone(0).state == ZoneState::Empty);
 }
+
+#[test]
+fn a_zone_finished_by_the_controller_keeps_its_attribute_until_reset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    {
+        let mut image = Image::create(&path, StoreKind::File, config(), None, false).expect("create");
+        let ns = image.namespace_mut();
+        ns.write(0, &[1u8; 8192]).expect("write zone 0");
+        assert_eq!(ns.finish_by_controller(1), Err(zonelab_zns::Status::InvalidZoneStateTransition), "empty");
+        ns.finish_by_controller(0).expect("finish the open zone");
+        assert_eq!(ns.open_zones(), 0, "a finished zone gives its open resource back");
+    }
+    let mut image = Image::open(&path).expect("reopen");
+    let zone = image.namespace().zone(0);
+    assert_eq!((zone.state, zone.attrs), (ZoneState::Full, zonelab_zns::zone_attrs::ZFC));
+    let mut buf = [0u8; 8192];
+    image.namespace_mut().read(0, &mut buf).expect("read");
+    assert!(buf.iter().all(|&b| b == 1), "the data stays");
+    image.namespace_mut().zone_management_send(0, ZoneSendAction::Reset, false).expect("reset");
+    assert_eq!(image.namespace().zone(0).attrs, 0);
+}

@@ -716,6 +716,7 @@ fn delta_counters(before: &DeviceCounters, after: &DeviceCounters) -> DeviceCoun
         zone_management: after.zone_management - before.zone_management,
         resets: after.resets - before.resets,
         finishes: after.finishes - before.finishes,
+        controller_finishes: after.controller_finishes - before.controller_finishes,
         errors: after.errors - before.errors,
         bytes_read: after.bytes_read - before.bytes_read,
         bytes_written: after.bytes_written - before.bytes_written,
