@@ -66,6 +66,7 @@ pub struct ZoneFsStats {
     pub writes: u64,
     pub bytes_written: u64,
     pub reads: u64,
+    pub bytes_read: u64,
     pub resets: u64,
     pub finishes: u64,
     pub fsyncs: u64,
@@ -274,7 +275,9 @@ impl<Q: CommandQueue> ZoneFs<Q> {
             .read(slba, (last - first) >> self.lba_shift)
             .await
             .map_err(|status| FsError::Device { file, status })?;
-        self.stats.borrow_mut().reads += 1;
+        let mut stats = self.stats.borrow_mut();
+        stats.reads += 1;
+        stats.bytes_read += end - offset;
         Ok(bytes[(offset - first) as usize..(end - first) as usize].to_vec())
     }
 

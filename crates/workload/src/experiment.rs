@@ -25,6 +25,7 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     ("zinc-reset-write", include_str!("../../../experiments/zinc-reset-write.toml")),
     ("zinc-reset-read", include_str!("../../../experiments/zinc-reset-read.toml")),
     ("rezns-fio", include_str!("../../../experiments/rezns-fio.toml")),
+    ("rezns-filebench", include_str!("../../../experiments/rezns-filebench.toml")),
     ("zinc-finish-read", include_str!("../../../experiments/zinc-finish-read.toml")),
     ("zinc-appends", include_str!("../../../experiments/zinc-appends.toml")),
 ];
@@ -196,6 +197,7 @@ fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<
 fn churn_metric(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<f64, String> {
     match metric {
         "churn.mib_per_s" => Ok(result.mib_per_s),
+        "churn.ops_per_s" => Ok(result.ops_per_s),
         "churn.zones_erased" => Ok(result.zones_erased),
         "churn.reset_energy_j" => Ok(result.reset_energy_j),
         "churn.total_energy_j" => Ok(result.total_energy_j),
@@ -244,6 +246,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                     .replace("{zinc_runtime}", if quick { "500ms" } else { "3s" })
                     .replace("{recovery_records}", if quick { "4096" } else { "16384" })
                     .replace("{churn_jobs}", if quick { "16" } else { "64" })
+                    .replace("{churn_runtime}", if quick { "5" } else { "60" })
                     .split_whitespace()
                     .map(str::to_string)
                     .collect();

@@ -1,8 +1,14 @@
-//! `zonelab file-churn`: the ReZNS paper's FIO setup (seed 002, section 4.2) on the zonefs-like file layer.
-//! The device is prefilled to a fraction of its zones; then each of `jobs` tasks, for `rounds` rounds, writes
-//! a file of `file-size` in `bs` writes at queue depth 1 with an fsync every `fsync` writes, and deletes it
-//! (truncate to 0: a zone reset). The paper ran F2FS, which packs many files into a zone; here each file is a
-//! zone, so a deleted file is a reset of a partly written zone, the pattern ReZNS is about.
+//! `zonelab file-churn`: the ReZNS paper's file workloads (seed 002, section 4.2) on the zonefs-like file
+//! layer, after prefilling a fraction of the zones.
+//! - `fio`: each of `jobs` tasks, for `rounds` rounds, writes a file of `file-size` in `bs` writes at queue
+//!   depth 1 with an fsync every `fsync` writes, and deletes it (truncate to 0: a zone reset).
+//! - `varmail` and `fileserver`: filebench's flowops over `files` files per job for `runtime` of device time.
+//!   varmail: delete a file, create it with a random append of up to 16 KiB and fsync, append up to 16 KiB to
+//!   another and fsync, read it whole, read a third whole. fileserver: delete and rewrite a file whole
+//!   (`file-size`), append up to 16 KiB to another, read a third whole, delete a fourth.
+//!
+//! The paper ran F2FS, which packs many files into a zone; here each file is a zone, so a deleted file is a
+//! reset of a partly written zone, the pattern ReZNS is about.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -10,19 +16,34 @@ use std::time::Instant;
 
 use serde::Serialize;
 use zonelab_device::{Device, HostPath};
-use zonelab_host::{ZoneFs, ZoneFsStats};
+use zonelab_host::{FsError, ZoneFs, ZoneFsStats};
 use zonelab_media::{EraseSummary, FlashCounters, FlashOp, OpSource};
-use zonelab_runtime::{IoData, Simulation};
+use zonelab_runtime::rng::SplitMix64;
+use zonelab_runtime::{CommandQueue, IoData, Simulation};
 use zonelab_zns::NullStore;
 
 use crate::args::{load_preset, Slot, ToolOption};
 
+/// Which file workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileWorkload {
+    Fio,
+    Varmail,
+    Fileserver,
+}
+
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FileChurnSpec {
+    pub workload: FileWorkload,
     /// Preset name, then `,key=value` overrides as `zonelab create --set` takes them.
     pub preset: String,
     pub jobs: u32,
+    /// Files each job works on (varmail, fileserver; fio uses one).
+    pub files_per_job: u32,
+    /// Device time the mixes run for, in nanoseconds.
+    pub runtime_ns: u64,
     pub file_bytes: u64,
     pub write_bytes: u64,
     /// An fsync after every N writes; 0 never.
@@ -37,8 +58,11 @@ pub struct FileChurnSpec {
 impl Default for FileChurnSpec {
     fn default() -> Self {
         FileChurnSpec {
+            workload: FileWorkload::Fio,
             preset: "nvmevirt-rezns".into(),
             jobs: 64,
+            files_per_job: 8,
+            runtime_ns: 60_000_000_000,
             file_bytes: 15 << 20,
             write_bytes: 4096,
             fsync_every: 16,
@@ -56,6 +80,16 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, String> {
     for arg in args {
         let option = ToolOption::parse(arg)?;
         match option.key {
+            "workload" => {
+                spec.workload = match option.value()? {
+                    "fio" => FileWorkload::Fio,
+                    "varmail" => FileWorkload::Varmail,
+                    "fileserver" => FileWorkload::Fileserver,
+                    other => return Err(format!("option workload: {other:?} is not fio, varmail or fileserver")),
+                }
+            }
+            "files" => spec.files_per_job = option.number()?,
+            "runtime" => spec.runtime_ns = (option.number::<f64>()? * 1e9) as u64,
             "preset" => spec.preset = option.value()?.to_string(),
             "jobs" => spec.jobs = option.number()?,
             "file-size" => spec.file_bytes = option.bytes()?,
@@ -68,8 +102,11 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, String> {
             _ => return Err(option.unknown()),
         }
     }
-    if spec.jobs == 0 || spec.rounds == 0 || spec.write_bytes == 0 || spec.file_bytes < spec.write_bytes {
-        return Err("jobs, rounds and bs must be positive and file-size at least bs".into());
+    if spec.jobs == 0 || spec.rounds == 0 || spec.files_per_job == 0 || spec.write_bytes == 0 {
+        return Err("jobs, rounds, files and bs must be positive".into());
+    }
+    if spec.file_bytes < spec.write_bytes {
+        return Err(format!("file-size {} is below bs {}", spec.file_bytes, spec.write_bytes));
     }
     if !(0.0..1.0).contains(&spec.prefill) {
         return Err(format!("option prefill: {} is not a fraction in [0, 1)", spec.prefill));
@@ -82,8 +119,10 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, String> {
 pub struct FileChurnResult {
     pub spec: FileChurnSpec,
     pub device_time_ns: u64,
-    /// File data written per second of device time.
+    /// File data written and read per second of device time.
     pub mib_per_s: f64,
+    /// File operations (writes, reads, deletes, finishes, fsyncs) per second of device time.
+    pub ops_per_s: f64,
     pub files: ZoneFsStats,
     /// Physical zones' worth of blocks erased (block erases over blocks per zone).
     pub zones_erased: f64,
@@ -101,9 +140,11 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
     let geometry = *device.namespace().geometry();
     let capacity = geometry.zone_cap_lba << geometry.lba_shift;
     let prefilled = (f64::from(geometry.zones) * spec.prefill) as u32;
-    if prefilled + spec.jobs > geometry.zones {
+    let files_per_job = if spec.workload == FileWorkload::Fio { 1 } else { spec.files_per_job };
+    let files = spec.jobs * files_per_job;
+    if prefilled + files > geometry.zones {
         return Err(format!(
-            "{} jobs need a zone each past the {prefilled} prefilled, and the device has {} zones",
+            "{} jobs x {files_per_job} files need a zone each past the {prefilled} prefilled, and the device has {} zones",
             spec.jobs, geometry.zones
         ));
     }
@@ -126,22 +167,25 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
     let failure: Rc<RefCell<Option<String>>> = Rc::new(RefCell::new(None));
     for job in 0..spec.jobs {
         let (fs, failure, spec) = (Rc::clone(&fs), Rc::clone(&failure), spec.clone());
-        let file = prefilled + job;
+        let first = prefilled + job * files_per_job;
+        let own: Vec<u32> = (first..first + files_per_job).collect();
+        let mut rng = SplitMix64::split(spec.seed, &format!("file-churn job {job}"));
+        let host = simulation.host();
         simulation.spawn(async move {
-            let result = async {
-                for _ in 0..spec.rounds {
-                    let writes = spec.file_bytes / spec.write_bytes;
-                    for write in 1..=writes {
-                        fs.append(file, IoData::Zeros(spec.write_bytes)).await?;
-                        if spec.fsync_every > 0 && write.is_multiple_of(spec.fsync_every) {
-                            fs.fsync(file).await?;
-                        }
+            let result = match spec.workload {
+                FileWorkload::Fio => write_and_delete(&fs, own[0], &spec).await,
+                FileWorkload::Varmail | FileWorkload::Fileserver => {
+                    let mut outcome = Ok(());
+                    while outcome.is_ok() && host.now_ns() - start < spec.runtime_ns {
+                        outcome = if spec.workload == FileWorkload::Varmail {
+                            varmail(&fs, &own, &mut rng).await
+                        } else {
+                            fileserver(&fs, &own, &mut rng, spec.file_bytes).await
+                        };
                     }
-                    fs.truncate(file, 0).await?;
+                    outcome
                 }
-                Ok::<(), zonelab_host::FsError>(())
-            }
-            .await;
+            };
             if let Err(error) = result {
                 failure.borrow_mut().get_or_insert(format!("job {job}: {error}"));
             }
@@ -159,10 +203,13 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
     let blocks_per_zone = wear.blocks as f64 / f64::from(geometry.zones).max(1.0);
     let energy = &config.media.energy;
     let files = fs.stats();
+    let seconds = device_time_ns as f64 / 1e9;
+    let ops = files.writes + files.reads + files.resets + files.finishes + files.fsyncs;
     Ok(FileChurnResult {
         spec: spec.clone(),
         device_time_ns,
-        mib_per_s: files.bytes_written as f64 / 1_048_576.0 / (device_time_ns as f64 / 1e9),
+        mib_per_s: (files.bytes_written + files.bytes_read) as f64 / 1_048_576.0 / seconds,
+        ops_per_s: ops as f64 / seconds,
         files,
         zones_erased: flash.total(FlashOp::BlockErase) as f64 / blocks_per_zone,
         reset_energy_j: flash.energy_nj(energy, OpSource::Reset) / 1e9,
@@ -173,27 +220,104 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
     })
 }
 
+type FsResult = Result<(), FsError>;
+
+/// The fio round trip: write the file in `bs` writes with fsyncs, delete it; `rounds` times.
+async fn write_and_delete<Q: CommandQueue>(fs: &ZoneFs<Q>, file: u32, spec: &FileChurnSpec) -> FsResult {
+    for _ in 0..spec.rounds {
+        let writes = spec.file_bytes / spec.write_bytes;
+        for write in 1..=writes {
+            fs.append(file, IoData::Zeros(spec.write_bytes)).await?;
+            if spec.fsync_every > 0 && write.is_multiple_of(spec.fsync_every) {
+                fs.fsync(file).await?;
+            }
+        }
+        fs.truncate(file, 0).await?;
+    }
+    Ok(())
+}
+
+/// filebench's appendfilerand: a random size of up to 16 KiB, in 4 KiB steps.
+fn append_size(rng: &mut SplitMix64) -> u64 {
+    (1 + rng.below(4)) * 4096
+}
+
+fn pick(own: &[u32], rng: &mut SplitMix64) -> u32 {
+    own[rng.below(own.len() as u64) as usize]
+}
+
+/// Deletes a file that has data (a zone reset).
+async fn delete<Q: CommandQueue>(fs: &ZoneFs<Q>, file: u32) -> FsResult {
+    if fs.size(file)? > 0 {
+        fs.truncate(file, 0).await?;
+    }
+    Ok(())
+}
+
+/// Appends `len` bytes, deleting the file first when they would not fit.
+async fn append<Q: CommandQueue>(fs: &ZoneFs<Q>, file: u32, len: u64) -> FsResult {
+    if fs.size(file)? + len > fs.capacity() {
+        fs.truncate(file, 0).await?;
+    }
+    fs.append(file, IoData::Zeros(len)).await.map(|_| ())
+}
+
+async fn read_whole<Q: CommandQueue>(fs: &ZoneFs<Q>, file: u32) -> FsResult {
+    let size = fs.size(file)?;
+    fs.read(file, 0, size).await.map(|_| ())
+}
+
+/// One pass of varmail's flowops.
+async fn varmail<Q: CommandQueue>(fs: &ZoneFs<Q>, own: &[u32], rng: &mut SplitMix64) -> FsResult {
+    let created = pick(own, rng);
+    delete(fs, created).await?;
+    append(fs, created, append_size(rng)).await?;
+    fs.fsync(created).await?;
+    let appended = pick(own, rng);
+    append(fs, appended, append_size(rng)).await?;
+    fs.fsync(appended).await?;
+    read_whole(fs, appended).await?;
+    read_whole(fs, pick(own, rng)).await
+}
+
+/// One pass of fileserver's flowops.
+async fn fileserver<Q: CommandQueue>(fs: &ZoneFs<Q>, own: &[u32], rng: &mut SplitMix64, file_bytes: u64) -> FsResult {
+    let written = pick(own, rng);
+    delete(fs, written).await?;
+    append(fs, written, file_bytes).await?;
+    append(fs, pick(own, rng), append_size(rng)).await?;
+    read_whole(fs, pick(own, rng)).await?;
+    delete(fs, pick(own, rng)).await
+}
+
 pub fn to_text(result: &FileChurnResult) -> String {
     let spec = &result.spec;
-    let mut text = format!(
-        "file-churn: {} jobs x {} rounds of a {} B file in {} B writes, fsync every {}, on {} ({:.0} % prefilled)\n",
-        spec.jobs,
-        spec.rounds,
-        spec.file_bytes,
-        spec.write_bytes,
-        spec.fsync_every,
-        spec.preset,
-        spec.prefill * 100.0
-    );
+    let workload = match spec.workload {
+        FileWorkload::Fio => format!(
+            "fio: {} jobs x {} rounds of a {} B file in {} B writes, fsync every {}",
+            spec.jobs, spec.rounds, spec.file_bytes, spec.write_bytes, spec.fsync_every
+        ),
+        FileWorkload::Varmail | FileWorkload::Fileserver => format!(
+            "{:?}: {} jobs x {} files for {:.1} s",
+            spec.workload,
+            spec.jobs,
+            spec.files_per_job,
+            spec.runtime_ns as f64 / 1e9
+        )
+        .to_lowercase(),
+    };
+    let mut text = format!("file-churn {workload}, on {} ({:.0} % prefilled)\n", spec.preset, spec.prefill * 100.0);
     text += &format!(
-        "  write: BW={:.1}MiB/s, device time {:.3} s ({:.2} s of wall time)\n",
+        "  files: {:.1} ops/s, BW={:.1}MiB/s, device time {:.3} s ({:.2} s of wall time)\n",
+        result.ops_per_s,
         result.mib_per_s,
         result.device_time_ns as f64 / 1e9,
         result.wall_seconds
     );
     text += &format!(
-        "  files: {} writes, {} fsyncs, {} deletes (zone resets)\n  flash: {:.1} zones erased ({} inline, {} deferred block erases), max {} erases per block\n  energy: reset {:.4} J, total {:.3} J\n",
+        "  ops: {} writes, {} reads, {} fsyncs, {} deletes (zone resets)\n  flash: {:.1} zones erased ({} inline, {} deferred block erases), max {} erases per block\n  energy: reset {:.4} J, total {:.3} J\n",
         result.files.writes,
+        result.files.reads,
         result.files.fsyncs,
         result.files.resets,
         result.zones_erased,

@@ -40,3 +40,31 @@ fn bad_options_name_what_is_wrong() {
         parse_args(&["--preset=nvmevirt-rezns,zones=8".to_string(), "--jobs=8".to_string()]).expect("parses");
     assert!(run(&too_many).expect_err("no room").contains("8 jobs"));
 }
+
+fn mix(workload: &str, policy: &str) -> FileChurnResult {
+    let args: Vec<String> = format!(
+        "--workload={workload} --preset=nvmevirt-rezns,zones=40,media.mapping.policy={policy} --jobs=2 --files=4 --file-size=128KiB --runtime=0.5 --seed=3"
+    )
+    .split_whitespace()
+    .map(str::to_string)
+    .collect();
+    run(&parse_args(&args).expect("options")).expect("runs")
+}
+
+#[test]
+fn the_filebench_mixes_delete_files_and_rezns_keeps_their_zones() {
+    for workload in ["varmail", "fileserver"] {
+        let baseline = mix(workload, "static-full-erase");
+        let rezns = mix(workload, "rezns");
+        for result in [&baseline, &rezns] {
+            assert!(result.files.writes > 0 && result.files.reads > 0 && result.files.resets > 0, "{workload}");
+            assert!(result.device_time_ns >= 500_000_000, "{workload}: runs for its device time");
+        }
+        assert_eq!(baseline.zones_erased, baseline.files.resets as f64, "{workload}: every delete erases a zone");
+        let renewable = rezns.wear.renewable.as_ref().expect("rezns stats");
+        assert!(renewable.renewed_resets > 0, "{workload}: {renewable:?}");
+        assert!(rezns.ops_per_s > baseline.ops_per_s, "{workload}: {} vs {}", rezns.ops_per_s, baseline.ops_per_s);
+        assert_eq!(mix(workload, "rezns").files, rezns.files, "{workload}: the same seed gives the same run");
+    }
+    assert!(parse_args(&["--workload=oltp".to_string()]).expect_err("unknown").contains("varmail"));
+}
