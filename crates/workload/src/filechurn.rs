@@ -128,6 +128,9 @@ pub struct FileChurnResult {
     pub zones_erased: f64,
     pub wear: EraseSummary,
     pub flash: FlashCounters,
+    /// Flash energy of host reads, of host writes (with any padding and sealing), and of resets.
+    pub read_energy_j: f64,
+    pub write_energy_j: f64,
     pub reset_energy_j: f64,
     pub total_energy_j: f64,
     pub wall_seconds: f64,
@@ -212,6 +215,12 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
         ops_per_s: ops as f64 / seconds,
         files,
         zones_erased: flash.total(FlashOp::BlockErase) as f64 / blocks_per_zone,
+        read_energy_j: flash.energy_nj(energy, OpSource::HostRead) / 1e9,
+        write_energy_j: [OpSource::HostWrite, OpSource::Append, OpSource::FinishPadding, OpSource::Seal]
+            .iter()
+            .map(|&source| flash.energy_nj(energy, source))
+            .sum::<f64>()
+            / 1e9,
         reset_energy_j: flash.energy_nj(energy, OpSource::Reset) / 1e9,
         total_energy_j: flash.total_energy_nj(energy) / 1e9,
         wear,
@@ -315,7 +324,7 @@ pub fn to_text(result: &FileChurnResult) -> String {
         result.wall_seconds
     );
     text += &format!(
-        "  ops: {} writes, {} reads, {} fsyncs, {} deletes (zone resets)\n  flash: {:.1} zones erased ({} inline, {} deferred block erases), max {} erases per block\n  energy: reset {:.4} J, total {:.3} J\n",
+        "  ops: {} writes, {} reads, {} fsyncs, {} deletes (zone resets)\n  flash: {:.1} zones erased ({} inline, {} deferred block erases), max {} erases per block\n  energy: read {:.4} J, write {:.4} J, reset {:.4} J, total {:.3} J\n",
         result.files.writes,
         result.files.reads,
         result.files.fsyncs,
@@ -324,6 +333,8 @@ pub fn to_text(result: &FileChurnResult) -> String {
         result.wear.inline,
         result.wear.deferred,
         result.wear.max_per_block,
+        result.read_energy_j,
+        result.write_energy_j,
         result.reset_energy_j,
         result.total_energy_j
     );

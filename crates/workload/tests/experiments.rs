@@ -6,7 +6,7 @@ use zonelab_workload::experiment::{experiments, run};
 fn every_experiment_runs_quick_and_writes_its_outputs() {
     let out = tempfile::tempdir().expect("tempdir");
     let all = experiments();
-    assert_eq!(all.len(), 13);
+    assert_eq!(all.len(), 15);
     for experiment in all {
         let directory = out.path().join(&experiment.id);
         let outcome =
