@@ -3,7 +3,10 @@
 //! ReZNS's renewable zones erase less than the static policies.
 
 use zonelab_device::{Device, DeviceConfig, HostPath};
-use zonelab_zns::{zone_attrs, Command, Completion, NullStore, Status, ZoneDescriptor, ZoneSendAction, ZoneState};
+use zonelab_zns::{
+    zone_attrs, Command, Completion, NullStore, ReceiveAction, ReportFilter, Status, ZoneDescriptor, ZoneReport,
+    ZoneSendAction, ZoneState,
+};
 
 /// What the host saw, and the erases the run cost.
 struct Run {
@@ -95,7 +98,17 @@ fn the_zombie_scan_finishes_idle_open_zones_and_recycles_their_rest() {
     }
     let zone0 = device.namespace().zone(0);
     assert_eq!(zone0.state, ZoneState::Full, "idle for an hour: finished by the controller");
-    assert_eq!(zone0.attrs & zone_attrs::ZFC, zone_attrs::ZFC, "and the report says so");
+    let mut buf = vec![0u8; 64 + 64];
+    let receive = Command::ZoneManagementReceive {
+        slba: 0,
+        action: ReceiveAction::ReportZones,
+        filter: ReportFilter::Full,
+        partial: true,
+        buf: &mut buf,
+    };
+    assert!(device.submit(3700 * second, receive).result.is_ok());
+    let report = ZoneReport::decode(&buf, geometry.zone_size_lba).expect("report");
+    assert_eq!((report.zones[0].index, report.zones[0].attrs), (0, zone_attrs::ZFC), "the report says so");
     let zone1_state = device.namespace().zone(1);
     assert_eq!((zone1_state.state, zone1_state.attrs), (ZoneState::ImplicitlyOpened, 0), "zone 1 was written");
     assert_eq!(device.counters().controller_finishes, 1);

@@ -1,6 +1,7 @@
 //! The file-churn driver: the same files are written and deleted under every mapping policy, and ReZNS's
 //! renewable zones erase less, which the driver's figures show.
 
+use zonelab_media::FlashOp;
 use zonelab_workload::filechurn::{parse_args, run, FileChurnResult};
 
 fn churn(policy: &str, fsync: u64) -> FileChurnResult {
@@ -28,6 +29,13 @@ fn rezns_renews_partly_written_zones_instead_of_erasing_them() {
     assert_eq!((renewable.renewed_resets, renewable.spare_reuses), (24, 16), "rounds 2 and 3 reuse the spares");
     assert!(rezns.mib_per_s > baseline.mib_per_s, "{} vs {}", rezns.mib_per_s, baseline.mib_per_s);
     assert!(rezns.total_energy_j < baseline.total_energy_j);
+    for result in [&baseline, &rezns] {
+        let parts = result.read_energy_j + result.write_energy_j + result.reset_energy_j;
+        assert!((parts - result.total_energy_j).abs() < 1e-9, "energy adds up: {parts} vs {}", result.total_energy_j);
+        let (programs, erases) = (result.flash.total(FlashOp::PageProgram), result.flash.total(FlashOp::BlockErase));
+        let expected = programs as f64 * 7660e-9 + erases as f64 * 43125e-9;
+        assert!((expected - result.total_energy_j).abs() < 1e-6, "Table 1's constants: {expected} J");
+    }
 }
 
 #[test]
