@@ -159,6 +159,9 @@ pub struct FlashModel {
     renewable: Option<RenewableMap>,
     /// Erase count per block, physical zone by physical zone.
     wear: Vec<u32>,
+    /// When each physical zone's last whole-zone erase ends: a zone recycled by the renewable mapping takes
+    /// programs only after it, although plane timelines would fit them in earlier gaps.
+    erased_until: Vec<u64>,
     /// Block erases that a reset waited for, and those that ran after it completed.
     erases_inline: u64,
     erases_deferred: u64,
@@ -215,6 +218,7 @@ impl FlashModel {
             renewable: (config.mapping.policy == MappingPolicy::Rezns)
                 .then(|| RenewableMap::new(zones, units_per_zone, config.mapping.renew_above)),
             wear: vec![0; zones as usize * (planes_per_zone * blocks_per_zone_plane) as usize],
+            erased_until: vec![0; zones as usize],
             erases_inline: 0,
             erases_deferred: 0,
             counters: FlashCounters::default(),
@@ -259,9 +263,11 @@ impl FlashModel {
     fn locate(&mut self, zone: u32, unit: u64) -> (u32, u64) {
         let Some(map) = self.renewable.as_mut() else { return (zone, unit) };
         let found = map.locate(zone, unit);
-        let blocks = map.physical_zones() * (self.planes_per_zone * self.blocks_per_zone_plane) as usize;
+        let physical_zones = map.physical_zones();
+        let blocks = physical_zones * (self.planes_per_zone * self.blocks_per_zone_plane) as usize;
         if self.wear.len() < blocks {
             self.wear.resize(blocks, 0);
+            self.erased_until.resize(physical_zones, 0);
         }
         found
     }
@@ -290,6 +296,7 @@ impl FlashModel {
     fn program(&mut self, now: u64, zone: u32, unit: u64, ready: u64, source: OpSource) -> u64 {
         let (physical_zone, physical_unit) = self.locate(zone, unit);
         let (plane, channel) = self.place(physical_zone, physical_unit);
+        let ready = ready.max(self.erased_until[physical_zone as usize]);
         let moved =
             self.channels[channel].reserve(now, ready, transfer_ns(self.unit_bytes, self.costs.channel_ns_per_byte));
         let done = self.planes[plane].reserve(now, moved, self.costs.program_ns);
@@ -527,29 +534,34 @@ impl FlashModel {
             } else {
                 (self.costs.seal_ns, host_here.div_ceil(block_units), programmed_here.div_ceil(block_units))
             };
-            let plane_done = self.erase_on_plane(now, start, zone, plane_in_zone, sync_seal, sync_blocks, all_blocks);
+            let (plane_done, _) =
+                self.erase_on_plane(now, start, zone, plane_in_zone, sync_seal, sync_blocks, all_blocks);
             done = done.max(plane_done);
         }
         done
     }
 
     /// Erases every block of whole physical zones from `start`; returns when they are done if the caller waits
-    /// for them (`inline`), or `start`.
+    /// for them (`inline`), or `start`. Programs into those zones wait for their erases (`erased_until`).
     fn erase_physical_zones(&mut self, now: u64, start: u64, physical_zones: &[u32], inline: bool) -> u64 {
         let blocks = self.blocks_per_zone_plane;
         let sync_blocks = if inline { blocks } else { 0 };
         let mut done = start;
         for &physical_zone in physical_zones {
             for plane_in_zone in 0..self.planes_per_zone {
-                let plane_done = self.erase_on_plane(now, start, physical_zone, plane_in_zone, 0, sync_blocks, blocks);
+                let (plane_done, erased) =
+                    self.erase_on_plane(now, start, physical_zone, plane_in_zone, 0, sync_blocks, blocks);
                 done = done.max(plane_done);
+                let until = &mut self.erased_until[physical_zone as usize];
+                *until = (*until).max(erased);
             }
         }
         done
     }
 
     /// Erases the first `all_blocks` blocks of a physical zone on one of its planes from `start`, after a seal
-    /// of `seal_ns`; returns when the first `sync_blocks` erases (the ones a reset waits for) are done.
+    /// of `seal_ns`; returns when the first `sync_blocks` erases (the ones a reset waits for) are done, and when
+    /// all of them are.
     #[allow(clippy::too_many_arguments)]
     fn erase_on_plane(
         &mut self,
@@ -560,7 +572,7 @@ impl FlashModel {
         seal_ns: u64,
         sync_blocks: u64,
         all_blocks: u64,
-    ) -> u64 {
+    ) -> (u64, u64) {
         let block_units = u64::from(self.config.nand.block_program_units);
         let (plane, _) = self.place(physical_zone, plane_in_zone);
         self.page_register[plane] = None;
@@ -578,7 +590,7 @@ impl FlashModel {
             self.wear[index] += 1;
         }
         self.counters.add(FlashOp::BlockErase, OpSource::Reset, all_blocks);
-        plane_done
+        (plane_done, at)
     }
 
     /// Erase counts over every block, and how erases were timed.
@@ -1075,5 +1087,26 @@ mod tests {
         assert_eq!(flash.reset(0, 0), 100_000 + 4 * 3_000_000, "4 left of 64: erased like on a ZNS SSD");
         let summary = flash.erase_summary();
         assert_eq!((summary.inline, summary.deferred), (16, 0));
+    }
+
+    #[test]
+    fn a_recycled_physical_zone_takes_programs_only_after_its_background_erase() {
+        // One erase at a time across the device, so each plane's erases leave gaps a program could fit in.
+        let mut waits = rezns();
+        waits.controller.early_completion = false;
+        waits.nand.erase_concurrency = 1;
+        let mut flash = model(waits);
+        flash.precondition(0, 16 * UNIT);
+        flash.reset(1_000_000_000, 0); // physical 0 becomes a spare
+        flash.precondition(1, 64 * UNIT); // 48 units in physical 0, 16 in physical 1
+        let reset_at = 3_000_000_000;
+        assert_eq!(flash.reset(reset_at, 1), reset_at + 100_000, "physical 0 is erased in the background");
+        let erase_end = reset_at + 100_000 + 16 * 3_000_000;
+        flash.precondition(2, 64 * UNIT); // the spare (physical 1), then physical 2
+        flash.precondition(3, 64 * UNIT); // physical 3
+        // Zone 0's first unit lands in physical 0, whose erase is still running.
+        let done = flash.write(reset_at + 300_000, 0, 0, UNIT, WriteKind::Write, false);
+        assert!(done >= erase_end + 500_000, "programmed at {done}, before the erase ends at {erase_end} + 0.5 ms");
+        flash.check_mapping().expect("mapping");
     }
 }

@@ -123,6 +123,10 @@ impl RenewableMap {
     fn extend(&mut self, zone: u32) {
         let extents = &self.extents[zone as usize];
         let logical = extents.last().map_or(0, |last| last.logical + (self.units_per_zone - last.physical));
+        // Units go out in order: the zone is past its last extent, so all of that one is handed out.
+        if let Some(last) = extents.last() {
+            self.physical[last.physical_zone as usize].used = self.units_per_zone;
+        }
         let physical_zone = if self.spare.is_empty() {
             self.free.pop_front().unwrap_or_else(|| {
                 self.stats.overflow_zones += 1;
