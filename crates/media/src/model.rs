@@ -1102,9 +1102,10 @@ mod tests {
         let reset_at = 3_000_000_000;
         assert_eq!(flash.reset(reset_at, 1), reset_at + 100_000, "physical 0 is erased in the background");
         let erase_end = reset_at + 100_000 + 16 * 3_000_000;
-        flash.precondition(2, 64 * UNIT); // the spare (physical 1), then physical 2
-        flash.precondition(3, 64 * UNIT); // physical 3
-        // Zone 0's first unit lands in physical 0, whose erase is still running.
+        // Zone 2 takes the spare (physical 1), then physical 2; zone 3 takes physical 3; so zone 0's first unit
+        // lands in physical 0, whose erase is still running.
+        flash.precondition(2, 64 * UNIT);
+        flash.precondition(3, 64 * UNIT);
         let done = flash.write(reset_at + 300_000, 0, 0, UNIT, WriteKind::Write, false);
         assert!(done >= erase_end + 500_000, "programmed at {done}, before the erase ends at {erase_end} + 0.5 ms");
         flash.check_mapping().expect("mapping");
