@@ -172,6 +172,8 @@ pub struct FlashModel {
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct EraseSummary {
     pub blocks: u64,
+    /// Blocks that make up one zone, so erases can be counted in zones.
+    pub blocks_per_zone: u64,
     pub erases: u64,
     /// Erases a reset waited for.
     pub inline: u64,
@@ -602,6 +604,7 @@ impl FlashModel {
         let total: u64 = self.wear.iter().map(|&count| u64::from(count)).sum();
         EraseSummary {
             blocks: self.wear.len() as u64,
+            blocks_per_zone: self.planes_per_zone * self.blocks_per_zone_plane,
             erases: total,
             inline: self.erases_inline,
             deferred: self.erases_deferred,

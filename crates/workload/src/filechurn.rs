@@ -203,7 +203,6 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
     let device_time_ns = simulation.now_ns() - start;
     let (flash, wear) =
         simulation.with_device(|device| (device.media().counters().clone(), device.media().erase_summary()));
-    let blocks_per_zone = wear.blocks as f64 / f64::from(geometry.zones).max(1.0);
     let energy = &config.media.energy;
     let files = fs.stats();
     let seconds = device_time_ns as f64 / 1e9;
@@ -214,7 +213,7 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
         mib_per_s: (files.bytes_written + files.bytes_read) as f64 / 1_048_576.0 / seconds,
         ops_per_s: ops as f64 / seconds,
         files,
-        zones_erased: flash.total(FlashOp::BlockErase) as f64 / blocks_per_zone,
+        zones_erased: flash.total(FlashOp::BlockErase) as f64 / wear.blocks_per_zone.max(1) as f64,
         read_energy_j: flash.energy_nj(energy, OpSource::HostRead) / 1e9,
         write_energy_j: [OpSource::HostWrite, OpSource::Append, OpSource::FinishPadding, OpSource::Seal]
             .iter()

@@ -382,26 +382,22 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::WalBench { args } => {
             let spec = zonelab_workload::walbench::parse_args(&args).map_err(CliError::Usage)?;
             let result = zonelab_workload::walbench::run(&spec).map_err(CliError::Failed)?;
-            let text = if spec.json {
-                format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&zonelab_workload::walbench::to_json(&result))
-                        .map_err(|e| CliError::Failed(e.to_string()))?
-                )
-            } else {
-                zonelab_workload::walbench::to_text(&result)
-            };
-            stdout.write_all(text.as_bytes()).map_err(stdout_error)
+            print_json_or_text(
+                &mut stdout,
+                spec.json,
+                || zonelab_workload::walbench::to_json(&result),
+                || zonelab_workload::walbench::to_text(&result),
+            )
         }
         Command::FileChurn { args } => {
             let spec = zonelab_workload::filechurn::parse_args(&args).map_err(CliError::Usage)?;
             let result = zonelab_workload::filechurn::run(&spec).map_err(CliError::Failed)?;
-            let text = if spec.json {
-                format!("{}\n", serde_json::to_string_pretty(&result).map_err(|e| CliError::Failed(e.to_string()))?)
-            } else {
-                zonelab_workload::filechurn::to_text(&result)
-            };
-            stdout.write_all(text.as_bytes()).map_err(stdout_error)
+            print_json_or_text(
+                &mut stdout,
+                spec.json,
+                || serde_json::to_value(&result).unwrap_or_default(),
+                || zonelab_workload::filechurn::to_text(&result),
+            )
         }
         Command::Presets => calibrate::list_presets(&mut stdout),
         Command::Calibrate(args) => calibrate::run(&args, &mut stdout),
@@ -415,6 +411,21 @@ fn run(command: Command) -> Result<(), CliError> {
 
 fn stdout_error(error: io::Error) -> CliError {
     CliError::Io(PathBuf::from("<stdout>"), error)
+}
+
+/// A `--output-format=json|normal` tool's result: pretty JSON, or its text.
+fn print_json_or_text(
+    out: &mut impl Write,
+    json: bool,
+    value: impl FnOnce() -> serde_json::Value,
+    text: impl FnOnce() -> String,
+) -> Result<(), CliError> {
+    let text = if json {
+        format!("{}\n", serde_json::to_string_pretty(&value()).map_err(|e| CliError::Failed(e.to_string()))?)
+    } else {
+        text()
+    };
+    out.write_all(text.as_bytes()).map_err(stdout_error)
 }
 
 fn create(args: CreateArgs, out: &mut impl Write) -> Result<(), CliError> {
