@@ -3,8 +3,12 @@
 
 use serde::Serialize;
 use zonelab_media::{FlashModel, WriteKind};
-use zonelab_zns::{Command, Completion, MediaStore, Status, ZoneSendAction, ZoneState, ZonedNamespace};
+use zonelab_zns::{
+    Command, Completion, Effect, Executed, MediaStore, Status, TransitionCause, ZoneSendAction, ZoneState,
+    ZonedNamespace,
+};
 
+use crate::queue::SubmissionQueue;
 use crate::{DeviceConfig, HostCost};
 
 /// How the host reaches the device; each path adds its own per-command cost.
@@ -71,6 +75,16 @@ pub struct DeviceCounters {
     pub bytes_written: u64,
 }
 
+/// How a command is timed, read off it before the namespace takes it.
+#[derive(Clone, Copy)]
+enum Timing {
+    Read { slba: u64, nlb: u64 },
+    Write(WriteKind),
+    Flush,
+    ZoneSend { slba: u64, action: ZoneSendAction, select_all: bool },
+    Report,
+}
+
 fn ns(us: f64) -> u64 {
     (us * 1000.0).round() as u64
 }
@@ -89,6 +103,8 @@ pub struct Device<S> {
     zombie_scan: Option<ZombieScan>,
     /// When each zone was last written, for the zombie scan.
     last_write_ns: Vec<u64>,
+    /// Commands waiting for the device (`queue.rs`).
+    pub(crate) queue: SubmissionQueue,
 }
 
 /// ReZNS's zombie-zone daemon: every `period_ns` it finishes the open zones nobody wrote for `idle_ns`.
@@ -130,6 +146,7 @@ impl<S: MediaStore> Device<S> {
                 ZombieScan { period_ns, idle_ns: (config.media.mapping.zombie_idle_s * 1e9) as u64, next_ns: period_ns }
             }),
             last_write_ns: vec![0; geometry.zones as usize],
+            queue: SubmissionQueue::default(),
         }
     }
 
@@ -210,91 +227,39 @@ impl<S: MediaStore> Device<S> {
         Submitted { complete_ns, result }
     }
 
+    /// Runs `command` through the namespace, then hands what it did (its effects) to the flash model.
     fn run(&mut self, at: u64, command: Command<'_>) -> Result<(u64, Completion), Status> {
-        let geometry = *self.namespace.geometry();
-        let lba_shift = geometry.lba_shift;
-        match command {
-            Command::Read { slba, buf } => {
-                let len = buf.len() as u64;
-                self.namespace.read(slba, buf)?;
-                Ok((self.timed_read(at, slba, len), Completion::Success))
-            }
-            Command::Write { slba, data } => {
-                let opens = self.opens_implicitly(slba);
-                self.namespace.write(slba, data)?;
-                self.counters.writes += 1;
-                self.counters.bytes_written += data.len() as u64;
-                Ok((self.timed_write(at, slba, data.len() as u64, WriteKind::Write, opens), Completion::Success))
-            }
-            Command::WriteZeroes { slba, nlb } => {
-                let opens = self.opens_implicitly(slba);
-                self.namespace.write_zeroes(slba, nlb)?;
-                self.counters.writes += 1;
-                self.counters.bytes_written += nlb << lba_shift;
-                Ok((self.timed_write(at, slba, nlb << lba_shift, WriteKind::Zeroes, opens), Completion::Success))
-            }
-            Command::Append { zslba, data } => {
-                if !self.host.carries_append() {
-                    return Err(Status::InvalidOpcode);
-                }
-                let opens = zslba < geometry.nsze_lba && self.opens_implicitly(zslba);
-                let lba = self.namespace.append(zslba, data)?;
-                self.counters.appends += 1;
-                self.counters.bytes_written += data.len() as u64;
-                Ok((
-                    self.timed_write(at, lba, data.len() as u64, WriteKind::Append, opens),
-                    Completion::Appended { lba },
-                ))
-            }
-            Command::Flush => {
-                self.namespace.flush()?;
-                Ok((self.media.flush(at), Completion::Success))
-            }
+        let lba_shift = self.namespace.geometry().lba_shift;
+        let timing = match &command {
+            Command::Append { .. } if !self.host.carries_append() => return Err(Status::InvalidOpcode),
+            Command::Read { slba, buf } => Timing::Read { slba: *slba, nlb: buf.len() as u64 >> lba_shift },
+            Command::ReadDiscard { slba, nlb } => Timing::Read { slba: *slba, nlb: *nlb },
+            Command::Write { .. } => Timing::Write(WriteKind::Write),
+            Command::WriteZeroes { .. } => Timing::Write(WriteKind::Zeroes),
+            Command::Append { .. } => Timing::Write(WriteKind::Append),
+            Command::Flush => Timing::Flush,
             Command::ZoneManagementSend { slba, action, select_all } => {
-                let before: Vec<ZoneState> = (0..geometry.zones).map(|zone| self.namespace.zone(zone).state).collect();
-                self.namespace.zone_management_send(slba, action, select_all)?;
-                self.counters.zone_management += 1;
-                let mut done = at;
-                for (zone, old) in (0..geometry.zones).zip(before) {
-                    let new = self.namespace.zone(zone).state;
-                    let targeted = !select_all && zone == geometry.zone_of(slba);
-                    if new == old && !targeted {
-                        continue;
-                    }
-                    let finished = match action {
-                        ZoneSendAction::Reset => {
-                            self.counters.resets += u64::from(old != ZoneState::Empty);
-                            self.media.reset(at, zone)
-                        }
-                        ZoneSendAction::Finish if old != ZoneState::Full => {
-                            self.counters.finishes += 1;
-                            self.media.finish(at, zone)
-                        }
-                        ZoneSendAction::Open if old != new => self.media.open(at),
-                        ZoneSendAction::Close if old != new => self.media.close(at, zone),
-                        _ => self.media.management(at),
-                    };
-                    done = done.max(finished);
-                }
-                Ok((done, Completion::Success))
+                Timing::ZoneSend { slba: *slba, action: *action, select_all: *select_all }
             }
-            Command::ZoneManagementReceive { slba, action, filter, partial, buf } => {
-                self.namespace.zone_management_receive(slba, action, filter, partial, buf)?;
-                Ok((at, Completion::Success))
+            Command::ZoneManagementReceive { .. } => Timing::Report,
+        };
+        let executed = self.namespace.execute(command)?;
+        let done = match timing {
+            Timing::Read { slba, nlb } => self.timed_read(at, slba, nlb << lba_shift),
+            Timing::Write(kind) => self.timed_write(at, &executed, kind),
+            Timing::Flush => self.media.flush(at),
+            Timing::ZoneSend { slba, action, select_all } => {
+                self.timed_zone_send(at, &executed, slba, action, select_all)
             }
-        }
+            Timing::Report => at,
+        };
+        Ok((done, executed.completion))
     }
 
     /// A read whose data the host does not want (a benchmark's): the same checks and timing as a Read, with
     /// no data moved in the host's memory.
     pub fn submit_read_without_data(&mut self, now: u64, slba: u64, nlb: u64) -> Submitted {
-        let arrival = now + ns(self.host_cost.submit_us);
-        let len = nlb << self.namespace.geometry().lba_shift;
-        let outcome = self
-            .scan_for_zombies(arrival)
-            .and_then(|()| self.namespace.check_read(slba, nlb))
-            .map(|()| self.timed_read(arrival, slba, len));
-        self.complete(now, arrival, (0x02, slba, nlb), outcome.map(|done| (done, Completion::Success)))
+        self.submit(now, Command::ReadDiscard { slba, nlb })
     }
 
     /// The flash time of a read of `len_bytes` at `slba`, zone by zone.
@@ -315,19 +280,77 @@ impl<S: MediaStore> Device<S> {
         done
     }
 
-    /// Whether a write at `slba` opens its zone implicitly (it is EMPTY or CLOSED).
-    fn opens_implicitly(&self, slba: u64) -> bool {
-        let geometry = self.namespace.geometry();
-        slba < geometry.nsze_lba
-            && matches!(self.namespace.zone(geometry.zone_of(slba)).state, ZoneState::Empty | ZoneState::Closed)
+    /// The flash time of a write, write zeroes or append, from its effects: the range written (the first write
+    /// to a zone it opens implicitly pays the open), and the zone an auto-close closed to make room, which the
+    /// controller closes before it opens the new one.
+    fn timed_write(&mut self, at: u64, executed: &Executed, kind: WriteKind) -> u64 {
+        let geometry = *self.namespace.geometry();
+        let mut done = at;
+        for effect in &executed.effects {
+            match *effect {
+                Effect::Written { zone, slba, nlb } => {
+                    let opens = executed.transitions_of(zone).any(|(from, _, cause)| {
+                        cause == TransitionCause::Write && matches!(from, ZoneState::Empty | ZoneState::Closed)
+                    });
+                    self.last_write_ns[zone as usize] = at;
+                    let offset = (slba - geometry.zone_start_lba(zone)) << geometry.lba_shift;
+                    let len_bytes = nlb << geometry.lba_shift;
+                    done = done.max(self.media.write(at, zone, offset, len_bytes, kind, opens));
+                    if kind == WriteKind::Append {
+                        self.counters.appends += 1;
+                    } else {
+                        self.counters.writes += 1;
+                    }
+                    self.counters.bytes_written += len_bytes;
+                }
+                Effect::Transition { zone, cause: TransitionCause::AutoClose, .. } => {
+                    done = done.max(self.media.close(at, zone));
+                }
+                Effect::Transition { .. } => {}
+            }
+        }
+        done
     }
 
-    fn timed_write(&mut self, at: u64, slba: u64, len_bytes: u64, kind: WriteKind, opens: bool) -> u64 {
-        let geometry = *self.namespace.geometry();
-        let zone = geometry.zone_of(slba);
-        self.last_write_ns[zone as usize] = at;
-        let offset = (slba - geometry.zone_start_lba(zone)) << geometry.lba_shift;
-        self.media.write(at, zone, offset, len_bytes, kind, opens)
+    /// The flash time of a Zone Management Send, zone by zone from its effects. A command that changed no zone
+    /// (resetting an EMPTY zone, finishing a FULL one) still costs the controller its work: a reset asks the
+    /// flash model (which erases nothing), anything else is command processing only.
+    fn timed_zone_send(
+        &mut self,
+        at: u64,
+        executed: &Executed,
+        slba: u64,
+        action: ZoneSendAction,
+        select_all: bool,
+    ) -> u64 {
+        self.counters.zone_management += 1;
+        if executed.effects.is_empty() {
+            let zone = self.namespace.geometry().zone_of(slba);
+            return match action {
+                ZoneSendAction::Reset if !select_all => self.media.reset(at, zone),
+                _ => self.media.management(at),
+            };
+        }
+        let mut done = at;
+        for effect in &executed.effects {
+            let Effect::Transition { zone, cause, .. } = *effect else { continue };
+            let finished = match cause {
+                TransitionCause::AutoClose => self.media.close(at, zone),
+                TransitionCause::Host(ZoneSendAction::Reset) => {
+                    self.counters.resets += 1;
+                    self.media.reset(at, zone)
+                }
+                TransitionCause::Host(ZoneSendAction::Finish) => {
+                    self.counters.finishes += 1;
+                    self.media.finish(at, zone)
+                }
+                TransitionCause::Host(ZoneSendAction::Open) => self.media.open(at),
+                TransitionCause::Host(ZoneSendAction::Close) => self.media.close(at, zone),
+                _ => self.media.management(at),
+            };
+            done = done.max(finished);
+        }
+        done
     }
 
     /// Runs the zombie scans due by `now` (the last one only: between commands nothing changes): open zones
@@ -372,6 +395,7 @@ impl<S: MediaStore> Device<S> {
 fn describe(command: &Command<'_>, lba_shift: u32) -> (u8, u64, u64) {
     match command {
         Command::Read { slba, buf } => (0x02, *slba, (buf.len() as u64) >> lba_shift),
+        Command::ReadDiscard { slba, nlb } => (0x02, *slba, *nlb),
         Command::Write { slba, data } => (0x01, *slba, (data.len() as u64) >> lba_shift),
         Command::WriteZeroes { slba, nlb } => (0x08, *slba, *nlb),
         Command::Append { zslba, data } => (0x7d, *zslba, (data.len() as u64) >> lba_shift),

@@ -15,11 +15,13 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::rc::Rc;
+use std::task::{Poll, Waker};
 
 use serde::Serialize;
-use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand, TaskId};
+use zonelab_runtime::sync::yield_now;
+use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand};
 use zonelab_zns::{Status, ZoneSendAction};
 
 /// ZINC's knobs.
@@ -92,7 +94,7 @@ pub struct SchedulerCounters {
 /// A reset or finish ZINC holds.
 struct Held {
     id: u64,
-    task: TaskId,
+    waker: Option<Waker>,
     /// Set when the write tokens run out while this is the oldest held command.
     signalled: bool,
 }
@@ -102,7 +104,16 @@ struct QueuedWrite {
     id: u64,
     blocks: u64,
     data: IoData,
-    task: TaskId,
+    /// Woken when the write may be dispatched or its merged result is in.
+    waker: Option<Waker>,
+}
+
+impl QueuedWrite {
+    fn wake(&self) {
+        if let Some(waker) = &self.waker {
+            waker.wake_by_ref();
+        }
+    }
 }
 
 #[derive(Default)]
@@ -122,6 +133,8 @@ struct DeadlineState {
     zinc: Option<ZincConfig>,
     /// Results of merged requests, by request id, for their waiting tasks.
     results: BTreeMap<u64, Result<Output, Status>>,
+    /// Wakers of merged requests waiting for their results, by request id.
+    merged_waiters: BTreeMap<u64, Waker>,
     next_id: u64,
     counters: SchedulerCounters,
 }
@@ -146,7 +159,9 @@ impl DeadlineState {
         if self.tokens_used >= u64::from(zinc.tokens_per_epoch) {
             if let Some(oldest) = self.held.first_mut() {
                 oldest.signalled = true;
-                queue.wake(oldest.task);
+                if let Some(waker) = &oldest.waker {
+                    waker.wake_by_ref();
+                }
             }
         }
     }
@@ -218,70 +233,93 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
             state.next_id += 1;
             let id = state.next_id;
             state.counters.write_requests += 1;
-            let task = inner.current_task();
-            state.zones.entry(zone).or_default().writes.insert(slba, QueuedWrite { id, blocks, data, task });
+            state.zones.entry(zone).or_default().writes.insert(slba, QueuedWrite { id, blocks, data, waker: None });
             id
         };
         // Like the block layer's plug, a request that may dispatch first lets every request submitted at the same
         // instant join the queue, so that they can merge.
         let mut plugged = false;
-        loop {
-            let group = {
+        let members = loop {
+            let turn = poll_fn(|context| {
                 let mut state = state.borrow_mut();
                 if let Some(result) = state.results.remove(&id) {
-                    return result;
+                    return Poll::Ready(Turn::Merged(result));
                 }
                 let queue = state.zones.entry(zone).or_default();
-                let is_head = queue.writes.first_key_value().is_some_and(|(_, head)| head.id == id);
-                if queue.locked || !is_head {
-                    None
-                } else if !plugged {
-                    plugged = true;
-                    inner.wake(inner.current_task());
-                    None
-                } else {
-                    queue.locked = true;
-                    let (mut end, head) = queue
-                        .writes
-                        .pop_first()
-                        .map(|(lba, write)| (lba + write.blocks, write))
-                        .expect("the head exists");
-                    let mut members = vec![head];
-                    let mut total = members[0].blocks;
-                    while let Some(next) = queue.writes.first_key_value().map(|(lba, write)| (*lba, write.blocks)) {
-                        if next.0 != end || total + next.1 > max_blocks {
-                            break;
+                let head_is_us = queue.writes.get(&slba).is_some_and(|write| write.id == id)
+                    && queue.writes.first_key_value().is_some_and(|(_, head)| head.id == id);
+                if queue.locked || !head_is_us {
+                    match queue.writes.get_mut(&slba).filter(|write| write.id == id) {
+                        Some(write) => write.waker = Some(context.waker().clone()),
+                        None => {
+                            state.merged_waiters.insert(id, context.waker().clone());
                         }
-                        let (_, write) = queue.writes.pop_first().expect("peeked");
-                        end += write.blocks;
-                        total += write.blocks;
-                        members.push(write);
                     }
-                    state.counters.write_commands += 1;
-                    state.counters.merged_requests += members.len() as u64 - 1;
-                    state.consume_tokens(members.len() as u64, &inner);
-                    Some(members)
+                    return Poll::Pending;
                 }
-            };
-            let Some(members) = group else {
-                inner.park().await;
-                continue;
-            };
-            let data = merge(members.iter().map(|member| &member.data));
-            let result = inner.submit(QueuedCommand::Write { slba, data }).await;
-            let mut state = state.borrow_mut();
-            for member in members.iter().skip(1) {
-                state.results.insert(member.id, result.clone());
-                inner.wake(member.task);
+                Poll::Ready(if plugged { Turn::Dispatch } else { Turn::Plug })
+            })
+            .await;
+            match turn {
+                Turn::Merged(result) => return result,
+                Turn::Plug => {
+                    plugged = true;
+                    yield_now().await;
+                }
+                Turn::Dispatch => break Self::take_group(&state, &inner, zone, max_blocks),
             }
-            let queue = state.zones.entry(zone).or_default();
-            queue.locked = false;
-            if let Some((_, head)) = queue.writes.first_key_value() {
-                inner.wake(head.task);
+        };
+        let data = merge(members.iter().map(|member| &member.data));
+        let result = inner.submit(QueuedCommand::Write { slba, data }).await;
+        let mut state = state.borrow_mut();
+        for member in members.iter().skip(1) {
+            state.results.insert(member.id, result.clone());
+            member.wake();
+            if let Some(waker) = state.merged_waiters.remove(&member.id) {
+                waker.wake();
             }
-            return result;
         }
+        let queue = state.zones.entry(zone).or_default();
+        queue.locked = false;
+        if let Some((_, head)) = queue.writes.first_key_value() {
+            head.wake();
+        }
+        result
     }
+
+    /// Locks the zone and takes the head write with every adjacent queued write that fits in one command.
+    fn take_group(state: &RefCell<DeadlineState>, inner: &Q, zone: u64, max_blocks: u64) -> Vec<QueuedWrite> {
+        let mut state = state.borrow_mut();
+        let queue = state.zones.entry(zone).or_default();
+        queue.locked = true;
+        let (mut end, head) =
+            queue.writes.pop_first().map(|(lba, write)| (lba + write.blocks, write)).expect("the head exists");
+        let mut members = vec![head];
+        let mut total = members[0].blocks;
+        while let Some(next) = queue.writes.first_key_value().map(|(lba, write)| (*lba, write.blocks)) {
+            if next.0 != end || total + next.1 > max_blocks {
+                break;
+            }
+            let (_, write) = queue.writes.pop_first().expect("peeked");
+            end += write.blocks;
+            total += write.blocks;
+            members.push(write);
+        }
+        state.counters.write_commands += 1;
+        state.counters.merged_requests += members.len() as u64 - 1;
+        state.consume_tokens(members.len() as u64, inner);
+        members
+    }
+}
+
+/// Where a queued write stands when its task looks.
+enum Turn {
+    /// Another request's command carried it; here is the result.
+    Merged(Result<Output, Status>),
+    /// It heads an unlocked zone for the first time: let the requests of this instant join first.
+    Plug,
+    /// It heads an unlocked zone after the plug: dispatch.
+    Dispatch,
 }
 
 impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
@@ -295,7 +333,7 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
             state.next_id += 1;
             let id = state.next_id;
             state.counters.management_held += 1;
-            state.held.push(Held { id, task: inner.current_task(), signalled: false });
+            state.held.push(Held { id, waker: None, signalled: false });
             id
         };
         loop {
@@ -320,11 +358,14 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
             }
             let boundary = (now / zinc.epoch_ns + 1) * zinc.epoch_ns;
             let mut sleep = std::pin::pin!(inner.sleep(boundary - now));
-            std::future::poll_fn(|context| {
-                let signalled = state.borrow().held.iter().any(|held| held.id == id && held.signalled);
-                if signalled {
-                    return std::task::Poll::Ready(());
+            poll_fn(|context| {
+                let mut state = state.borrow_mut();
+                let Some(held) = state.held.iter_mut().find(|held| held.id == id) else { return Poll::Ready(()) };
+                if held.signalled {
+                    return Poll::Ready(());
                 }
+                held.waker = Some(context.waker().clone());
+                drop(state);
                 sleep.as_mut().poll(context)
             })
             .await;
@@ -390,18 +431,6 @@ impl<Q: CommandQueue + Clone + 'static> CommandQueue for Scheduled<Q> {
 
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {
         self.inner.sleep(duration_ns)
-    }
-
-    fn current_task(&self) -> TaskId {
-        self.inner.current_task()
-    }
-
-    fn wake(&self, task: TaskId) {
-        self.inner.wake(task);
-    }
-
-    fn park(&self) -> impl Future<Output = ()> {
-        self.inner.park()
     }
 
     fn geometry(&self) -> zonelab_zns::Geometry {

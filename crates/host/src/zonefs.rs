@@ -8,7 +8,8 @@
 
 use std::cell::RefCell;
 
-use zonelab_runtime::{CommandQueue, HostExt, IoData, TaskId};
+use zonelab_runtime::sync::{Mutex, MutexGuard};
+use zonelab_runtime::{CommandQueue, HostExt, IoData};
 use zonelab_zns::{ReportFilter, Status, ZoneSendAction, ZoneState};
 
 /// Why a file operation failed; `errno` gives the number zonefs returns.
@@ -50,14 +51,11 @@ impl FsError {
     }
 }
 
-/// One file: its zone, size and condition, and who waits to write it.
+/// One file: its zone's size and condition.
 #[derive(Clone, Debug)]
 struct FileState {
     size: u64,
     condition: ZoneState,
-    /// A write, truncate or its error recovery is under way: like zonefs's inode lock, one at a time.
-    busy: bool,
-    waiting: Vec<TaskId>,
 }
 
 /// Counts of what the file layer asked of the device.
@@ -80,6 +78,9 @@ pub struct ZoneFs<Q> {
     zone_size_lba: u64,
     capacity_bytes: u64,
     files: RefCell<Vec<FileState>>,
+    /// One per file, held through a write, truncate or its error recovery: like zonefs's inode lock, one at a
+    /// time. The guard releases it even when the operation's future is dropped half way.
+    locks: Vec<Mutex<()>>,
     stats: RefCell<ZoneFsStats>,
 }
 
@@ -93,6 +94,7 @@ impl<Q: CommandQueue> ZoneFs<Q> {
             zone_size_lba: geometry.zone_size_lba,
             capacity_bytes: geometry.zone_cap_lba << geometry.lba_shift,
             files: RefCell::new(Vec::with_capacity(geometry.zones as usize)),
+            locks: (0..geometry.zones).map(|_| Mutex::new(())).collect(),
             stats: RefCell::default(),
             queue,
         };
@@ -104,7 +106,7 @@ impl<Q: CommandQueue> ZoneFs<Q> {
             }
             for zone in &report.zones {
                 let size = fs.size_of(zone.state, zone.wp_lba - zone.start_lba);
-                fs.files.borrow_mut().push(FileState { size, condition: zone.state, busy: false, waiting: Vec::new() });
+                fs.files.borrow_mut().push(FileState { size, condition: zone.state });
                 slba = zone.start_lba + fs.zone_size_lba;
             }
         }
@@ -151,49 +153,24 @@ impl<Q: CommandQueue> ZoneFs<Q> {
     }
 
     /// Takes the file's lock, waiting for the writer before.
-    async fn lock(&self, file: u32) {
-        loop {
-            {
-                let mut files = self.files.borrow_mut();
-                let state = &mut files[file as usize];
-                if !state.busy {
-                    state.busy = true;
-                    return;
-                }
-                state.waiting.push(self.queue.current_task());
-            }
-            self.queue.park().await;
-        }
-    }
-
-    fn unlock(&self, file: u32) {
-        let waiting = {
-            let mut files = self.files.borrow_mut();
-            let state = &mut files[file as usize];
-            state.busy = false;
-            std::mem::take(&mut state.waiting)
-        };
-        for task in waiting {
-            self.queue.wake(task);
-        }
+    async fn lock(&self, file: u32) -> MutexGuard<'_, ()> {
+        self.locks[file as usize].lock().await
     }
 
     /// Appends `data` at the end of a file (a write at offset `size`); returns the offset it landed at.
     pub async fn append(&self, file: u32, data: IoData) -> Result<u64, FsError> {
         self.check(file)?;
-        self.lock(file).await;
+        let _guard = self.lock(file).await;
         let size = self.files.borrow()[file as usize].size;
         let result = self.write_locked(file, size, data).await;
-        self.unlock(file);
         result.map(|()| size)
     }
 
     /// Writes `data` at `offset`, which must be the file's end.
     pub async fn write(&self, file: u32, offset: u64, data: IoData) -> Result<(), FsError> {
         self.check(file)?;
-        self.lock(file).await;
+        let _guard = self.lock(file).await;
         let result = self.write_locked(file, offset, data).await;
-        self.unlock(file);
         result
     }
 
@@ -291,7 +268,7 @@ impl<Q: CommandQueue> ZoneFs<Q> {
         } else {
             return Err(FsError::BadTruncate { file, size, capacity: self.capacity_bytes });
         };
-        self.lock(file).await;
+        let _guard = self.lock(file).await;
         let condition = self.files.borrow()[file as usize].condition;
         let result = match condition {
             ZoneState::ReadOnly => Err(FsError::ReadOnly(file)),
@@ -315,7 +292,6 @@ impl<Q: CommandQueue> ZoneFs<Q> {
                 }
             },
         };
-        self.unlock(file);
         result
     }
 

@@ -2,78 +2,12 @@
 
 use std::future::Future;
 
+pub use zonelab_device::{IoData, Output, QueuedCommand};
 use zonelab_zns::{Geometry, ReportFilter, Status, ZoneReport, ZoneSendAction};
 
-/// Data a write carries: real bytes, or zeros of a length (for simulations that keep no data).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum IoData {
-    Bytes(Vec<u8>),
-    Zeros(u64),
-}
-
-impl IoData {
-    pub fn len(&self) -> u64 {
-        match self {
-            IoData::Bytes(bytes) => bytes.len() as u64,
-            IoData::Zeros(len) => *len,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// A command as host code queues it; it owns its data, since it outlives the call that queued it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum QueuedCommand {
-    /// Read `nlb` blocks; with `keep` false the data is dropped (the timing is what matters).
-    Read {
-        slba: u64,
-        nlb: u64,
-        keep: bool,
-    },
-    Write {
-        slba: u64,
-        data: IoData,
-    },
-    WriteZeroes {
-        slba: u64,
-        nlb: u64,
-    },
-    Append {
-        zslba: u64,
-        data: IoData,
-    },
-    Flush,
-    ZoneSend {
-        slba: u64,
-        action: ZoneSendAction,
-        select_all: bool,
-    },
-    Report {
-        slba: u64,
-        filter: ReportFilter,
-        partial: bool,
-        max_zones: u32,
-    },
-}
-
-/// What a completed command returns.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Output {
-    Done,
-    Appended(u64),
-    Data(Vec<u8>),
-    Report(ZoneReport),
-}
-
-/// A task of the runtime, for waking it from another task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TaskId(pub usize);
-
-/// A device as host code sees it: commands go in, completions come out, in device time. It also lets host
-/// code that coordinates several tasks (an I/O scheduler) park a task and wake it from another.
+/// A device as host code sees it: commands go in, completions come out, in device time. The futures honour
+/// their `Context` (they register its waker), so any executor can drive them; host code that coordinates
+/// several tasks uses the waker-based primitives of `sync`.
 pub trait CommandQueue {
     /// Queues a command; the future resolves when the device completes it.
     fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>>;
@@ -83,13 +17,6 @@ pub trait CommandQueue {
     fn geometry(&self) -> Geometry;
     /// Resolves `duration_ns` of device time from now.
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()>;
-    /// The task being polled.
-    fn current_task(&self) -> TaskId;
-    /// Polls `task` again at the current instant.
-    fn wake(&self, task: TaskId);
-    /// Returns to the runtime once; the task is polled again when something wakes it. Callers re-check what
-    /// they wait for, since a task may be polled for other reasons too.
-    fn park(&self) -> impl Future<Output = ()>;
 }
 
 /// The commands by name, on any `CommandQueue`.

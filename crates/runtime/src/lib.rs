@@ -1,16 +1,19 @@
 //! # zonelab-runtime: clocks
 //!
 //! Layer 4 of `../shared/DESIGN.md`. Host code talks to a device through one async command API, the
-//! `CommandQueue` trait and its helpers in `HostExt`, and never reads a clock of its own. This crate has the
-//! *virtual-time* runtime: `Simulation`, a deterministic single-threaded executor whose clock jumps to the next
-//! completion, so the same seed gives the same results byte for byte and a simulation runs far faster than real
-//! time. The real-time runtime (a device thread that completes each command when the wall clock reaches its
-//! modelled completion time) implements the same trait later; host code written against `CommandQueue` runs
-//! under both.
+//! `CommandQueue` trait and its helpers in `HostExt`, and never reads a clock of its own. Its futures register
+//! the waker of the `Context` they are polled with, and tasks coordinate through the waker-based primitives of
+//! `sync` (mutex with guard, notification, bounded channel), so host code runs under any executor. This crate
+//! has the *virtual-time* runtime: `Simulation`, a deterministic single-threaded executor whose clock jumps to
+//! the next completion, so the same seed gives the same results byte for byte and a simulation runs far faster
+//! than real time. The device is an actor: commands wait in its bounded submission queue until the runtime asks
+//! it to process them, and it picks their order. The real-time runtime drives the same device from a thread
+//! that completes each command when the wall clock reaches its modelled completion time.
 
 mod api;
-pub mod rng;
 mod sim;
+pub mod sync;
 
-pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand, TaskId};
+pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand};
 pub use sim::{Host, Simulation};
+pub use zonelab_device::rng;

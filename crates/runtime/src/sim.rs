@@ -1,136 +1,160 @@
 //! The virtual-time runtime: a single-threaded executor whose clock jumps from one completion to the next.
+//!
+//! At each instant it polls the ready tasks, then hands the commands they queued to the device (which picks
+//! their order), then moves the clock to the next completion or timer. Tasks and the command and sleep futures
+//! meet through standard wakers only: a woken task is polled again at the current instant, after the commands
+//! queued so far have reached the device, exactly as if its wake-up were a timer due now.
 
 use std::cell::RefCell;
-use std::cmp::Reverse;
+use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::task::{Context, Poll, Wake, Waker};
 
-use zonelab_device::{Device, Submitted};
-use zonelab_zns::{
-    Command, Completion, MediaStore, ReceiveAction, Status, ZoneReport, REPORT_HEADER_BYTES, ZONE_DESCRIPTOR_BYTES,
-};
+use zonelab_device::{Device, QueueFull};
+use zonelab_zns::{MediaStore, Status};
 
-use crate::api::{CommandQueue, IoData, Output, QueuedCommand, TaskId};
-use crate::rng::SplitMix64;
+use crate::api::{CommandQueue, Output, QueuedCommand};
 
 type Task = Pin<Box<dyn Future<Output = ()>>>;
 
-/// Zeros that writes of `IoData::Zeros` are served from, so that simulations keeping no data allocate none.
-static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
+/// Tasks woken since the executor last looked, in the order they were woken; `any` lets the executor skip the
+/// lock when none was.
+#[derive(Default)]
+struct Woken {
+    any: AtomicBool,
+    tasks: StdMutex<Vec<usize>>,
+}
 
-/// Runs `f` on the bytes of `data`; zeros come from a shared buffer when they fit in it.
-fn with_bytes<T>(data: &IoData, f: impl FnOnce(&[u8]) -> T) -> T {
-    match data {
-        IoData::Bytes(bytes) => f(bytes),
-        IoData::Zeros(len) => match ZEROS.get(..*len as usize) {
-            Some(zeros) => f(zeros),
-            None => f(&vec![0u8; *len as usize]),
-        },
+type WokenList = Arc<Woken>;
+
+/// Hands each task woken since the last call to `f`, in the order they were woken.
+fn drain_woken(woken: &WokenList, mut f: impl FnMut(usize)) {
+    if !woken.any.swap(false, AtomicOrdering::Acquire) {
+        return;
+    }
+    let mut tasks = woken.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for task in tasks.drain(..) {
+        f(task);
     }
 }
 
-/// A command's place between its submission and the moment its task sees the result.
-#[derive(Debug)]
-enum Slot {
-    Free,
-    Queued,
-    Done { complete_ns: u64, result: Result<Output, Status> },
+/// The waker of one task: it lists the task as woken.
+struct TaskWaker {
+    task: usize,
+    woken: WokenList,
 }
 
-struct Queued {
-    slot: usize,
-    task: usize,
-    command: QueuedCommand,
+impl Wake for TaskWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(self.task);
+        self.woken.any.store(true, AtomicOrdering::Release);
+    }
+}
+
+/// Whom to wake: one of the simulation's own tasks (the fast path: no waker is cloned or called), or the
+/// waker of whatever executor polled the future.
+enum Wakee {
+    Task(usize),
+    Waker(Waker),
+}
+
+/// A command's place between its submission and the moment its future sees the result.
+enum Slot {
+    Free,
+    Queued { wakee: Wakee },
+    Done { complete_ns: u64, result: Result<Output, Status>, wakee: Wakee },
+}
+
+/// What a timer wakes when the clock reaches it: a task, a command's slot, or a foreign waker kept in
+/// `Shared::sleepers` (so that timers stay small: the heap moves them on every push and pop).
+#[derive(Clone, Copy)]
+enum Target {
+    Task(usize),
+    Slot(usize),
+    Sleeper(usize),
+}
+
+/// A timer; ordered by time, then by the sequence it was set in, so that ties keep their order and nothing
+/// depends on the heap's internals.
+struct Timer {
+    at_ns: u64,
+    seq: u64,
+    target: Target,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at_ns, self.seq) == (other.at_ns, other.seq)
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Timer {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.at_ns, self.seq).cmp(&(other.at_ns, other.seq))
+    }
 }
 
 struct Shared<S> {
     device: Device<S>,
     now_ns: u64,
-    /// (time, sequence, task): tasks to poll when the clock reaches their time; the sequence keeps ties in
-    /// submission order, so nothing depends on the heap's internals.
-    timers: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    timers: BinaryHeap<Reverse<Timer>>,
     timer_seq: u64,
-    current_task: usize,
-    queued: Vec<Queued>,
     slots: Vec<Slot>,
     free_slots: Vec<usize>,
-    reorder: Option<SplitMix64>,
+    /// Foreign wakers of sleeps, by the index their timer holds; freed indices are reused.
+    sleepers: Vec<Option<Waker>>,
+    free_sleepers: Vec<usize>,
+    /// Futures waiting for room in the device's submission queue.
+    queue_waiters: Vec<Waker>,
     spawned: Vec<Task>,
+    /// The waker of each task, and the task being polled, for the fast path of `wakee`.
+    task_wakers: Vec<Waker>,
+    polling: Option<usize>,
 }
 
 impl<S: MediaStore> Shared<S> {
-    fn wake_at(&mut self, at_ns: u64, task: usize) {
+    /// Whom a future polled with `context` wakes.
+    fn wakee(&self, context: &Context<'_>) -> Wakee {
+        match self.polling {
+            Some(task) if self.task_wakers[task].will_wake(context.waker()) => Wakee::Task(task),
+            _ => Wakee::Waker(context.waker().clone()),
+        }
+    }
+
+    fn set_timer(&mut self, at_ns: u64, target: Target) {
         self.timer_seq += 1;
-        self.timers.push(Reverse((at_ns, self.timer_seq, task)));
+        self.timers.push(Reverse(Timer { at_ns, seq: self.timer_seq, target }));
     }
 
-    /// Hands the commands queued at this instant to the device, in a seeded random order when reordering is
-    /// on (NVMe lets concurrently outstanding commands execute in any order; appends then land in any order).
+    /// Hands the commands queued at this instant to the device; each completion becomes a timer.
     fn dispatch(&mut self) {
-        let mut batch = std::mem::take(&mut self.queued);
-        if let Some(rng) = &mut self.reorder {
-            rng.shuffle(&mut batch);
-        }
-        for Queued { slot, task, command } in batch.drain(..) {
-            let (complete_ns, result) = self.execute(command);
-            self.slots[slot] = Slot::Done { complete_ns, result };
-            self.wake_at(complete_ns, task);
-        }
-        self.queued = batch;
-    }
-
-    fn execute(&mut self, command: QueuedCommand) -> (u64, Result<Output, Status>) {
         let now = self.now_ns;
-        let lba_size = u64::from(self.device.namespace().geometry().lba_size);
-        let with = |submitted: Submitted, output: Output| {
-            (
-                submitted.complete_ns,
-                submitted.result.map(|completion| match completion {
-                    Completion::Appended { lba } => Output::Appended(lba),
-                    Completion::Success => output,
-                }),
-            )
-        };
-        match command {
-            QueuedCommand::Read { slba, nlb, keep: false } => {
-                with(self.device.submit_read_without_data(now, slba, nlb), Output::Done)
-            }
-            QueuedCommand::Read { slba, nlb, keep: true } => {
-                let mut buf = vec![0u8; nlb.saturating_mul(lba_size).min(usize::MAX as u64) as usize];
-                let submitted = self.device.submit(now, Command::Read { slba, buf: &mut buf });
-                with(submitted, Output::Data(buf))
-            }
-            QueuedCommand::Write { slba, data } => {
-                let submitted =
-                    with_bytes(&data, |bytes| self.device.submit(now, Command::Write { slba, data: bytes }));
-                with(submitted, Output::Done)
-            }
-            QueuedCommand::WriteZeroes { slba, nlb } => {
-                with(self.device.submit(now, Command::WriteZeroes { slba, nlb }), Output::Done)
-            }
-            QueuedCommand::Append { zslba, data } => {
-                let submitted =
-                    with_bytes(&data, |bytes| self.device.submit(now, Command::Append { zslba, data: bytes }));
-                with(submitted, Output::Done)
-            }
-            QueuedCommand::Flush => with(self.device.submit(now, Command::Flush), Output::Done),
-            QueuedCommand::ZoneSend { slba, action, select_all } => {
-                with(self.device.submit(now, Command::ZoneManagementSend { slba, action, select_all }), Output::Done)
-            }
-            QueuedCommand::Report { slba, filter, partial, max_zones } => {
-                let mut buf = vec![0u8; REPORT_HEADER_BYTES + ZONE_DESCRIPTOR_BYTES * max_zones as usize];
-                let action = ReceiveAction::ReportZones;
-                let submitted = self
-                    .device
-                    .submit(now, Command::ZoneManagementReceive { slba, action, filter, partial, buf: &mut buf });
-                let zone_size = self.device.namespace().geometry().zone_size_lba;
-                let report =
-                    ZoneReport::decode(&buf, zone_size).unwrap_or(ZoneReport { nr_zones: 0, zones: Vec::new() });
-                with(submitted, Output::Report(report))
-            }
+        let (slots, timers, timer_seq) = (&mut self.slots, &mut self.timers, &mut self.timer_seq);
+        self.device.process_queue(now, |tag, complete_ns, result| {
+            let slot = tag as usize;
+            let Slot::Queued { wakee } = std::mem::replace(&mut slots[slot], Slot::Free) else {
+                unreachable!("only queued slots reach the device")
+            };
+            slots[slot] = Slot::Done { complete_ns, result, wakee };
+            *timer_seq += 1;
+            timers.push(Reverse(Timer { at_ns: complete_ns, seq: *timer_seq, target: Target::Slot(slot) }));
+        });
+        for waker in std::mem::take(&mut self.queue_waiters) {
+            waker.wake();
         }
     }
 }
@@ -162,39 +186,52 @@ impl<S: MediaStore + 'static> Host<S> {
 struct CommandFuture<S> {
     shared: Rc<RefCell<Shared<S>>>,
     command: Option<QueuedCommand>,
-    slot: usize,
+    slot: Option<usize>,
 }
 
 impl<S: MediaStore> Future for CommandFuture<S> {
     type Output = Result<Output, Status>;
 
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         let mut shared = this.shared.borrow_mut();
         if let Some(command) = this.command.take() {
-            let slot = match shared.free_slots.pop() {
-                Some(slot) => slot,
-                None => {
-                    shared.slots.push(Slot::Free);
-                    shared.slots.len() - 1
+            let slot = shared.free_slots.pop().unwrap_or_else(|| {
+                shared.slots.push(Slot::Free);
+                shared.slots.len() - 1
+            });
+            match shared.device.enqueue(slot as u64, command) {
+                Ok(()) => {
+                    shared.slots[slot] = Slot::Queued { wakee: shared.wakee(context) };
+                    this.slot = Some(slot);
                 }
-            };
-            shared.slots[slot] = Slot::Queued;
-            let task = shared.current_task;
-            shared.queued.push(Queued { slot, task, command });
-            this.slot = slot;
+                Err(QueueFull(command)) => {
+                    shared.free_slots.push(slot);
+                    this.command = Some(command);
+                    shared.queue_waiters.push(context.waker().clone());
+                }
+            }
             return Poll::Pending;
         }
+        let Some(slot) = this.slot else { return Poll::Pending };
         let now = shared.now_ns;
-        match &shared.slots[this.slot] {
+        match &mut shared.slots[slot] {
             Slot::Done { complete_ns, .. } if *complete_ns <= now => {
-                let Slot::Done { result, .. } = std::mem::replace(&mut shared.slots[this.slot], Slot::Free) else {
+                let Slot::Done { result, .. } = std::mem::replace(&mut shared.slots[slot], Slot::Free) else {
                     unreachable!("matched Done above")
                 };
-                shared.free_slots.push(this.slot);
+                shared.free_slots.push(slot);
+                this.slot = None;
                 Poll::Ready(result)
             }
-            _ => Poll::Pending,
+            Slot::Done { .. } | Slot::Queued { .. } => {
+                let wakee = shared.wakee(context);
+                if let Slot::Done { wakee: held, .. } | Slot::Queued { wakee: held } = &mut shared.slots[slot] {
+                    *held = wakee;
+                }
+                Poll::Pending
+            }
+            Slot::Free => unreachable!("a slot is freed only by its own future"),
         }
     }
 }
@@ -209,7 +246,7 @@ struct Sleep<S> {
 impl<S: MediaStore> Future for Sleep<S> {
     type Output = ();
 
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
         let mut shared = self.shared.borrow_mut();
         let now = shared.now_ns;
         match self.until_ns {
@@ -217,8 +254,19 @@ impl<S: MediaStore> Future for Sleep<S> {
             Some(_) => Poll::Pending,
             None => {
                 let until = now + self.duration_ns;
-                let task = shared.current_task;
-                shared.wake_at(until, task);
+                let wakee = shared.wakee(context);
+                let target = match wakee {
+                    Wakee::Task(task) => Target::Task(task),
+                    Wakee::Waker(waker) => {
+                        let index = shared.free_sleepers.pop().unwrap_or(shared.sleepers.len());
+                        if index == shared.sleepers.len() {
+                            shared.sleepers.push(None);
+                        }
+                        shared.sleepers[index] = Some(waker);
+                        Target::Sleeper(index)
+                    }
+                };
+                shared.set_timer(until, target);
                 drop(shared);
                 self.until_ns = Some(until);
                 Poll::Pending
@@ -227,27 +275,9 @@ impl<S: MediaStore> Future for Sleep<S> {
     }
 }
 
-/// The future of a park: pending once, ready when polled again.
-struct Park {
-    parked: bool,
-}
-
-impl Future for Park {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        if self.parked {
-            Poll::Ready(())
-        } else {
-            self.parked = true;
-            Poll::Pending
-        }
-    }
-}
-
 impl<S: MediaStore + 'static> CommandQueue for Host<S> {
     fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>> {
-        CommandFuture { shared: Rc::clone(&self.shared), command: Some(command), slot: usize::MAX }
+        CommandFuture { shared: Rc::clone(&self.shared), command: Some(command), slot: None }
     }
 
     fn now_ns(&self) -> u64 {
@@ -261,46 +291,44 @@ impl<S: MediaStore + 'static> CommandQueue for Host<S> {
     fn geometry(&self) -> zonelab_zns::Geometry {
         *self.shared.borrow().device.namespace().geometry()
     }
-
-    fn current_task(&self) -> TaskId {
-        TaskId(self.shared.borrow().current_task)
-    }
-
-    fn wake(&self, task: TaskId) {
-        let mut shared = self.shared.borrow_mut();
-        let now = shared.now_ns;
-        shared.wake_at(now, task.0);
-    }
-
-    fn park(&self) -> impl Future<Output = ()> {
-        Park { parked: false }
-    }
 }
 
 /// A deterministic simulation of one device and the host tasks that drive it.
 pub struct Simulation<S> {
     shared: Rc<RefCell<Shared<S>>>,
     tasks: Vec<Option<Task>>,
+    /// Each task's waker (a clone of the one `Shared` compares against).
+    wakers: Vec<Waker>,
     ready: VecDeque<usize>,
+    woken: WokenList,
 }
 
 impl<S: MediaStore + 'static> Simulation<S> {
-    /// A simulation of `device` from time 0. `reorder_seed` turns on seeded reordering of the commands that
-    /// are submitted at the same instant.
-    pub fn new(device: Device<S>, reorder_seed: Option<u64>) -> Simulation<S> {
+    /// A simulation of `device` from time 0. `reorder_seed` turns on the device's seeded reordering of the
+    /// commands outstanding together.
+    pub fn new(mut device: Device<S>, reorder_seed: Option<u64>) -> Simulation<S> {
+        device.set_reordering(reorder_seed);
         let shared = Shared {
             device,
             now_ns: 0,
             timers: BinaryHeap::new(),
             timer_seq: 0,
-            current_task: 0,
-            queued: Vec::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
-            reorder: reorder_seed.map(|seed| SplitMix64::split(seed, "reorder")),
+            sleepers: Vec::new(),
+            free_sleepers: Vec::new(),
+            queue_waiters: Vec::new(),
             spawned: Vec::new(),
+            task_wakers: Vec::new(),
+            polling: None,
         };
-        Simulation { shared: Rc::new(RefCell::new(shared)), tasks: Vec::new(), ready: VecDeque::new() }
+        Simulation {
+            shared: Rc::new(RefCell::new(shared)),
+            tasks: Vec::new(),
+            wakers: Vec::new(),
+            ready: VecDeque::new(),
+            woken: WokenList::default(),
+        }
     }
 
     pub fn host(&self) -> Host<S> {
@@ -323,42 +351,76 @@ impl<S: MediaStore + 'static> Simulation<S> {
 
     /// Runs until every task has finished, none can make progress, or the clock would pass `deadline_ns`.
     pub fn run_until(&mut self, deadline_ns: u64) -> u64 {
-        let waker = Waker::noop();
-        let mut context = Context::from_waker(waker);
         loop {
             self.adopt_spawned();
             while let Some(task) = self.ready.pop_front() {
                 let Some(future) = self.tasks[task].as_mut() else { continue };
-                self.shared.borrow_mut().current_task = task;
-                if future.as_mut().poll(&mut context).is_ready() {
+                self.shared.borrow_mut().polling = Some(task);
+                let mut context = Context::from_waker(&self.wakers[task]);
+                let done = future.as_mut().poll(&mut context).is_ready();
+                self.shared.borrow_mut().polling = None;
+                if done {
                     self.tasks[task] = None;
                 }
                 self.adopt_spawned();
             }
             let mut shared = self.shared.borrow_mut();
+            // Tasks woken while others ran are due now, after this instant's commands reach the device.
+            let now = shared.now_ns;
+            drain_woken(&self.woken, |task| shared.set_timer(now, Target::Task(task)));
             shared.dispatch();
-            let Some(&Reverse((at, _, _))) = shared.timers.peek() else { break };
+            drain_woken(&self.woken, |task| shared.set_timer(now, Target::Task(task)));
+            let Some(Reverse(first)) = shared.timers.peek() else { break };
+            let at = first.at_ns;
             if at > deadline_ns {
                 break;
             }
             debug_assert!(at >= shared.now_ns, "the clock never moves backwards");
             shared.now_ns = at;
-            while let Some(&Reverse((when, _, task))) = shared.timers.peek() {
-                if when != at {
-                    break;
+            while shared.timers.peek().is_some_and(|Reverse(timer)| timer.at_ns == at) {
+                let Some(Reverse(timer)) = shared.timers.pop() else { break };
+                let woke_a_waker = match timer.target {
+                    Target::Task(task) => {
+                        self.ready.push_back(task);
+                        false
+                    }
+                    Target::Sleeper(index) => {
+                        if let Some(waker) = shared.sleepers[index].take() {
+                            waker.wake();
+                        }
+                        shared.free_sleepers.push(index);
+                        true
+                    }
+                    Target::Slot(slot) => match &shared.slots[slot] {
+                        Slot::Done { wakee: Wakee::Task(task), .. } => {
+                            self.ready.push_back(*task);
+                            false
+                        }
+                        Slot::Done { wakee: Wakee::Waker(waker), .. } => {
+                            waker.wake_by_ref();
+                            true
+                        }
+                        _ => unreachable!("a completion timer points at a done slot"),
+                    },
+                };
+                if woke_a_waker {
+                    let ready = &mut self.ready;
+                    drain_woken(&self.woken, |task| ready.push_back(task));
                 }
-                shared.timers.pop();
-                self.ready.push_back(task);
             }
         }
         self.shared.borrow().now_ns
     }
 
     fn adopt_spawned(&mut self) {
-        let spawned = std::mem::take(&mut self.shared.borrow_mut().spawned);
-        for task in spawned {
+        let mut shared = self.shared.borrow_mut();
+        for task in std::mem::take(&mut shared.spawned) {
+            let id = self.tasks.len();
+            let waker = Waker::from(Arc::new(TaskWaker { task: id, woken: Arc::clone(&self.woken) }));
+            shared.task_wakers.push(waker.clone());
+            self.wakers.push(waker);
             self.tasks.push(Some(task));
-            self.ready.push_back(self.tasks.len() - 1);
+            self.ready.push_back(id);
         }
     }
 

@@ -28,6 +28,7 @@
 
 pub mod codec;
 mod config;
+mod effect;
 mod image;
 mod journal;
 mod namespace;
@@ -38,6 +39,7 @@ mod store;
 mod zone;
 
 pub use config::{CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, MIN_PAGE_BYTES};
+pub use effect::{Effect, Effects, Executed, TransitionCause};
 pub use image::{Image, ImageConfig, ImageError, ImageLock, StoreKind, IMAGE_FORMAT_VERSION};
 pub use journal::{JournalError, JOURNAL_FORMAT_VERSION};
 pub use namespace::{

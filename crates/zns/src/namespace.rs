@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::effect::{Effect, Effects, Executed, TransitionCause};
 use crate::journal::{Intent, ZoneJournal, ZoneRecord};
 use crate::{
     CloseEmptyOpenZone, Geometry, MediaStore, NamespaceConfig, ReportFilter, Status, ZoneDescriptor, ZoneReport,
@@ -35,6 +36,9 @@ impl ReceiveAction {
 pub enum Command<'a> {
     /// Read (0x02): `buf.len()` bytes from `slba`.
     Read { slba: u64, buf: &'a mut [u8] },
+    /// A Read of `nlb` blocks whose data the host does not take (a benchmark's): the same checks and outcome as
+    /// a Read, with no data moved.
+    ReadDiscard { slba: u64, nlb: u64 },
     /// Write (0x01) of `data` at `slba`, which must be the zone's write pointer.
     Write { slba: u64, data: &'a [u8] },
     /// Write Zeroes (0x08): `nlb` zeroed blocks at `slba`; exempt from MDTS.
@@ -105,7 +109,12 @@ pub struct ZonedNamespace<S> {
     next_open_seq: u64,
     store: S,
     journal: Option<ZoneJournal>,
+    /// What the command under way has done so far; `execute` hands it out.
+    effects: Effects,
 }
+
+/// Namespaces up to this many zones get a full invariant scan after every command in debug builds.
+const FULL_CHECK_MAX_ZONES: u32 = 256;
 
 /// Where the zones processed by Select All are listed (SEMANTICS.md 1.2).
 const fn processed_by_select_all(action: ZoneSendAction, state: ZoneState) -> bool {
@@ -142,6 +151,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
             next_open_seq: 1,
             store,
             journal: None,
+            effects: Effects::new(),
         })
     }
 
@@ -221,23 +231,102 @@ impl<S: MediaStore> ZonedNamespace<S> {
         }
     }
 
-    /// Runs one command to completion.
-    pub fn execute(&mut self, command: Command<'_>) -> Result<Completion, Status> {
-        let result = match command {
-            Command::Read { slba, buf } => self.read(slba, buf).map(|()| Completion::Success),
-            Command::Write { slba, data } => self.write(slba, data).map(|()| Completion::Success),
-            Command::WriteZeroes { slba, nlb } => self.write_zeroes(slba, nlb).map(|()| Completion::Success),
-            Command::Append { zslba, data } => self.append(zslba, data).map(|lba| Completion::Appended { lba }),
-            Command::Flush => self.flush().map(|()| Completion::Success),
+    /// Runs one command to completion: the only way a command reaches the namespace (the named methods below
+    /// call it). Returns the completion with the list of what the command did, or the status of a command that
+    /// changed nothing. The namespace's invariants are checked after every command.
+    pub fn execute(&mut self, command: Command<'_>) -> Result<Executed, Status> {
+        self.effects.clear();
+        let completion = match command {
+            Command::Read { slba, buf } => self.run_read(slba, buf).map(|()| Completion::Success),
+            Command::ReadDiscard { slba, nlb } => self.check_read(slba, nlb).map(|()| Completion::Success),
+            Command::Write { slba, data } => self.run_write(slba, data).map(|()| Completion::Success),
+            Command::WriteZeroes { slba, nlb } => self.run_write_zeroes(slba, nlb).map(|()| Completion::Success),
+            Command::Append { zslba, data } => self.run_append(zslba, data).map(|lba| Completion::Appended { lba }),
+            Command::Flush => self.run_flush().map(|()| Completion::Success),
             Command::ZoneManagementSend { slba, action, select_all } => {
-                self.zone_management_send(slba, action, select_all).map(|()| Completion::Success)
+                self.run_zone_management_send(slba, action, select_all).map(|()| Completion::Success)
             }
             Command::ZoneManagementReceive { slba, action, filter, partial, buf } => {
-                self.zone_management_receive(slba, action, filter, partial, buf).map(|()| Completion::Success)
+                self.run_zone_management_receive(slba, action, filter, partial, buf).map(|()| Completion::Success)
             }
         };
-        debug_assert_eq!(self.check_invariants(), Ok(()));
-        result
+        self.check_after_change();
+        let effects = std::mem::take(&mut self.effects);
+        completion.map(|completion| Executed { completion, effects })
+    }
+
+    /// Checks the invariants a change may have broken: the resource counts against the limits and every zone
+    /// the change touched, on every call; everything, in builds with debug assertions on namespaces small enough
+    /// (`FULL_CHECK_MAX_ZONES`) that a whole scan per command does not dominate a test. A broken invariant is a
+    /// bug in this module, so it panics.
+    fn check_after_change(&self) {
+        let limits = &self.geometry;
+        assert!(limits.max_open == 0 || self.nr_open <= limits.max_open, "{} open zones exceed max-open", self.nr_open);
+        assert!(
+            limits.max_active == 0 || self.nr_active <= limits.max_active,
+            "{} active zones exceed max-active",
+            self.nr_active
+        );
+        for effect in &self.effects {
+            let zone = match *effect {
+                Effect::Transition { zone, .. } | Effect::Written { zone, .. } => zone,
+            };
+            let (meta, start) = (&self.zones[zone as usize], limits.zone_start_lba(zone));
+            assert!(
+                meta.wp_lba >= start && meta.wp_lba <= start + limits.zone_cap_lba,
+                "zone {zone} has its write pointer {} outside its capacity",
+                meta.wp_lba
+            );
+            assert!(meta.state != ZoneState::Empty || meta.wp_lba == start, "EMPTY zone {zone} has data");
+        }
+        if cfg!(debug_assertions) && self.geometry.zones <= FULL_CHECK_MAX_ZONES {
+            assert_eq!(self.check_invariants(), Ok(()));
+        }
+    }
+
+    /// Read (0x02) into `buf`.
+    pub fn read(&mut self, slba: u64, buf: &mut [u8]) -> Result<(), Status> {
+        self.execute(Command::Read { slba, buf }).map(|_| ())
+    }
+
+    /// Write (0x01) at the write pointer.
+    pub fn write(&mut self, slba: u64, data: &[u8]) -> Result<(), Status> {
+        self.execute(Command::Write { slba, data }).map(|_| ())
+    }
+
+    /// Write Zeroes (0x08) at the write pointer.
+    pub fn write_zeroes(&mut self, slba: u64, nlb: u64) -> Result<(), Status> {
+        self.execute(Command::WriteZeroes { slba, nlb }).map(|_| ())
+    }
+
+    /// Zone Append (0x7d) to the zone starting at `zslba`; returns the LBA the data landed at.
+    pub fn append(&mut self, zslba: u64, data: &[u8]) -> Result<u64, Status> {
+        match self.execute(Command::Append { zslba, data })?.completion {
+            Completion::Appended { lba } => Ok(lba),
+            Completion::Success => unreachable!("an append completes with its LBA"),
+        }
+    }
+
+    /// Flush (0x00).
+    pub fn flush(&mut self) -> Result<(), Status> {
+        self.execute(Command::Flush).map(|_| ())
+    }
+
+    /// Zone Management Send (0x79) for the zone starting at `slba`, or every zone the action processes.
+    pub fn zone_management_send(&mut self, slba: u64, action: ZoneSendAction, select_all: bool) -> Result<(), Status> {
+        self.execute(Command::ZoneManagementSend { slba, action, select_all }).map(|_| ())
+    }
+
+    /// Zone Management Receive (0x7a) into `buf`.
+    pub fn zone_management_receive(
+        &mut self,
+        slba: u64,
+        action: ReceiveAction,
+        filter: ReportFilter,
+        partial: bool,
+        buf: &mut [u8],
+    ) -> Result<(), Status> {
+        self.execute(Command::ZoneManagementReceive { slba, action, filter, partial, buf }).map(|_| ())
     }
 
     /// Number of whole LBAs in a host buffer; a buffer that is empty or not whole LBAs is Invalid Field.
@@ -299,7 +388,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
 
     /// Read: MDTS, bounds, zone boundary and state checks, DULBE (QEMU `nvme_read`). Blocks at or above a zone's
     /// write pointer read as zeros whatever the store holds.
-    pub fn read(&mut self, slba: u64, buf: &mut [u8]) -> Result<(), Status> {
+    fn run_read(&mut self, slba: u64, buf: &mut [u8]) -> Result<(), Status> {
         let nlb = self.blocks_in(buf.len())?;
         self.check_read(slba, nlb)?;
         let end = slba + nlb;
@@ -321,7 +410,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
     }
 
     /// Write at the write pointer.
-    pub fn write(&mut self, slba: u64, data: &[u8]) -> Result<(), Status> {
+    fn run_write(&mut self, slba: u64, data: &[u8]) -> Result<(), Status> {
         let nlb = self.blocks_in(data.len())?;
         self.check_mdts(nlb)?;
         self.check_bounds(slba, nlb)?;
@@ -329,7 +418,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
     }
 
     /// Write Zeroes at the write pointer; no MDTS check.
-    pub fn write_zeroes(&mut self, slba: u64, nlb: u64) -> Result<(), Status> {
+    fn run_write_zeroes(&mut self, slba: u64, nlb: u64) -> Result<(), Status> {
         if nlb == 0 {
             return Err(Status::InvalidField);
         }
@@ -338,7 +427,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
     }
 
     /// Zone Append to the zone starting at `zslba`; returns the LBA the data landed at.
-    pub fn append(&mut self, zslba: u64, data: &[u8]) -> Result<u64, Status> {
+    fn run_append(&mut self, zslba: u64, data: &[u8]) -> Result<u64, Status> {
         let nlb = self.blocks_in(data.len())?;
         self.check_mdts(nlb)?;
         self.check_bounds(zslba, nlb)?;
@@ -379,6 +468,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
             None => self.store.write_zeroes_at(offset, nlb << self.geometry.lba_shift),
         };
         stored.map_err(|_| Status::WriteFault)?;
+        self.effects.push(Effect::Written { zone, slba, nlb });
 
         if let Some(victim) = victim {
             self.auto_close(victim)?;
@@ -391,7 +481,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
         } else {
             meta.state
         };
-        self.commit(zone, new_state, new_wp)?;
+        self.commit(zone, new_state, new_wp, meta.attrs, TransitionCause::Write)?;
         Ok(slba)
     }
 
@@ -423,19 +513,27 @@ impl<S: MediaStore> ZonedNamespace<S> {
         debug_assert_eq!(meta.state, ZoneState::ImplicitlyOpened);
         let state =
             if meta.wp_lba == self.geometry.zone_start_lba(victim) { ZoneState::Empty } else { ZoneState::Closed };
-        self.commit(victim, state, meta.wp_lba)
+        self.commit(victim, state, meta.wp_lba, meta.attrs, TransitionCause::AutoClose)
     }
 
-    /// Moves a zone to its new state and write pointer: journals it first, then updates the resource counts
-    /// and the implicit-open order. Every state change goes through here.
-    fn commit(&mut self, zone: u32, state: ZoneState, wp_lba: u64) -> Result<(), Status> {
+    /// Moves a zone to its new state, write pointer and attributes: journals it first, then updates the resource
+    /// counts and the implicit-open order, and records the transition among the command's effects. Every state
+    /// change goes through here, and nothing changes when the journal refuses it.
+    fn commit(
+        &mut self,
+        zone: u32,
+        state: ZoneState,
+        wp_lba: u64,
+        attrs: u8,
+        cause: TransitionCause,
+    ) -> Result<(), Status> {
         let old = self.zones[zone as usize];
         let open_seq = match (old.state, state) {
             (ZoneState::ImplicitlyOpened, ZoneState::ImplicitlyOpened) => old.open_seq,
             (_, ZoneState::ImplicitlyOpened) => self.next_open_seq,
             _ => 0,
         };
-        let new = ZoneMeta { state, attrs: old.attrs, wp_lba, open_seq };
+        let new = ZoneMeta { state, attrs, wp_lba, open_seq };
         if let Some(journal) = &mut self.journal {
             let record = ZoneRecord {
                 state,
@@ -450,6 +548,9 @@ impl<S: MediaStore> ZonedNamespace<S> {
         }
         self.account(zone, Some(&old), &new);
         self.zones[zone as usize] = new;
+        if old.state != state || cause == TransitionCause::PowerLoss {
+            self.effects.push(Effect::Transition { zone, from: old.state, to: state, cause });
+        }
         Ok(())
     }
 
@@ -470,7 +571,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
     }
 
     /// Flush: the store and the journal reach stable storage.
-    pub fn flush(&mut self) -> Result<(), Status> {
+    fn run_flush(&mut self) -> Result<(), Status> {
         self.store.sync().map_err(|_| Status::WriteFault)?;
         if let Some(journal) = &mut self.journal {
             journal.sync().map_err(|_| Status::WriteFault)?;
@@ -480,7 +581,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
 
     /// Zone Management Send for one zone (by its start LBA) or, with `select_all`, for every zone the action
     /// processes (SEMANTICS.md 1.2, 1.3).
-    pub fn zone_management_send(&mut self, slba: u64, action: ZoneSendAction, select_all: bool) -> Result<(), Status> {
+    fn run_zone_management_send(&mut self, slba: u64, action: ZoneSendAction, select_all: bool) -> Result<(), Status> {
         if matches!(action, ZoneSendAction::SetZoneDescriptorExtension | ZoneSendAction::ZrwaFlush) {
             // Neither descriptor extensions nor ZRWA are offered, so both actions are Invalid Field.
             return Err(Status::InvalidField);
@@ -503,18 +604,21 @@ impl<S: MediaStore> ZonedNamespace<S> {
         use ZoneState::*;
         let meta = self.zones[zone as usize];
         let start = self.geometry.zone_start_lba(zone);
+        let cause = TransitionCause::Host(action);
         match (action, meta.state) {
             (ZoneSendAction::Open, Empty | Closed) => {
                 if let Some(victim) = self.make_room_to_open(zone, meta.state)? {
                     self.auto_close(victim)?;
                 }
-                self.commit(zone, ExplicitlyOpened, meta.wp_lba)
+                self.commit(zone, ExplicitlyOpened, meta.wp_lba, meta.attrs, cause)
             }
-            (ZoneSendAction::Open, ImplicitlyOpened) => self.commit(zone, ExplicitlyOpened, meta.wp_lba),
+            (ZoneSendAction::Open, ImplicitlyOpened) => {
+                self.commit(zone, ExplicitlyOpened, meta.wp_lba, meta.attrs, cause)
+            }
             (ZoneSendAction::Open, ExplicitlyOpened) => Ok(()),
             (ZoneSendAction::Close, ImplicitlyOpened | ExplicitlyOpened) => {
                 let to_empty = meta.wp_lba == start && self.config.close_empty_open_zone == CloseEmptyOpenZone::Empty;
-                self.commit(zone, if to_empty { Empty } else { Closed }, meta.wp_lba)
+                self.commit(zone, if to_empty { Empty } else { Closed }, meta.wp_lba, meta.attrs, cause)
             }
             (ZoneSendAction::Close, Closed) => Ok(()),
             (ZoneSendAction::Finish, Empty | Closed) => {
@@ -523,18 +627,19 @@ impl<S: MediaStore> ZonedNamespace<S> {
                         self.auto_close(victim)?;
                     }
                 }
-                self.commit(zone, Full, meta.wp_lba)
+                self.commit(zone, Full, meta.wp_lba, meta.attrs, cause)
             }
-            (ZoneSendAction::Finish, ImplicitlyOpened | ExplicitlyOpened) => self.commit(zone, Full, meta.wp_lba),
+            (ZoneSendAction::Finish, ImplicitlyOpened | ExplicitlyOpened) => {
+                self.commit(zone, Full, meta.wp_lba, meta.attrs, cause)
+            }
             (ZoneSendAction::Finish, Full) => Ok(()),
             (ZoneSendAction::Reset, ImplicitlyOpened | ExplicitlyOpened | Closed | Full) => {
-                self.zones[zone as usize].attrs = 0;
-                self.commit(zone, Empty, start)?;
+                self.commit(zone, Empty, start, 0, cause)?;
                 self.discard_zone(zone);
                 Ok(())
             }
             (ZoneSendAction::Reset, Empty) => Ok(()),
-            (ZoneSendAction::Offline, ReadOnly) => self.commit(zone, Offline, meta.wp_lba),
+            (ZoneSendAction::Offline, ReadOnly) => self.commit(zone, Offline, meta.wp_lba, meta.attrs, cause),
             (ZoneSendAction::Offline, Offline) => Ok(()),
             _ => Err(Status::InvalidZoneStateTransition),
         }
@@ -568,7 +673,14 @@ impl<S: MediaStore> ZonedNamespace<S> {
             for zone in selected {
                 match action {
                     ZoneSendAction::Finish => {
-                        namespace.commit(zone, ZoneState::Full, namespace.zones[zone as usize].wp_lba)?
+                        let meta = namespace.zones[zone as usize];
+                        namespace.commit(
+                            zone,
+                            ZoneState::Full,
+                            meta.wp_lba,
+                            meta.attrs,
+                            TransitionCause::Host(action),
+                        )?
                     }
                     _ => namespace.zone_action(zone, action)?,
                 }
@@ -602,7 +714,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
     }
 
     /// Zone Management Receive into a host buffer of `(NUMD + 1) * 4` bytes (SEMANTICS.md 5).
-    pub fn zone_management_receive(
+    fn run_zone_management_receive(
         &mut self,
         slba: u64,
         action: ReceiveAction,
@@ -658,13 +770,15 @@ impl<S: MediaStore> ZonedNamespace<S> {
     /// Controller reset or power cycle: IMPL_OPEN, EXPL_OPEN and CLOSED zones become CLOSED if written, else
     /// EMPTY; no zone stays open.
     pub fn power_cycle(&mut self) -> Result<(), Status> {
+        self.effects.clear();
         let affected: Vec<u32> =
             (0..self.geometry.zones).filter(|&zone| self.zones[zone as usize].state.is_active()).collect();
         self.with_intent(Intent::PowerCycle, |namespace| {
             for zone in affected {
-                let wp = namespace.zones[zone as usize].wp_lba;
-                let written = wp > namespace.geometry.zone_start_lba(zone);
-                namespace.commit(zone, if written { ZoneState::Closed } else { ZoneState::Empty }, wp)?;
+                let ZoneMeta { wp_lba, attrs, .. } = namespace.zones[zone as usize];
+                let written = wp_lba > namespace.geometry.zone_start_lba(zone);
+                let state = if written { ZoneState::Closed } else { ZoneState::Empty };
+                namespace.commit(zone, state, wp_lba, attrs, TransitionCause::PowerCycle)?;
             }
             Ok(())
         })
@@ -675,39 +789,42 @@ impl<S: MediaStore> ZonedNamespace<S> {
     /// FULL, with Zone Finished by Controller set, since reopening it could exceed the active limit; the blocks
     /// it lost read as zeros. The caller applies the controller-reset rule afterwards (`power_cycle`).
     pub fn lose_unwritten_data(&mut self, zone: u32, durable_wp_lba: u64) -> Result<(), Status> {
+        self.effects.clear();
         let meta = self.zones[zone as usize];
         let start = self.geometry.zone_start_lba(zone);
         let affected = meta.state.is_active() || meta.state == ZoneState::Full;
         if !affected || durable_wp_lba >= meta.wp_lba || durable_wp_lba < start {
             return Ok(());
         }
+        let cause = TransitionCause::PowerLoss;
         if meta.state == ZoneState::Full {
-            self.zones[zone as usize].attrs |= crate::zone_attrs::ZFC;
-            return self.commit(zone, ZoneState::Full, durable_wp_lba);
+            return self.commit(zone, ZoneState::Full, durable_wp_lba, meta.attrs | crate::zone_attrs::ZFC, cause);
         }
         if durable_wp_lba == start {
-            self.commit(zone, ZoneState::Empty, start)?;
+            self.commit(zone, ZoneState::Empty, start, meta.attrs, cause)?;
             self.discard_zone(zone);
             return Ok(());
         }
-        self.commit(zone, meta.state, durable_wp_lba)
+        self.commit(zone, meta.state, durable_wp_lba, meta.attrs, cause)
     }
 
     /// The controller finishes an open or closed zone on its own, as NVMe lets it (ReZNS's zombie scan): the
     /// zone becomes FULL and its report shows Zone Finished by Controller until a reset.
     pub fn finish_by_controller(&mut self, zone: u32) -> Result<(), Status> {
+        self.effects.clear();
         let meta = self.zones[zone as usize];
         if !meta.state.is_active() {
             return Err(Status::InvalidZoneStateTransition);
         }
-        self.zones[zone as usize].attrs |= crate::zone_attrs::ZFC;
-        self.commit(zone, ZoneState::Full, meta.wp_lba)
+        let attrs = meta.attrs | crate::zone_attrs::ZFC;
+        self.commit(zone, ZoneState::Full, meta.wp_lba, attrs, TransitionCause::Controller)
     }
 
     /// Fault injection as null_blk's configfs `zone_readonly` / `zone_offline` offers it: the zone gives up its
     /// resources and takes the condition; injecting the condition it already has returns it to EMPTY. Data
     /// written to a READ_ONLY zone stays readable.
     pub fn inject_zone_state(&mut self, zone: u32, state: ZoneState) -> Result<(), InjectError> {
+        self.effects.clear();
         if zone >= self.geometry.zones {
             return Err(InjectError::NoSuchZone { zone, zones: self.geometry.zones });
         }
@@ -717,10 +834,12 @@ impl<S: MediaStore> ZonedNamespace<S> {
         let meta = self.zones[zone as usize];
         let start = self.geometry.zone_start_lba(zone);
         if meta.state == state {
-            self.commit(zone, ZoneState::Empty, start).map_err(InjectError::Journal)?;
+            self.commit(zone, ZoneState::Empty, start, meta.attrs, TransitionCause::Injected)
+                .map_err(InjectError::Journal)?;
             self.discard_zone(zone);
         } else {
-            self.commit(zone, state, meta.wp_lba).map_err(InjectError::Journal)?;
+            self.commit(zone, state, meta.wp_lba, meta.attrs, TransitionCause::Injected)
+                .map_err(InjectError::Journal)?;
         }
         Ok(())
     }

@@ -441,7 +441,10 @@ fn case_63_append_to_empty() {
     let mut ns = fresh();
     let z = zslba(&ns, 3);
     let data = block(&ns, 7, 5);
-    assert_eq!(ns.execute(Command::Append { zslba: z, data: &data }), Ok(Completion::Appended { lba: z }));
+    assert_eq!(
+        ns.execute(Command::Append { zslba: z, data: &data }).map(|done| done.completion),
+        Ok(Completion::Appended { lba: z })
+    );
     assert_eq!((state(&ns, 3), wp(&ns, 3)), (S::ImplicitlyOpened, z + 5));
     assert_eq!(ns.append(z, &data), Ok(z + 5), "the next append lands at the write pointer");
     assert_eq!(read(&mut ns, z + 5, 5).expect("read"), data);

@@ -141,12 +141,49 @@ fn host_path(engine: IoEngine) -> HostPath {
 }
 
 /// fio's zone bookkeeping for one device, shared by every job: the write pointer as fio has issued writes.
+/// Write pointers change only through `set_wp`, which keeps a Fenwick tree of blocks written per zone (so a
+/// job's written share is a range sum, not a scan of every zone per write) and a version that tells readers
+/// when their list of readable zones is stale.
 struct ZoneCache {
     wp: Vec<u64>,
     geometry: Geometry,
+    /// Fenwick tree over blocks written per zone (1-based).
+    written_tree: Vec<u64>,
+    version: u64,
 }
 
 impl ZoneCache {
+    fn new(wp: Vec<u64>, geometry: Geometry) -> ZoneCache {
+        let mut cache = ZoneCache { written_tree: vec![0; wp.len() + 1], wp: Vec::new(), geometry, version: 0 };
+        cache.wp = (0..wp.len() as u32).map(|zone| geometry.zone_start_lba(zone)).collect();
+        for (zone, wp) in (0..).zip(wp) {
+            cache.set_wp(zone, wp);
+        }
+        cache
+    }
+
+    fn set_wp(&mut self, zone: u32, wp: u64) {
+        let old = self.written(zone);
+        self.wp[zone as usize] = wp;
+        let new = self.written(zone);
+        let mut index = zone as usize + 1;
+        while index < self.written_tree.len() {
+            self.written_tree[index] = self.written_tree[index].wrapping_add(new.wrapping_sub(old));
+            index += index & index.wrapping_neg();
+        }
+        self.version += 1;
+    }
+
+    /// Blocks written in zones `0..end`.
+    fn written_below(&self, end: u32) -> u64 {
+        let (mut sum, mut index) = (0u64, end as usize);
+        while index > 0 {
+            sum = sum.wrapping_add(self.written_tree[index]);
+            index &= index - 1;
+        }
+        sum
+    }
+
     fn full(&self, zone: u32) -> bool {
         self.wp[zone as usize] >= self.geometry.zone_start_lba(zone) + self.geometry.zone_cap_lba
     }
@@ -173,6 +210,8 @@ struct JobState {
     /// Zones fio resets before a write job starts: every zone of its range that holds data.
     pending_resets: Vec<u32>,
     writes_since_reset: u64,
+    /// The zones this job may read (written at least one block size), as of a `ZoneCache` version.
+    readable: (u64, Vec<u32>),
     deadline_ns: u64,
     ramp_end_ns: u64,
     next_issue_ns: u64,
@@ -203,7 +242,7 @@ impl JobState {
             return None;
         }
         if let Some(zone) = self.pending_resets.pop() {
-            zones.wp[zone as usize] = self.geometry.zone_start_lba(zone);
+            zones.set_wp(zone, self.geometry.zone_start_lba(zone));
             return Some(Io::Reset { zone_start: self.geometry.zone_start_lba(zone) });
         }
         if !self.options.time_based && self.issued_bytes >= self.budget_bytes {
@@ -242,10 +281,10 @@ impl JobState {
         };
         let zone_start = self.geometry.zone_start_lba(zone);
         if self.options.rw == ReadWrite::Finish {
-            zones.wp[zone as usize] = zone_start + self.geometry.zone_cap_lba;
+            zones.set_wp(zone, zone_start + self.geometry.zone_cap_lba);
             return Io::Finish { zone_start };
         }
-        zones.wp[zone as usize] = zone_start;
+        zones.set_wp(zone, zone_start);
         Io::Reset { zone_start }
     }
 
@@ -268,7 +307,11 @@ impl JobState {
             let lba = self.unzoned_lba();
             return Some(Io::Read { lba, blocks: bs });
         }
-        let readable: Vec<u32> = (self.first_zone..self.end_zone).filter(|&zone| zones.written(zone) >= bs).collect();
+        if self.readable.0 != zones.version {
+            let readable = (self.first_zone..self.end_zone).filter(|&zone| zones.written(zone) >= bs).collect();
+            self.readable = (zones.version, readable);
+        }
+        let readable = &self.readable.1;
         if readable.is_empty() {
             self.error = Some((Status::LbaOutOfRange, "read", self.start_lba, 0));
             return None;
@@ -280,7 +323,7 @@ impl JobState {
         }
         let mut zone = self.geometry.zone_of(self.cursor_lba.min(self.end_lba - 1));
         if self.cursor_lba + bs > zones.wp[zone as usize] {
-            zone = readable.iter().copied().find(|&candidate| candidate > zone).unwrap_or(readable[0]);
+            zone = readable[readable.partition_point(|&candidate| candidate <= zone) % readable.len()];
             self.cursor_lba = self.geometry.zone_start_lba(zone);
         }
         let lba = self.cursor_lba;
@@ -297,14 +340,14 @@ impl JobState {
         let zone = self.write_zone(zones);
         let start = self.geometry.zone_start_lba(zone);
         if zones.full(zone) || self.reset_due(zones) && zones.written(zone) > 0 {
-            zones.wp[zone as usize] = start;
+            zones.set_wp(zone, start);
             self.writes_since_reset = 0;
             return Io::Reset { zone_start: start };
         }
         let room = start + self.geometry.zone_cap_lba - zones.wp[zone as usize];
         let blocks = bs.min(room);
         let lba = zones.wp[zone as usize];
-        zones.wp[zone as usize] += blocks;
+        zones.set_wp(zone, lba + blocks);
         self.writes_since_reset += 1;
         if zones.full(zone) {
             self.open_zones.retain(|&open| open != zone);
@@ -344,7 +387,7 @@ impl JobState {
         if self.options.zone_reset_threshold <= 0.0 || self.options.zone_reset_frequency <= 0.0 {
             return false;
         }
-        let written: u64 = (self.first_zone..self.end_zone).map(|zone| zones.written(zone)).sum();
+        let written = zones.written_below(self.end_zone) - zones.written_below(self.first_zone);
         let range = u64::from(self.end_zone - self.first_zone) * self.geometry.zone_cap_lba;
         let every = (1.0 / self.options.zone_reset_frequency).round().max(1.0) as u64;
         written as f64 / range as f64 > self.options.zone_reset_threshold && self.writes_since_reset >= every
@@ -512,7 +555,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
             _ => descriptor.wp_lba,
         }
     });
-    let zones = Rc::new(RefCell::new(ZoneCache { wp: zone_wps.collect(), geometry }));
+    let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps.collect(), geometry)));
     let mut simulation = Simulation::new(device, Some(seed));
     // One scheduler per device, as the block layer has: the first job's.
     let scheduled = Scheduled::new(simulation.host(), first.scheduler, 1280 << 10);
@@ -581,8 +624,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
                         simulation.with_device(|device| device.precondition(zone, bytes)).map_err(|status| {
                             FioError(format!("job {}: prefill of zone {zone} failed: {status}", job.name))
                         })?;
-                        zones.borrow_mut().wp[zone as usize] =
-                            geometry.zone_start_lba(zone) + (bytes >> geometry.lba_shift);
+                        zones.borrow_mut().set_wp(zone, geometry.zone_start_lba(zone) + (bytes >> geometry.lba_shift));
                     }
                 }
                 // In zbd mode a zone holds only its capacity, so that is what a pass over the range moves.
@@ -617,6 +659,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
                         Vec::new()
                     },
                     writes_since_reset: 0,
+                    readable: (u64::MAX, Vec::new()),
                     deadline_ns: group_start.saturating_add(job.ramp_time_ns).saturating_add(runtime),
                     ramp_end_ns: group_start + job.ramp_time_ns,
                     next_issue_ns: group_start,

@@ -1,0 +1,131 @@
+//! The device as an actor: host commands wait in a bounded submission queue until a driver (the virtual-time
+//! executor, or a real-time device thread) asks the device to process them at some instant. NVMe lets commands
+//! that are outstanding together execute in any order; with reordering on, the device picks a seeded order.
+
+use zonelab_zns::{
+    Command, Completion, MediaStore, ReceiveAction, Status, ZoneReport, REPORT_HEADER_BYTES, ZONE_DESCRIPTOR_BYTES,
+};
+
+use crate::rng::SplitMix64;
+use crate::{Device, Output, QueuedCommand, Submitted};
+
+/// Entries the submission queue holds at most: NVMe's largest I/O queue (MQES + 1 = 65,536).
+pub const SUBMISSION_QUEUE_ENTRIES: usize = 1 << 16;
+
+/// The submission queue is full; the command is handed back.
+#[derive(Debug)]
+pub struct QueueFull(pub QueuedCommand);
+
+/// Commands waiting for the device, with the caller's tag for each.
+#[derive(Debug, Default)]
+pub(crate) struct SubmissionQueue {
+    entries: Vec<(u64, QueuedCommand)>,
+    reorder: Option<SplitMix64>,
+}
+
+impl<S: MediaStore> Device<S> {
+    /// Turns seeded reordering of commands outstanding together on (`Some(seed)`) or off.
+    pub fn set_reordering(&mut self, seed: Option<u64>) {
+        self.queue.reorder = seed.map(|seed| SplitMix64::split(seed, "reorder"));
+    }
+
+    /// Queues `command` under `tag` (the caller's, handed back with its completion).
+    pub fn enqueue(&mut self, tag: u64, command: QueuedCommand) -> Result<(), QueueFull> {
+        if self.queue.entries.len() >= SUBMISSION_QUEUE_ENTRIES {
+            return Err(QueueFull(command));
+        }
+        self.queue.entries.push((tag, command));
+        Ok(())
+    }
+
+    /// Commands waiting in the submission queue.
+    pub fn queued(&self) -> usize {
+        self.queue.entries.len()
+    }
+
+    /// Executes every queued command as submitted at `now`, in submission order or, with reordering on, in a
+    /// seeded order; `complete` gets each one's tag, completion time and result.
+    pub fn process_queue(&mut self, now: u64, mut complete: impl FnMut(u64, u64, Result<Output, Status>)) {
+        let mut batch = std::mem::take(&mut self.queue.entries);
+        if let Some(rng) = &mut self.queue.reorder {
+            rng.shuffle(&mut batch);
+        }
+        for (tag, command) in batch.drain(..) {
+            let (complete_ns, result) = self.execute_queued(now, command);
+            complete(tag, complete_ns, result);
+        }
+        // Keep the allocation for the next batch.
+        if self.queue.entries.is_empty() {
+            self.queue.entries = batch;
+        }
+    }
+
+    /// Runs one owned command submitted at `now`; returns when it completes and what it returns.
+    pub fn execute_queued(&mut self, now: u64, command: QueuedCommand) -> (u64, Result<Output, Status>) {
+        let lba_size = u64::from(self.namespace().geometry().lba_size);
+        let with = |submitted: Submitted, output: Output| {
+            (
+                submitted.complete_ns,
+                submitted.result.map(|completion| match completion {
+                    Completion::Appended { lba } => Output::Appended(lba),
+                    Completion::Success => output,
+                }),
+            )
+        };
+        match command {
+            QueuedCommand::Read { slba, nlb, keep: false } => {
+                with(self.submit(now, Command::ReadDiscard { slba, nlb }), Output::Done)
+            }
+            QueuedCommand::Read { slba, nlb, keep: true } => {
+                let mut buf = vec![0u8; nlb.saturating_mul(lba_size).min(usize::MAX as u64) as usize];
+                let submitted = self.submit(now, Command::Read { slba, buf: &mut buf });
+                with(submitted, Output::Data(buf))
+            }
+            QueuedCommand::Write { slba, data } => {
+                let submitted = data.with_bytes(|bytes| self.submit(now, Command::Write { slba, data: bytes }));
+                with(submitted, Output::Done)
+            }
+            QueuedCommand::WriteZeroes { slba, nlb } => {
+                with(self.submit(now, Command::WriteZeroes { slba, nlb }), Output::Done)
+            }
+            QueuedCommand::Append { zslba, data } => {
+                let submitted = data.with_bytes(|bytes| self.submit(now, Command::Append { zslba, data: bytes }));
+                with(submitted, Output::Done)
+            }
+            QueuedCommand::Flush => with(self.submit(now, Command::Flush), Output::Done),
+            QueuedCommand::ZoneSend { slba, action, select_all } => {
+                with(self.submit(now, Command::ZoneManagementSend { slba, action, select_all }), Output::Done)
+            }
+            QueuedCommand::Report { slba, filter, partial, max_zones } => {
+                let mut buf = vec![0u8; REPORT_HEADER_BYTES + ZONE_DESCRIPTOR_BYTES * max_zones as usize];
+                let action = ReceiveAction::ReportZones;
+                let submitted =
+                    self.submit(now, Command::ZoneManagementReceive { slba, action, filter, partial, buf: &mut buf });
+                let zone_size = self.namespace().geometry().zone_size_lba;
+                let report =
+                    ZoneReport::decode(&buf, zone_size).unwrap_or(ZoneReport { nr_zones: 0, zones: Vec::new() });
+                with(submitted, Output::Report(report))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DeviceConfig, HostPath};
+    use zonelab_zns::NullStore;
+
+    #[test]
+    fn a_full_submission_queue_hands_the_command_back() {
+        let config = DeviceConfig::load("instant", &["namespace.zones=4".into()]).expect("preset");
+        let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+        for tag in 0..SUBMISSION_QUEUE_ENTRIES as u64 {
+            device.enqueue(tag, QueuedCommand::Flush).expect("room");
+        }
+        assert!(matches!(device.enqueue(0, QueuedCommand::Flush), Err(QueueFull(QueuedCommand::Flush))));
+        let mut completed = 0;
+        device.process_queue(0, |_, _, result| completed += usize::from(result.is_ok()));
+        assert_eq!((completed, device.queued()), (SUBMISSION_QUEUE_ENTRIES, 0));
+    }
+}

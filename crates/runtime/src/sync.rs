@@ -1,0 +1,213 @@
+//! Waker-based coordination for host tasks that share one thread (an I/O scheduler's requests, a file
+//! system's writers): a mutex whose guard unlocks on drop, a notification, and a bounded channel. They work
+//! under any executor, since they wait by registering the waker of the `Context` they are polled with.
+
+use std::cell::{Cell, RefCell, RefMut};
+use std::collections::VecDeque;
+use std::future::{poll_fn, Future};
+use std::task::{Poll, Waker};
+
+/// Returns to the executor once: the task is polled again after the other tasks ready now (the block layer's
+/// plug: requests submitted at the same instant get to join a queue before it is dispatched).
+pub fn yield_now() -> impl Future<Output = ()> {
+    let mut yielded = false;
+    poll_fn(move |context| {
+        if yielded {
+            return Poll::Ready(());
+        }
+        yielded = true;
+        context.waker().wake_by_ref();
+        Poll::Pending
+    })
+}
+
+/// Wakers waiting for something; all are woken at once and re-check what they wait for.
+#[derive(Default)]
+struct Waiters(RefCell<Vec<Waker>>);
+
+impl Waiters {
+    fn register(&self, waker: &Waker) {
+        let mut waiters = self.0.borrow_mut();
+        if !waiters.iter().any(|known| known.will_wake(waker)) {
+            waiters.push(waker.clone());
+        }
+    }
+
+    fn wake_all(&self) {
+        let waiters = std::mem::take(&mut *self.0.borrow_mut());
+        for waker in waiters {
+            waker.wake();
+        }
+    }
+}
+
+/// A mutual-exclusion lock for tasks of one thread. `lock` waits without blocking the thread; the guard
+/// unlocks when dropped, so a task dropped while holding it (a cancelled future) releases it too.
+#[derive(Default)]
+pub struct Mutex<T> {
+    locked: Cell<bool>,
+    waiters: Waiters,
+    value: RefCell<T>,
+}
+
+/// Access to a locked `Mutex`'s value.
+pub struct MutexGuard<'a, T> {
+    value: Option<RefMut<'a, T>>,
+    mutex: &'a Mutex<T>,
+}
+
+impl<T> Mutex<T> {
+    pub fn new(value: T) -> Mutex<T> {
+        Mutex { locked: Cell::new(false), waiters: Waiters::default(), value: RefCell::new(value) }
+    }
+
+    /// Waits for the lock.
+    pub async fn lock(&self) -> MutexGuard<'_, T> {
+        poll_fn(|context| {
+            if self.locked.get() {
+                self.waiters.register(context.waker());
+                return Poll::Pending;
+            }
+            self.locked.set(true);
+            Poll::Ready(())
+        })
+        .await;
+        MutexGuard { value: Some(self.value.borrow_mut()), mutex: self }
+    }
+
+    pub fn is_locked(&self) -> bool {
+        self.locked.get()
+    }
+}
+
+impl<T> std::ops::Deref for MutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value.as_ref().expect("held until drop")
+    }
+}
+
+impl<T> std::ops::DerefMut for MutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.value.as_mut().expect("held until drop")
+    }
+}
+
+impl<T> Drop for MutexGuard<'_, T> {
+    fn drop(&mut self) {
+        self.value = None;
+        self.mutex.locked.set(false);
+        self.mutex.waiters.wake_all();
+    }
+}
+
+/// A notification: `notified` resolves at the first `notify_waiters` after it was first polled.
+#[derive(Default)]
+pub struct Notify {
+    generation: Cell<u64>,
+    waiters: Waiters,
+}
+
+impl Notify {
+    pub fn new() -> Notify {
+        Notify::default()
+    }
+
+    /// Wakes every task waiting in `notified`.
+    pub fn notify_waiters(&self) {
+        self.generation.set(self.generation.get() + 1);
+        self.waiters.wake_all();
+    }
+
+    pub fn notified(&self) -> impl Future<Output = ()> + '_ {
+        let mut seen = None;
+        poll_fn(move |context| {
+            let generation = self.generation.get();
+            match seen {
+                Some(seen) if seen != generation => Poll::Ready(()),
+                _ => {
+                    seen.get_or_insert(generation);
+                    self.waiters.register(context.waker());
+                    Poll::Pending
+                }
+            }
+        })
+    }
+}
+
+/// A bounded first-in first-out channel between tasks of one thread: `send` waits while it is full, `recv`
+/// while it is empty; `recv` returns None once `close` was called and everything sent was received.
+pub struct Channel<T> {
+    items: RefCell<VecDeque<T>>,
+    bound: usize,
+    closed: Cell<bool>,
+    senders: Waiters,
+    receivers: Waiters,
+}
+
+impl<T> Channel<T> {
+    /// A channel that holds at most `bound` items (at least one).
+    pub fn bounded(bound: usize) -> Channel<T> {
+        Channel {
+            items: RefCell::new(VecDeque::new()),
+            bound: bound.max(1),
+            closed: Cell::new(false),
+            senders: Waiters::default(),
+            receivers: Waiters::default(),
+        }
+    }
+
+    /// Sends `item`, waiting for room; a closed channel hands it back.
+    pub async fn send(&self, item: T) -> Result<(), T> {
+        let mut item = Some(item);
+        poll_fn(|context| {
+            if self.closed.get() {
+                return Poll::Ready(Err(item.take().expect("sent once")));
+            }
+            let mut items = self.items.borrow_mut();
+            if items.len() >= self.bound {
+                self.senders.register(context.waker());
+                return Poll::Pending;
+            }
+            items.push_back(item.take().expect("sent once"));
+            drop(items);
+            self.receivers.wake_all();
+            Poll::Ready(Ok(()))
+        })
+        .await
+    }
+
+    /// The next item, waiting for one; None when the channel is closed and drained.
+    pub async fn recv(&self) -> Option<T> {
+        poll_fn(|context| {
+            let next = self.items.borrow_mut().pop_front();
+            match next {
+                Some(item) => {
+                    self.senders.wake_all();
+                    Poll::Ready(Some(item))
+                }
+                None if self.closed.get() => Poll::Ready(None),
+                None => {
+                    self.receivers.register(context.waker());
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+    }
+
+    /// No more sends; receivers drain what is left.
+    pub fn close(&self) {
+        self.closed.set(true);
+        self.senders.wake_all();
+        self.receivers.wake_all();
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.borrow().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,157 @@
+//! The runtime's futures and primitives wait through the waker of the `Context` they are polled with, so they
+//! work under any executor; a guard releases its lock even when the future holding it is dropped.
+
+use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_runtime::sync::{Channel, Mutex, Notify};
+use zonelab_runtime::{CommandQueue, HostExt, IoData, Simulation};
+use zonelab_zns::{MemoryStore, NullStore};
+
+fn simulation() -> Simulation<NullStore> {
+    let config = DeviceConfig::load("zn540", &["namespace.zones=4".into()]).expect("preset");
+    Simulation::new(Device::new(&config, NullStore, HostPath::Spdk).expect("device"), None)
+}
+
+/// A waker that counts its wakes and passes them on to another.
+struct Counting {
+    wakes: AtomicUsize,
+    inner: Waker,
+}
+
+impl Wake for Counting {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        self.inner.wake_by_ref();
+    }
+}
+
+#[test]
+fn a_command_wakes_the_waker_it_was_polled_with() {
+    let mut simulation = simulation();
+    let host = simulation.host();
+    let wakes = Rc::new(Cell::new(0));
+    let seen = Rc::clone(&wakes);
+    simulation.spawn(async move {
+        let mut write = pin!(host.write(0, IoData::Zeros(4096)));
+        let mut counting: Option<Arc<Counting>> = None;
+        let result = poll_fn(|context| {
+            let counting = counting.get_or_insert_with(|| {
+                Arc::new(Counting { wakes: AtomicUsize::new(0), inner: context.waker().clone() })
+            });
+            let waker = Waker::from(Arc::clone(counting));
+            write.as_mut().poll(&mut Context::from_waker(&waker))
+        })
+        .await;
+        result.expect("write");
+        seen.set(counting.map_or(0, |counting| counting.wakes.load(Ordering::SeqCst)));
+    });
+    simulation.run();
+    assert_eq!(simulation.unfinished_tasks(), 0);
+    assert!(wakes.get() >= 1, "the completion woke the foreign waker");
+}
+
+#[test]
+fn a_dropped_lock_holder_releases_the_lock() {
+    let mut simulation = simulation();
+    let host = simulation.host();
+    let lock = Rc::new(Mutex::new(0u32));
+    let order = Rc::new(RefCell::new(Vec::new()));
+    {
+        let (lock, host) = (Rc::clone(&lock), host.clone());
+        simulation.spawn(async move {
+            // Takes the lock inside a future that is abandoned while it sleeps holding it.
+            let mut holder = pin!(async {
+                let _guard = lock.lock().await;
+                host.sleep(1_000_000).await;
+            });
+            let polled_once = poll_fn(|context| Poll::Ready(holder.as_mut().poll(context).is_pending())).await;
+            assert!(polled_once && lock.is_locked());
+        });
+    }
+    for task in 0..3u32 {
+        let (lock, host, order) = (Rc::clone(&lock), host.clone(), Rc::clone(&order));
+        simulation.spawn(async move {
+            let mut guard = lock.lock().await;
+            *guard += 1;
+            host.sleep(10).await;
+            order.borrow_mut().push((task, *guard, host.now_ns()));
+        });
+    }
+    simulation.run();
+    assert_eq!(simulation.unfinished_tasks(), 0, "no task is left waiting for the abandoned lock");
+    let order = order.borrow();
+    assert_eq!(order.iter().map(|&(_, count, _)| count).collect::<Vec<_>>(), [1, 2, 3], "one holder at a time");
+    assert!(order.windows(2).all(|pair| pair[1].2 >= pair[0].2 + 10), "each waited for the one before: {order:?}");
+}
+
+#[test]
+fn a_bounded_channel_holds_senders_back_and_notify_wakes_waiters() {
+    let mut simulation = simulation();
+    let host = simulation.host();
+    let channel = Rc::new(Channel::bounded(2));
+    let received = Rc::new(RefCell::new(Vec::new()));
+    let sent_at = Rc::new(RefCell::new(Vec::new()));
+    let notify = Rc::new(Notify::new());
+    {
+        let (channel, host, sent_at) = (Rc::clone(&channel), host.clone(), Rc::clone(&sent_at));
+        simulation.spawn(async move {
+            for item in 0..6u64 {
+                channel.send(item).await.expect("open");
+                assert!(channel.len() <= 2);
+                sent_at.borrow_mut().push(host.now_ns());
+            }
+            channel.close();
+        });
+    }
+    {
+        let (channel, host, received, notify) =
+            (Rc::clone(&channel), host.clone(), Rc::clone(&received), Rc::clone(&notify));
+        simulation.spawn(async move {
+            while let Some(item) = channel.recv().await {
+                received.borrow_mut().push((item, host.now_ns()));
+                host.sleep(100).await;
+            }
+            notify.notify_waiters();
+        });
+    }
+    let woken_at = Rc::new(Cell::new(0));
+    {
+        let (notify, host, woken_at) = (Rc::clone(&notify), host.clone(), Rc::clone(&woken_at));
+        simulation.spawn(async move {
+            notify.notified().await;
+            woken_at.set(host.now_ns());
+        });
+    }
+    simulation.run();
+    let received = received.borrow();
+    assert_eq!(*received, [(0, 0), (1, 100), (2, 200), (3, 300), (4, 400), (5, 500)], "one a receive");
+    assert_eq!(*sent_at.borrow(), [0, 0, 0, 100, 200, 300], "with two in the channel, the sender waits for room");
+    assert_eq!(woken_at.get(), 600, "the waiter woke when the receiver finished");
+}
+
+#[test]
+fn host_code_reads_what_it_wrote_through_the_device_queue() {
+    let config = DeviceConfig::load("zn540", &["namespace.zones=4".into()]).expect("preset");
+    let geometry = config.namespace.validate().expect("geometry");
+    let store = MemoryStore::new(geometry.nsze_lba << geometry.lba_shift);
+    let mut simulation = Simulation::new(Device::new(&config, store, HostPath::Spdk).expect("device"), Some(9));
+    let host = simulation.host();
+    let back = Rc::new(RefCell::new(Vec::new()));
+    let out = Rc::clone(&back);
+    simulation.spawn(async move {
+        host.write(0, IoData::Bytes(vec![0x5a; 8192])).await.expect("write");
+        *out.borrow_mut() = host.read(0, 2).await.expect("read");
+    });
+    simulation.run();
+    assert_eq!(*back.borrow(), vec![0x5a; 8192]);
+}
