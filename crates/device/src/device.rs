@@ -125,13 +125,21 @@ impl<S: MediaStore> Device<S> {
     /// A device over an existing namespace (a device image's).
     pub fn with_namespace(config: &DeviceConfig, namespace: ZonedNamespace<S>, host: HostPath) -> Device<S> {
         let geometry = *namespace.geometry();
-        let media = FlashModel::new(config.media.clone(), geometry.zones, geometry.zone_cap_lba << geometry.lba_shift);
-        let host_cost = match host {
-            HostPath::Spdk => config.host.spdk,
-            HostPath::IoUring => config.host.io_uring,
-            HostPath::IoUringCmd => config.host.io_uring_cmd,
-            HostPath::Kernel => config.host.kernel,
-        };
+        let zone_cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
+        let mut media = FlashModel::new(config.media.clone(), geometry.zones, zone_cap_bytes);
+        // What the namespace already holds (an image written by an earlier process) was programmed long ago: a
+        // FULL zone wholly (data and finish padding), any other the blocks below its write pointer.
+        for zone in 0..geometry.zones {
+            let bytes = match namespace.zone(zone).state {
+                ZoneState::Full => zone_cap_bytes,
+                ZoneState::Offline => 0,
+                _ => namespace.written_lba(zone) << geometry.lba_shift,
+            };
+            if bytes > 0 {
+                media.precondition(zone, bytes);
+            }
+        }
+        let host_cost = config.host.for_path(host);
         Device {
             name: config.name.clone(),
             namespace,

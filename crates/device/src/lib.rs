@@ -7,12 +7,14 @@
 //! back), keeps counters, and records per-command trace events on request. Presets (`presets/*.toml`) describe
 //! whole devices.
 
+mod build;
 mod command;
 mod device;
 mod preset;
 mod queue;
 pub mod rng;
 
+pub use build::{BuildError, Built, DeviceBuilder, DeviceSpec, StoreChoice};
 pub use command::{IoData, Output, QueuedCommand};
 pub use device::{Device, DeviceCounters, HostPath, Submitted, TraceEvent};
 pub use preset::{apply_override, DeviceConfig, HostCost, HostCosts, PresetError, PRESETS};

@@ -31,6 +31,18 @@ pub struct HostCosts {
     pub kernel: HostCost,
 }
 
+impl HostCosts {
+    /// The cost of one host path.
+    pub fn for_path(&self, host: crate::HostPath) -> HostCost {
+        match host {
+            crate::HostPath::Spdk => self.spdk,
+            crate::HostPath::IoUring => self.io_uring,
+            crate::HostPath::IoUringCmd => self.io_uring_cmd,
+            crate::HostPath::Kernel => self.kernel,
+        }
+    }
+}
+
 /// A whole device: what a preset file holds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]

@@ -3,8 +3,6 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use zonelab_device::DeviceConfig;
-
 use crate::fio::{parse_size, SizeSpec};
 
 /// One `--key` or `--key=value` option.
@@ -51,16 +49,6 @@ fn bytes(key: &str, value: &str) -> Result<u64, String> {
 
 fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
     value.parse().map_err(|_| format!("option {key}: {value:?} is not a number"))
-}
-
-/// `NAME[,key=value...]`: a preset and overrides as `zonelab create --set` takes them (bare keys are namespace
-/// fields).
-pub(crate) fn load_preset(preset: &str) -> Result<DeviceConfig, String> {
-    let mut parts = preset.split(',');
-    let name = parts.next().unwrap_or_default();
-    let overrides: Vec<String> =
-        parts.map(|part| if part.contains('.') { part.to_string() } else { format!("namespace.{part}") }).collect();
-    DeviceConfig::load(name, &overrides).map_err(|error| error.to_string())
 }
 
 /// Where a simulated task leaves its result for the caller.

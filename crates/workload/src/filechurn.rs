@@ -15,14 +15,13 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use serde::Serialize;
-use zonelab_device::{Device, HostPath};
+use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath};
 use zonelab_host::{FsError, ZoneFs, ZoneFsStats};
 use zonelab_media::{EraseSummary, FlashCounters, FlashOp, OpSource};
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, IoData, Simulation};
-use zonelab_zns::NullStore;
 
-use crate::args::{load_preset, Slot, ToolOption};
+use crate::args::{Slot, ToolOption};
 
 /// Which file workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -138,8 +137,11 @@ pub struct FileChurnResult {
 
 /// Runs the benchmark.
 pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
-    let config = load_preset(&spec.preset)?;
-    let mut device = Device::new(&config, NullStore, HostPath::IoUring).map_err(|error| error.to_string())?;
+    let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset))
+        .host(HostPath::IoUring)
+        .build()
+        .map_err(|error| error.to_string())?;
+    let (mut device, config) = (built.device, built.config);
     let geometry = *device.namespace().geometry();
     let capacity = geometry.zone_cap_lba << geometry.lba_shift;
     let prefilled = (f64::from(geometry.zones) * spec.prefill) as u32;

@@ -8,12 +8,12 @@ use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::json;
-use zonelab_device::{Device, HostPath};
+use zonelab_device::{Device, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_host::{RecoveryStats, Wal, WalConfig, WalDesign, WalStats};
 use zonelab_runtime::{CommandQueue, Simulation};
-use zonelab_zns::{MediaStore, MemoryStore, NullStore};
+use zonelab_zns::MediaStore;
 
-use crate::args::{load_preset, Slot, ToolOption};
+use crate::args::{Slot, ToolOption};
 use crate::fio::LatencyStats;
 
 /// What to run.
@@ -105,14 +105,13 @@ pub struct WalBenchResult {
 
 /// Runs the benchmark.
 pub fn run(spec: &WalBenchSpec) -> Result<WalBenchResult, String> {
-    let config = load_preset(&spec.preset)?;
-    let geometry = config.namespace.validate().map_err(|error| error.to_string())?;
-    if spec.recover {
-        let store = MemoryStore::new(geometry.nsze_lba << geometry.lba_shift);
-        run_on(Device::new(&config, store, HostPath::IoUringCmd).map_err(|e| e.to_string())?, spec)
-    } else {
-        run_on(Device::new(&config, NullStore, HostPath::IoUringCmd).map_err(|e| e.to_string())?, spec)
-    }
+    let store = if spec.recover { StoreChoice::Memory } else { StoreChoice::Null };
+    let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset))
+        .host(HostPath::IoUringCmd)
+        .store(store)
+        .build()
+        .map_err(|error| error.to_string())?;
+    run_on(built.device, spec)
 }
 
 fn run_on<S: MediaStore + 'static>(device: Device<S>, spec: &WalBenchSpec) -> Result<WalBenchResult, String> {

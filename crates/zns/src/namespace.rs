@@ -217,6 +217,12 @@ impl<S: MediaStore> ZonedNamespace<S> {
         }
     }
 
+    /// Blocks written from the zone's start: its internal write pointer, which a report hides for FULL,
+    /// READ_ONLY and OFFLINE zones. Data below it reads back.
+    pub fn written_lba(&self, zone: u32) -> u64 {
+        self.zones[zone as usize].wp_lba - self.geometry.zone_start_lba(zone)
+    }
+
     pub fn identify(&self) -> ZonedIdentify {
         let exponent = |bytes: u64| (bytes / crate::config::MIN_PAGE_BYTES).trailing_zeros() as u8;
         let zero_based = |limit: u32| if limit == 0 { u32::MAX } else { limit - 1 };

@@ -8,12 +8,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
-use zonelab_device::{Device, DeviceConfig, DeviceCounters, HostPath};
+use zonelab_device::{Built, DeviceBuilder, DeviceCounters, DeviceSpec, HostPath};
 use zonelab_host::{Scheduled, SchedulerCounters};
 use zonelab_media::FlashCounters;
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, Host, IoData, QueuedCommand, Simulation};
-use zonelab_zns::{Geometry, Image, ImageLock, MediaStore, NullStore, Status, ZoneSendAction, ZoneState};
+use zonelab_zns::{Geometry, MediaStore, Status, ZoneSendAction, ZoneState};
 
 use super::histogram::LatencyStats;
 use super::options::{FioError, FioInvocation, IoEngine, JobOptions, ReadWrite};
@@ -79,56 +79,6 @@ pub struct FioResult {
     /// Erase counts per block over the device's life when the run ended.
     pub wear: zonelab_media::EraseSummary,
     pub notes: Vec<String>,
-}
-
-/// The device a run uses and what holds it.
-struct Target<S> {
-    device: Device<S>,
-    _lock: Option<ImageLock>,
-}
-
-/// `preset:NAME[,key=value...]` (keys as `zonelab create --set` takes them, or bare namespace fields) is an
-/// ephemeral device with the null store; anything else is a device image.
-fn open_target(filename: &str, host: HostPath) -> Result<(Target<Box<dyn MediaStore>>, DeviceConfig), FioError> {
-    if let Some(spec) = filename.strip_prefix("preset:") {
-        let mut parts = spec.split(',');
-        let name = parts.next().unwrap_or_default();
-        let overrides: Vec<String> = parts
-            .map(
-                |assignment| {
-                    if assignment.contains('.') {
-                        assignment.to_string()
-                    } else {
-                        format!("namespace.{assignment}")
-                    }
-                },
-            )
-            .collect();
-        let config =
-            DeviceConfig::load(name, &overrides).map_err(|error| FioError(format!("filename {filename}: {error}")))?;
-        let device = Device::new(&config, Box::new(NullStore) as Box<dyn MediaStore>, host)
-            .map_err(|error| FioError(format!("filename {filename}: {error}")))?;
-        return Ok((Target { device, _lock: None }, config));
-    }
-    let image = Image::open(std::path::Path::new(filename))
-        .map_err(|error| FioError(format!("filename {filename}: {error}")))?;
-    let mut config = match image.device() {
-        Some(model) => {
-            let mut table = model.clone();
-            table.insert(
-                "namespace".into(),
-                toml::Value::try_from(image.namespace().config()).map_err(|e| FioError(e.to_string()))?,
-            );
-            let text = toml::to_string(&table).map_err(|error| FioError(error.to_string()))?;
-            DeviceConfig::parse(filename, &text, &[])
-                .map_err(|error| FioError(format!("filename {filename}: {error}")))?
-        }
-        None => DeviceConfig::load("zn540", &[]).map_err(|error| FioError(error.to_string()))?,
-    };
-    config.namespace = image.namespace().config().clone();
-    let (namespace, lock) = image.into_namespace();
-    let device = Device::with_namespace(&config, namespace, host);
-    Ok((Target { device, _lock: Some(lock) }, config))
 }
 
 fn host_path(engine: IoEngine) -> HostPath {
@@ -537,16 +487,14 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
             ));
         }
     }
-    let (target, config) = open_target(&filename, host)?;
+    // `preset:NAME[,key=value...]` is an ephemeral device with the null store; anything else is a device image.
+    let built = DeviceBuilder::new(DeviceSpec::parse(&filename))
+        .host(host)
+        .build()
+        .map_err(|error| FioError(format!("filename {error}")))?;
     let seed = first.seed.unwrap_or(default_seed);
-    let slat_ns = match host {
-        HostPath::Spdk => config.host.spdk.submit_us,
-        HostPath::IoUring => config.host.io_uring.submit_us,
-        HostPath::IoUringCmd => config.host.io_uring_cmd.submit_us,
-        HostPath::Kernel => config.host.kernel.submit_us,
-    };
-    let slat_ns = (slat_ns * 1000.0).round() as u64;
-    let Target { device, _lock } = target;
+    let slat_ns = (built.config.host.for_path(host).submit_us * 1000.0).round() as u64;
+    let Built { device, config, lock: _lock } = built;
     let geometry = *device.namespace().geometry();
     let zone_wps = (0..geometry.zones).map(|zone| {
         let descriptor = device.namespace().zone(zone);

@@ -1,0 +1,189 @@
+//! The composition root of a device: every tool (fio, wal-bench, file-churn, bench, calibrate, the C library
+//! to come) opens its device here, so that a spec is parsed, a configuration merged and validated, and a flash
+//! model preconditioned in one place. The steps, in order:
+//!
+//! 1. **Configuration**: a compiled-in preset or TOML file with `key.path=value` overrides (bare keys are
+//!    namespace fields), or the configuration an image was created with: its device model, with the
+//!    namespace the image holds.
+//! 2. **Store**: `null` or `memory` for a preset, the image's own store (and its exclusive lock) for an image.
+//! 3. **Namespace**: fresh, or restored from the image's zone journal.
+//! 4. **Flash model**: built from the configuration, then preconditioned from the namespace's zones, so that
+//!    data an earlier process wrote reads from programmed flash, not as unwritten pages.
+//! 5. **Host path**: the per-command host cost on either side of the device.
+
+use std::path::{Path, PathBuf};
+
+use zonelab_zns::{Image, ImageLock, MediaStore, MemoryStore, NullStore};
+
+use crate::{Device, DeviceConfig, HostPath, PresetError};
+
+/// Which device: a preset (or TOML file) with overrides, a configuration already in hand, or a device image.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeviceSpec {
+    Preset { name: String, overrides: Vec<String> },
+    Config(Box<DeviceConfig>),
+    Image(PathBuf),
+}
+
+impl DeviceSpec {
+    /// fio's `--filename` and the C library's spec: `preset:NAME[,key=value...]`, or else an image path.
+    pub fn parse(text: &str) -> DeviceSpec {
+        match text.strip_prefix("preset:") {
+            Some(preset) => DeviceSpec::preset(preset),
+            None => DeviceSpec::Image(PathBuf::from(text)),
+        }
+    }
+
+    /// `NAME[,key=value...]`, as the tools' `--preset=` takes it: keys as `zonelab create --set` takes them,
+    /// and bare keys are namespace fields (`zones=64` is `namespace.zones=64`).
+    pub fn preset(text: &str) -> DeviceSpec {
+        let mut parts = text.split(',');
+        let name = parts.next().unwrap_or_default().to_string();
+        let overrides =
+            parts.map(|part| if part.contains('.') { part.to_string() } else { format!("namespace.{part}") }).collect();
+        DeviceSpec::Preset { name, overrides }
+    }
+}
+
+/// Where a preset device keeps its data (an image keeps its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// No data: reads return zeros; for large, fast simulations.
+    Null,
+    /// Sparse memory: data written is data read.
+    Memory,
+}
+
+/// Why a device could not be opened; each names the spec.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    #[error("{spec}: {source}")]
+    Config { spec: String, source: PresetError },
+    #[error("{spec}: {source}")]
+    Namespace { spec: String, source: zonelab_zns::ConfigError },
+    #[error("{spec}: {source}")]
+    Image { spec: String, source: zonelab_zns::ImageError },
+    #[error("{spec}: the image's device model is not a valid device: {message}")]
+    ImageModel { spec: String, message: String },
+}
+
+/// An opened device, its configuration, and the image lock it holds (released when this is dropped).
+pub struct Built {
+    pub device: Device<Box<dyn MediaStore>>,
+    pub config: DeviceConfig,
+    pub lock: Option<ImageLock>,
+}
+
+impl std::fmt::Debug for Built {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Built").field("device", &self.device.name()).field("image", &self.lock.is_some()).finish()
+    }
+}
+
+/// Opens devices: `DeviceBuilder::new(spec).host(path).store(choice).build()`.
+#[derive(Clone, Debug)]
+pub struct DeviceBuilder {
+    spec: DeviceSpec,
+    host: HostPath,
+    store: StoreChoice,
+}
+
+impl DeviceBuilder {
+    /// A builder for `spec`, reached through SPDK with the null store until told otherwise.
+    pub fn new(spec: DeviceSpec) -> DeviceBuilder {
+        DeviceBuilder { spec, host: HostPath::Spdk, store: StoreChoice::Null }
+    }
+
+    pub fn host(mut self, host: HostPath) -> DeviceBuilder {
+        self.host = host;
+        self
+    }
+
+    pub fn store(mut self, store: StoreChoice) -> DeviceBuilder {
+        self.store = store;
+        self
+    }
+
+    /// Steps 1 to 5 of the module documentation.
+    pub fn build(self) -> Result<Built, BuildError> {
+        let label = match &self.spec {
+            DeviceSpec::Preset { name, overrides } => {
+                std::iter::once(format!("preset:{name}")).chain(overrides.iter().cloned()).collect::<Vec<_>>().join(",")
+            }
+            DeviceSpec::Config(config) => format!("device {}", config.name),
+            DeviceSpec::Image(path) => path.display().to_string(),
+        };
+        let config_error = |source| BuildError::Config { spec: label.clone(), source };
+        match self.spec {
+            DeviceSpec::Preset { name, overrides } => {
+                // 1. Configuration.
+                let config = DeviceConfig::load(&name, &overrides).map_err(config_error)?;
+                Self::fresh(config, self.store, self.host, &label)
+            }
+            DeviceSpec::Config(config) => Self::fresh(*config, self.store, self.host, &label),
+            DeviceSpec::Image(path) => {
+                // 2 and 3. The image's store, lock and restored namespace.
+                let image = Image::open(&path).map_err(|source| BuildError::Image { spec: label.clone(), source })?;
+                // 1. Its configuration: the device model it was created with (the ZN540 if none), its namespace.
+                let config = Self::image_config(&image, &path, &label)?;
+                let (namespace, lock) = image.into_namespace();
+                // 4 and 5.
+                let device = Device::with_namespace(&config, namespace, self.host);
+                Ok(Built { device, config, lock: Some(lock) })
+            }
+        }
+    }
+
+    /// Steps 2 to 5 for a configuration without an image.
+    fn fresh(config: DeviceConfig, store: StoreChoice, host: HostPath, label: &str) -> Result<Built, BuildError> {
+        let namespace_error = |source| BuildError::Namespace { spec: label.to_string(), source };
+        let geometry = config.namespace.validate().map_err(namespace_error)?;
+        let store: Box<dyn MediaStore> = match store {
+            StoreChoice::Null => Box::new(NullStore),
+            StoreChoice::Memory => Box::new(MemoryStore::new(geometry.nsze_lba << geometry.lba_shift)),
+        };
+        let device = Device::new(&config, store, host).map_err(namespace_error)?;
+        Ok(Built { device, config, lock: None })
+    }
+
+    fn image_config(image: &Image, path: &Path, label: &str) -> Result<DeviceConfig, BuildError> {
+        let namespace = image.namespace().config().clone();
+        let mut config = match image.device() {
+            Some(model) => {
+                let mut table = model.clone();
+                let invalid = |message: String| BuildError::ImageModel { spec: label.to_string(), message };
+                let namespace_value = toml::Value::try_from(&namespace).map_err(|error| invalid(error.to_string()))?;
+                table.insert("namespace".into(), namespace_value);
+                let text = toml::to_string(&table).map_err(|error| invalid(error.to_string()))?;
+                DeviceConfig::parse(&path.display().to_string(), &text, &[])
+                    .map_err(|error| invalid(error.to_string()))?
+            }
+            None => DeviceConfig::load("zn540", &[])
+                .map_err(|source| BuildError::Config { spec: label.to_string(), source })?,
+        };
+        config.namespace = namespace;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_as_fio_filenames_and_tool_presets() {
+        assert_eq!(
+            DeviceSpec::parse("preset:zn540,zones=64,media.nand.channels=4"),
+            DeviceSpec::Preset {
+                name: "zn540".into(),
+                overrides: vec!["namespace.zones=64".into(), "media.nand.channels=4".into()]
+            }
+        );
+        assert_eq!(DeviceSpec::parse("img/dev"), DeviceSpec::Image("img/dev".into()));
+        let error = DeviceBuilder::new(DeviceSpec::parse("preset:zn540,zonez=4")).build().expect_err("bad key");
+        assert!(
+            error.to_string().contains("preset:zn540,namespace.zonez=4") && error.to_string().contains("no such field")
+        );
+    }
+}
