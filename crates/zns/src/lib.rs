@@ -47,7 +47,7 @@ pub use namespace::{
 };
 pub use size::{ByteSize, ParseSizeError};
 pub use status::{Status, STATUS_DNR};
-pub use store::{FileStore, MediaStore, MemoryStore, NullStore, StoreError};
+pub use store::{FaultyStore, FileStore, MediaStore, MemoryStore, NullStore, StoreError};
 pub use zone::{
     zone_attrs, ParseZoneStateError, ReportFilter, ZoneDescriptor, ZoneReport, ZoneSendAction, ZoneState,
     REPORT_HEADER_BYTES, WP_INVALID, ZONE_DESCRIPTOR_BYTES, ZONE_TYPE_SEQUENTIAL_WRITE_REQUIRED,

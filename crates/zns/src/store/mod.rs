@@ -1,12 +1,15 @@
-//! Where a namespace keeps its data: the `MediaStore` trait and its three stores.
+//! Where a namespace keeps its data: the `MediaStore` trait, its three stores, and a fault-injecting wrapper for
+//! tests.
 //!
 //! A store holds bytes only; zone state lives in the namespace (and, for a device image, in its zone journal).
 //! The namespace never reads a store above a zone's write pointer, so a store may return anything there.
 
+mod faulty;
 mod file;
 mod memory;
 mod null;
 
+pub use faulty::FaultyStore;
 pub use file::FileStore;
 pub use memory::MemoryStore;
 pub use null::NullStore;
