@@ -9,7 +9,7 @@ use zonelab_zns::{
 };
 
 use crate::queue::SubmissionQueue;
-use crate::{DeviceConfig, HostCost};
+use crate::DeviceConfig;
 
 /// How the host reaches the device; each path adds its own per-command cost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -96,7 +96,9 @@ pub struct Device<S> {
     namespace: ZonedNamespace<S>,
     media: FlashModel,
     host: HostPath,
-    host_cost: HostCost,
+    /// The host path's per-command cost before and after the device, converted once.
+    host_submit_ns: u64,
+    host_complete_ns: u64,
     power_loss_protection: bool,
     counters: DeviceCounters,
     trace: Option<Vec<TraceEvent>>,
@@ -145,7 +147,8 @@ impl<S: MediaStore> Device<S> {
             namespace,
             media,
             host,
-            host_cost,
+            host_submit_ns: ns(host_cost.submit_us),
+            host_complete_ns: ns(host_cost.complete_us),
             power_loss_protection: config.power_loss_protection,
             counters: DeviceCounters::default(),
             trace: None,
@@ -203,7 +206,7 @@ impl<S: MediaStore> Device<S> {
     /// Runs `command`, submitted by the host at `now`: the namespace decides what happens, the flash model when
     /// the device is done, and the host path adds its cost on both sides.
     pub fn submit(&mut self, now: u64, command: Command<'_>) -> Submitted {
-        let arrival = now + ns(self.host_cost.submit_us);
+        let arrival = now + self.host_submit_ns;
         let (opcode, slba, nlb) = describe(&command, self.namespace.geometry().lba_shift);
         let outcome = self.scan_for_zombies(arrival).and_then(|()| self.run(arrival, command));
         self.complete(now, arrival, (opcode, slba, nlb), outcome)
@@ -225,7 +228,7 @@ impl<S: MediaStore> Device<S> {
                 (arrival, Err(status))
             }
         };
-        let complete_ns = device_done.max(arrival) + ns(self.host_cost.complete_us);
+        let complete_ns = device_done.max(arrival) + self.host_complete_ns;
         debug_assert!(complete_ns >= now, "a command completes no earlier than it is submitted");
         if let Some(trace) = &mut self.trace {
             let (opcode, slba, nlb) = described;

@@ -562,6 +562,10 @@ impl<S: MediaStore> ZonedNamespace<S> {
 
     /// Moves the resource counts and the implicit-open order from `old` (None: not counted yet) to `new`.
     fn account(&mut self, zone: u32, old: Option<&ZoneMeta>, new: &ZoneMeta) {
+        if old.is_some_and(|old| (old.state, old.open_seq) == (new.state, new.open_seq)) {
+            // A write inside an open zone moves only its write pointer: nothing to recount (the common case).
+            return;
+        }
         if let Some(old) = old {
             self.nr_open -= u32::from(old.state.is_open());
             self.nr_active -= u32::from(old.state.is_active());
