@@ -2,9 +2,9 @@
 //! measurement, point by point, with the error distribution.
 
 use serde::Serialize;
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceBuilder, DeviceConfig, DeviceSpec, HostPath};
 use zonelab_runtime::{CommandQueue, HostExt, Simulation};
-use zonelab_zns::{NullStore, Status, ZoneSendAction};
+use zonelab_zns::{MediaStore, Status, ZoneSendAction};
 
 use crate::{run_closed_loop, LoopSpec, Operation};
 
@@ -119,8 +119,12 @@ fn percentile(values: &mut [f64], fraction: f64) -> f64 {
     values[rank]
 }
 
-fn fresh_device(config: &DeviceConfig, host: HostPath) -> Device<NullStore> {
-    Device::new(config, NullStore, host).expect("a validated preset builds a device")
+fn fresh_device(config: &DeviceConfig, host: HostPath) -> Device<Box<dyn MediaStore>> {
+    DeviceBuilder::new(DeviceSpec::Config(Box::new(config.clone())))
+        .host(host)
+        .build()
+        .expect("a validated preset builds a device")
+        .device
 }
 
 /// Replays one grid row in a fresh simulation. `scale` multiplies the number of measured operations.
@@ -206,7 +210,7 @@ fn management_latency(
     let outcome = std::rc::Rc::new(std::cell::Cell::new(Err(Status::InvalidOpcode)));
     let result = std::rc::Rc::clone(&outcome);
     simulation.spawn(async move {
-        let idle = |h: &zonelab_runtime::Host<NullStore>| h.with_device(|device| device.media().busy_until());
+        let idle = |h: &zonelab_runtime::Host<Box<dyn MediaStore>>| h.with_device(|device| device.media().busy_until());
         let send = |action| host_handle.zone_send(0, action, false);
         let measured = async {
             if op == "reset-after-finish" {

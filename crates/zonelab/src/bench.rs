@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::Subcommand;
 use serde_json::json;
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{DeviceBuilder, DeviceConfig, DeviceSpec};
 use zonelab_runtime::Simulation;
 use zonelab_workload::{run_closed_loop, LoopSpec, Operation};
 use zonelab_zns::{ByteSize, NamespaceConfig, NullStore, ZoneSendAction, ZonedNamespace};
@@ -182,8 +182,10 @@ fn sim(preset: &str, runs: usize, commands: u64, json: bool, out: &mut impl Writ
         let mut rates = Vec::new();
         let mut speedup = 0.0;
         for _ in 0..runs {
-            let mut device =
-                Device::new(&config, NullStore, HostPath::Spdk).map_err(|error| CliError::Config(error.to_string()))?;
+            let mut device = DeviceBuilder::new(DeviceSpec::Config(Box::new(config.clone())))
+                .build()
+                .map_err(|error| CliError::Config(error.to_string()))?
+                .device;
             let zones = zones.min(config.namespace.zones);
             if operation == Operation::RandRead {
                 let geometry = *device.namespace().geometry();
