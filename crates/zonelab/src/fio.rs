@@ -2,14 +2,23 @@
 
 use std::io::Write;
 
-use zonelab_workload::fio::{parse_invocation, run as run_jobs, to_json, to_text, OutputFormat};
+use zonelab_device::BuildError;
+use zonelab_workload::fio::{parse_invocation, run as run_jobs, to_json, to_text, FioError, OutputFormat};
 
 use crate::{stdout_error, CliError};
 
 pub fn run(args: &[String], out: &mut impl Write) -> Result<(), CliError> {
     let invocation = parse_invocation(args, |path| std::fs::read_to_string(path).map_err(|error| error.to_string()))
         .map_err(|error| CliError::Usage(error.to_string()))?;
-    let result = run_jobs(&invocation, 1).map_err(|error| CliError::Usage(error.to_string()))?;
+    let result = run_jobs(&invocation, 1).map_err(|error| match error {
+        // A bad preset or namespace in the spec is a configuration error (exit 2); a missing or corrupt image,
+        // or a device that refused the prefill, exits 1 as every other command does.
+        FioError::Device(BuildError::Config { .. } | BuildError::Namespace { .. }) => {
+            CliError::Config(error.to_string())
+        }
+        FioError::Device(_) | FioError::Prefill { .. } => CliError::Failed(error.to_string()),
+        _ => CliError::Usage(error.to_string()),
+    })?;
     let text = match invocation.output_format {
         OutputFormat::Json => format!(
             "{}\n",

@@ -161,3 +161,16 @@ fn corrupt_or_foreign_images_are_refused_without_a_panic() {
     assert_eq!(missing.code, 1);
     assert!(missing.stderr.contains("not a zonelab image"), "{}", missing.stderr);
 }
+
+#[test]
+fn fio_exits_as_every_command_does_for_missing_images_and_bad_presets() {
+    let job = ["fio", "--name=r", "--rw=read", "--bs=4k", "--size=1m"];
+    let missing = zonelab(&[&job[..], &["--filename=/nonexistent/zonelab-image"]].concat());
+    assert_eq!(missing.code, 1, "a missing image exits 1: {}", missing.stderr);
+    assert!(missing.stderr.contains("/nonexistent/zonelab-image"), "{}", missing.stderr);
+    let preset = zonelab(&[&job[..], &["--filename=preset:zn999"]].concat());
+    assert_eq!(preset.code, 2, "an unknown preset is a configuration error: {}", preset.stderr);
+    assert!(preset.stderr.contains("zn999"), "{}", preset.stderr);
+    let option = zonelab(&[&job[..], &["--filename=preset:instant", "--frobnicate=1"]].concat());
+    assert_eq!(option.code, 2, "{}", option.stderr);
+}

@@ -448,9 +448,9 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
     let filename = first
         .filename
         .clone()
-        .ok_or_else(|| FioError("no filename given: use --filename=IMAGE or --filename=preset:NAME".into()))?;
+        .ok_or_else(|| FioError::Options("no filename given: use --filename=IMAGE or --filename=preset:NAME".into()))?;
     if let Some(other) = invocation.jobs.iter().find(|job| job.filename.as_deref() != Some(filename.as_str())) {
-        return Err(FioError(format!(
+        return Err(FioError::Options(format!(
             "job {} uses filename {:?}: zonelab runs every job of one invocation on one device ({filename})",
             other.name, other.filename
         )));
@@ -467,14 +467,14 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
     }
     for job in &invocation.jobs {
         if job.zone_append && !host.carries_append() {
-            return Err(FioError(format!(
+            return Err(FioError::Options(format!(
                 "job {}: zone_append=1 needs an ioengine that carries zone append (io_uring_cmd or spdk), not {}",
                 job.name,
                 job.ioengine.name()
             )));
         }
         if matches!(job.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish) && !job.zonemode_zbd {
-            return Err(FioError(format!(
+            return Err(FioError::Options(format!(
                 "job {}: rw=trim needs zonemode=zbd (zone resets); zonelab has no deallocate",
                 job.name
             )));
@@ -488,10 +488,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
         }
     }
     // `preset:NAME[,key=value...]` is an ephemeral device with the null store; anything else is a device image.
-    let built = DeviceBuilder::new(DeviceSpec::parse(&filename))
-        .host(host)
-        .build()
-        .map_err(|error| FioError(format!("filename {error}")))?;
+    let built = DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).build().map_err(FioError::Device)?;
     let seed = first.seed.unwrap_or(default_seed);
     let slat_ns = (built.config.host.for_path(host).submit_us * 1000.0).round() as u64;
     let Built { device, config, lock: _lock } = built;
@@ -547,13 +544,13 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
                 }
                 let bs_blocks = job.bs_bytes >> geometry.lba_shift;
                 if job.bs_bytes % u64::from(geometry.lba_size) != 0 || bs_blocks == 0 {
-                    return Err(FioError(format!(
+                    return Err(FioError::Options(format!(
                         "job {}: bs={} is not a multiple of the {}-byte LBA",
                         job.name, job.bs_bytes, geometry.lba_size
                     )));
                 }
                 if end_lba <= start_lba || end_lba - start_lba < bs_blocks {
-                    return Err(FioError(format!(
+                    return Err(FioError::Options(format!(
                         "job {}: the I/O range at offset {offset} of {size} bytes is empty on this device{}",
                         job.name,
                         if job.zonemode_zbd { " once aligned to zones" } else { "" }
@@ -569,9 +566,9 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
                         if zones.borrow().written(zone) > 0 {
                             continue;
                         }
-                        simulation.with_device(|device| device.precondition(zone, bytes)).map_err(|status| {
-                            FioError(format!("job {}: prefill of zone {zone} failed: {status}", job.name))
-                        })?;
+                        simulation
+                            .with_device(|device| device.precondition(zone, bytes))
+                            .map_err(|status| FioError::Prefill { job: job.name.clone(), zone, status })?;
                         zones.borrow_mut().set_wp(zone, geometry.zone_start_lba(zone) + (bytes >> geometry.lba_shift));
                     }
                 }

@@ -2,25 +2,37 @@
 //! `[global]` section), with fio's names and meanings. An unknown option is an error that names it, as in fio;
 //! options that make no sense in a simulation (CPU and NUMA placement) are accepted and reported as ignored.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use zonelab_host::{SchedulerKind, ZincConfig};
 
-/// An error in the options, naming what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FioError(pub String);
+/// Why a fio run could not start or went wrong before its jobs ran, naming what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FioError {
+    /// An option, job file or argument that does not make a run (fio's usage errors).
+    #[error("fio: {0}")]
+    Options(String),
+    /// The `--filename` device could not be opened: a missing or corrupt image, or an invalid preset.
+    #[error("fio: filename {0}")]
+    Device(#[from] zonelab_device::BuildError),
+    /// The device refused the preconditioning `prefill=` asked for.
+    #[error("fio: job {job}: prefill of zone {zone} failed: {status}")]
+    Prefill { job: String, zone: u32, status: zonelab_zns::Status },
+}
 
-impl fmt::Display for FioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "fio: {}", self.0)
+impl FioError {
+    /// The message without the `fio: ` prefix, for errors nested in a job file's line.
+    fn message(&self) -> String {
+        match self {
+            FioError::Options(message) => message.clone(),
+            other => other.to_string(),
+        }
     }
 }
 
-impl std::error::Error for FioError {}
-
 fn fail<T>(message: impl Into<String>) -> Result<T, FioError> {
-    Err(FioError(message.into()))
+    Err(FioError::Options(message.into()))
 }
 
 /// A size as fio takes it: bytes, a percentage of the device, or a number of zones (`3z`).
@@ -44,7 +56,7 @@ impl SizeSpec {
 
 /// Parses fio's sizes: `4096`, `4k`, `4Ki`, `4KiB`, `100G`, `3z`, `50%`. Every unit is binary (kb_base=1024).
 pub fn parse_size(key: &str, text: &str) -> Result<SizeSpec, FioError> {
-    let bad = || FioError(format!("option {key}: {text:?} is not a size (e.g. 4k, 4Ki, 1G, 3z, 50%)"));
+    let bad = || FioError::Options(format!("option {key}: {text:?} is not a size (e.g. 4k, 4Ki, 1G, 3z, 50%)"));
     let trimmed = text.trim();
     if let Some(percent) = trimmed.strip_suffix('%') {
         let value: f64 = percent.parse().map_err(|_| bad())?;
@@ -76,7 +88,7 @@ pub fn parse_time_ns(key: &str, text: &str, default_unit_ns: u64) -> Result<u64,
     let trimmed = text.trim();
     let digits = trimmed.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(trimmed.len());
     let number: f64 =
-        trimmed[..digits].parse().map_err(|_| FioError(format!("option {key}: {text:?} is not a time")))?;
+        trimmed[..digits].parse().map_err(|_| FioError::Options(format!("option {key}: {text:?} is not a time")))?;
     let unit = match trimmed[digits..].to_ascii_lowercase().as_str() {
         "" => default_unit_ns,
         "ns" | "nsec" => 1,
@@ -100,7 +112,7 @@ fn parse_bool(key: &str, value: Option<&str>) -> Result<bool, FioError> {
 }
 
 fn parse_number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, FioError> {
-    value.trim().parse().map_err(|_| FioError(format!("option {key}: {value:?} is not a number")))
+    value.trim().parse().map_err(|_| FioError::Options(format!("option {key}: {value:?} is not a number")))
 }
 
 /// The I/O pattern.
@@ -307,7 +319,8 @@ impl JobOptions {
     /// Sets one option; `value` is None for a bare flag.
     pub fn set<'a>(&mut self, raw_key: &str, value: Option<&'a str>) -> Result<(), FioError> {
         let key = raw_key.trim().replace('-', "_");
-        let need = |value: Option<&'a str>| value.ok_or_else(|| FioError(format!("option {key} needs a value")));
+        let need =
+            |value: Option<&'a str>| value.ok_or_else(|| FioError::Options(format!("option {key} needs a value")));
         match key.as_str() {
             "name" => self.name = need(value)?.to_string(),
             "filename" => self.filename = Some(need(value)?.to_string()),
@@ -427,7 +440,7 @@ fn set_invocation(invocation: &mut FioInvocation, key: &str, value: Option<&str>
         }
         "output" => {
             invocation.output =
-                Some(PathBuf::from(value.ok_or_else(|| FioError("option output needs a file".into()))?));
+                Some(PathBuf::from(value.ok_or_else(|| FioError::Options("option output needs a file".into()))?));
             Ok(true)
         }
         _ => Ok(false),
@@ -463,7 +476,9 @@ fn parse_job_file(origin: &str, text: &str, base: &JobOptions, invocation: &mut 
             continue;
         }
         let target = current.as_mut().unwrap_or(&mut global);
-        target.set(key, value).map_err(|error| FioError(format!("{origin}:{}: {}", number + 1, error.0)))?;
+        target
+            .set(key, value)
+            .map_err(|error| FioError::Options(format!("{origin}:{}: {}", number + 1, error.message())))?;
     }
     if let Some(job) = current {
         invocation.jobs.push(job);
@@ -498,14 +513,14 @@ pub fn parse_invocation(
                 invocation.jobs.push(job);
             }
             let mut job = global.clone();
-            job.set(key, value).map_err(|_| FioError(format!("unrecognized option '{arg}'")))?;
+            job.set(key, value).map_err(|_| FioError::Options(format!("unrecognized option '{arg}'")))?;
             current = Some(job);
             continue;
         }
         let target = current.as_mut().unwrap_or(&mut global);
         target.set(key, value).map_err(|error| {
-            if error.0.starts_with("unrecognized") {
-                FioError(format!("unrecognized option '{arg}'"))
+            if error.message().starts_with("unrecognized") {
+                FioError::Options(format!("unrecognized option '{arg}'"))
             } else {
                 error
             }
@@ -515,7 +530,8 @@ pub fn parse_invocation(
         invocation.jobs.push(job);
     }
     for file in files {
-        let text = read_file(&file).map_err(|error| FioError(format!("failed to open job file {file}: {error}")))?;
+        let text =
+            read_file(&file).map_err(|error| FioError::Options(format!("failed to open job file {file}: {error}")))?;
         parse_job_file(&file, &text, &global, &mut invocation)?;
     }
     if invocation.jobs.is_empty() {
@@ -555,14 +571,14 @@ mod tests {
 
     #[test]
     fn sizes_and_times() {
-        assert_eq!(parse_size("bs", "4k"), Ok(SizeSpec::Bytes(4096)));
-        assert_eq!(parse_size("bs", "4Ki"), Ok(SizeSpec::Bytes(4096)));
-        assert_eq!(parse_size("size", "100G"), Ok(SizeSpec::Bytes(100 << 30)));
-        assert_eq!(parse_size("size", "50%"), Ok(SizeSpec::Percent(50.0)));
-        assert_eq!(parse_size("size", "3z"), Ok(SizeSpec::Zones(3)));
+        assert_eq!(parse_size("bs", "4k").ok(), Some(SizeSpec::Bytes(4096)));
+        assert_eq!(parse_size("bs", "4Ki").ok(), Some(SizeSpec::Bytes(4096)));
+        assert_eq!(parse_size("size", "100G").ok(), Some(SizeSpec::Bytes(100 << 30)));
+        assert_eq!(parse_size("size", "50%").ok(), Some(SizeSpec::Percent(50.0)));
+        assert_eq!(parse_size("size", "3z").ok(), Some(SizeSpec::Zones(3)));
         assert!(parse_size("size", "3q").is_err());
-        assert_eq!(parse_time_ns("runtime", "30", 1_000_000_000), Ok(30_000_000_000));
-        assert_eq!(parse_time_ns("runtime", "100ms", 1_000_000_000), Ok(100_000_000));
+        assert_eq!(parse_time_ns("runtime", "30", 1_000_000_000).ok(), Some(30_000_000_000));
+        assert_eq!(parse_time_ns("runtime", "100ms", 1_000_000_000).ok(), Some(100_000_000));
         assert!(parse_time_ns("runtime", "3 fortnights", 1).is_err());
     }
 
