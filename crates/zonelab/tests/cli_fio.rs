@@ -61,7 +61,9 @@ fn fio_errors() {
     );
     usage_error(&["fio", "--name=a", "--filename=preset:zn540", "--rw=sideways"], "sideways");
     usage_error(&["fio", "missing.fio"], "failed to open job file missing.fio");
-    usage_error(&["fio", "--name=a", "--filename=/nonexistent/image", "--rw=write"], "not a zonelab image");
+    let missing = zonelab(&["fio", "--name=a", "--filename=/nonexistent/image", "--rw=write"]);
+    assert_eq!(missing.code, 1, "a missing image exits 1, as for every command: {}", missing.stderr);
+    assert!(missing.stderr.contains("not a zonelab image"), "{}", missing.stderr);
     let run = zonelab(&[
         "fio",
         "--name=a",
