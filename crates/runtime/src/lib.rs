@@ -7,13 +7,15 @@
 //! has the *virtual-time* runtime: `Simulation`, a deterministic single-threaded executor whose clock jumps to
 //! the next completion, so the same seed gives the same results byte for byte and a simulation runs far faster
 //! than real time. The device is an actor: commands wait in its bounded submission queue until the runtime asks
-//! it to process them, and it picks their order. The real-time runtime drives the same device from a thread
-//! that completes each command when the wall clock reaches its modelled completion time.
+//! it to process them, and it picks their order. The *real-time* runtime (`RealTime`) drives the same device
+//! from a thread of its own that delivers each completion when the wall clock reaches its modelled time.
 
 mod api;
+mod realtime;
 mod sim;
 pub mod sync;
 
 pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand};
+pub use realtime::{block_on, Pacing, RealTime, RealTimeHost, Stopped};
 pub use sim::{Host, Simulation};
 pub use zonelab_device::rng;

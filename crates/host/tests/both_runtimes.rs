@@ -1,0 +1,134 @@
+//! The same host code runs under both clocks: an mq-deadline scheduler with several writers into one zone, and
+//! a write-then-read scenario, give the same results in virtual time and in real time (where a device thread
+//! paces completions by the wall clock). No assertion here reads a duration off the wall clock; only the
+//! ordering the runtime promises: no completion before its modelled time.
+
+use std::cell::RefCell;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::Poll;
+
+use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_host::{Scheduled, SchedulerKind};
+use zonelab_runtime::{block_on, CommandQueue, HostExt, IoData, RealTime, Simulation};
+use zonelab_zns::Status;
+
+fn builder() -> DeviceBuilder {
+    DeviceBuilder::new(DeviceSpec::parse("preset:zn540,zones=4")).host(HostPath::Kernel).store(StoreChoice::Memory)
+}
+
+type Task = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Polls every task until all are done: a minimal executor for several tasks on one thread.
+async fn join_all(mut tasks: Vec<Task>) {
+    poll_fn(move |context| {
+        tasks.retain_mut(|task| task.as_mut().poll(context).is_pending());
+        if tasks.is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+}
+
+type Results = Rc<RefCell<Vec<Result<(), Status>>>>;
+
+/// Eight writers share a cursor into zone 0 through mq-deadline; the results of their writes.
+fn scenario<Q: CommandQueue + Clone + 'static>(queue: Q) -> (Vec<Task>, Results) {
+    let scheduled = Scheduled::new(queue, SchedulerKind::MqDeadline, 1280 << 10);
+    let cursor = Rc::new(RefCell::new(0u64));
+    let out = Rc::new(RefCell::new(Vec::new()));
+    let mut tasks: Vec<Task> = Vec::new();
+    for writer in 0..8u8 {
+        let (queue, cursor, out) = (scheduled.clone(), Rc::clone(&cursor), Rc::clone(&out));
+        tasks.push(Box::pin(async move {
+            for _ in 0..4 {
+                let lba = {
+                    let mut next = cursor.borrow_mut();
+                    *next += 1;
+                    *next - 1
+                };
+                let result = queue.write(lba, IoData::Bytes(vec![writer + 1; 4096])).await;
+                out.borrow_mut().push(result);
+            }
+        }));
+    }
+    (tasks, out)
+}
+
+fn check(results: &[Result<(), Status>], data: &[u8]) {
+    assert_eq!(results.len(), 32);
+    assert!(results.iter().all(Result::is_ok), "mq-deadline keeps one zone's writes in order: {results:?}");
+    assert_eq!(data.len(), 32 * 4096);
+    assert!(
+        data.chunks(4096).all(|block| block.iter().all(|&byte| byte != 0 && byte == block[0])),
+        "every block was written whole"
+    );
+}
+
+#[test]
+fn the_same_scheduler_scenario_passes_in_virtual_and_real_time() {
+    let mut simulation = Simulation::new(builder().build().expect("device").device, Some(5));
+    let host = simulation.host();
+    let (tasks, out) = scenario(host.clone());
+    for task in tasks {
+        simulation.spawn(task);
+    }
+    simulation.run();
+    let read_back = Rc::new(RefCell::new(Vec::new()));
+    let sink = Rc::clone(&read_back);
+    simulation.spawn(async move { *sink.borrow_mut() = host.read(0, 32).await.expect("read") });
+    simulation.run();
+    check(&out.borrow(), &read_back.borrow());
+
+    let realtime = RealTime::start(builder()).expect("real-time device");
+    let host = realtime.host();
+    let (tasks, out) = scenario(host.clone());
+    block_on(join_all(tasks));
+    let data = block_on(host.read(0, 32)).expect("read");
+    check(&out.borrow(), &data);
+    let stopped = realtime.stop();
+    assert_eq!(stopped.flushed, Ok(()));
+    assert_eq!(stopped.counters.bytes_written, 32 * 4096);
+    assert!(stopped.pacing.completions >= 2, "every write command and the read completed through the pacer");
+}
+
+#[test]
+fn no_completion_arrives_before_its_modelled_time() {
+    // The modelled latency of the first command on a fresh device, in virtual time.
+    let mut simulation = Simulation::new(builder().build().expect("device").device, None);
+    let host = simulation.host();
+    let latency = Rc::new(RefCell::new(0));
+    let seen = Rc::clone(&latency);
+    simulation.spawn(async move {
+        let start = host.now_ns();
+        host.write(0, IoData::Zeros(128 << 10)).await.expect("write");
+        *seen.borrow_mut() = host.now_ns() - start;
+    });
+    simulation.run();
+    let modelled_ns = *latency.borrow();
+    assert!(modelled_ns > 0);
+
+    let realtime = RealTime::start(builder()).expect("real-time device");
+    let host = realtime.host();
+    let start = host.now_ns();
+    block_on(host.write(0, IoData::Zeros(128 << 10))).expect("write");
+    let observed_ns = host.now_ns() - start;
+    assert!(observed_ns >= modelled_ns, "completed after {observed_ns} ns, modelled {modelled_ns} ns");
+    let slept_from = host.now_ns();
+    block_on(host.sleep(200_000));
+    assert!(host.now_ns() - slept_from >= 200_000, "a sleep ends no earlier than asked");
+    let stopped = realtime.stop();
+    assert_eq!(stopped.pacing.completions, 1);
+    assert!(stopped.pacing.errors_ns.len() == 1);
+}
+
+#[test]
+fn a_device_that_cannot_open_is_an_error_not_a_thread_panic() {
+    let error = RealTime::start(DeviceBuilder::new(DeviceSpec::parse("/nonexistent/zonelab-image")))
+        .err()
+        .expect("no such image");
+    assert!(error.to_string().contains("/nonexistent/zonelab-image"), "{error}");
+}

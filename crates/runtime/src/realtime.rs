@@ -1,0 +1,380 @@
+//! The real-time runtime: the same device model, paced by the wall clock. A device thread owns the device;
+//! host threads submit through queue pairs of their own (one submission queue per pair, as NVMe gives each
+//! CPU one), so submitters contend only on their own pair, never on a lock that every thread takes. The
+//! device thread executes each command at the instant it sees it (model time = nanoseconds of a monotonic
+//! clock since the device was opened) and delivers the completion no earlier than its modelled time: it
+//! sleeps until shortly before, then spins. A completion whose time has already passed when the device thread
+//! gets to it is delivered at once and counted as late.
+//!
+//! Host code written against `CommandQueue` runs here unchanged: the futures complete through wakers, and
+//! `block_on` drives one on the calling thread.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use zonelab_device::{BuildError, Device, DeviceBuilder, DeviceCounters, SUBMISSION_QUEUE_ENTRIES};
+use zonelab_zns::{Command, Geometry, MediaStore, Status};
+
+use crate::api::{CommandQueue, Output, QueuedCommand};
+
+/// Below this much time to go, the device thread spins instead of sleeping: a sleep overshoots by tens of
+/// microseconds on a loaded Linux host, a spin by well under one.
+const SPIN_BELOW_NS: u64 = 60_000;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Where a command's (or a sleep's) completion meets the future waiting for it.
+#[derive(Default)]
+struct Cell {
+    state: Mutex<CellState>,
+}
+
+#[derive(Default)]
+struct CellState {
+    result: Option<Result<Output, Status>>,
+    waker: Option<Waker>,
+}
+
+impl Cell {
+    fn complete(&self, result: Result<Output, Status>) {
+        let waker = {
+            let mut state = lock(&self.state);
+            state.result = Some(result);
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+/// What a host thread hands the device thread.
+enum Request {
+    Command(QueuedCommand, Arc<Cell>),
+    /// Wake the cell at this model time.
+    Sleep(u64, Arc<Cell>),
+}
+
+/// One submission queue; the device thread drains it.
+#[derive(Default)]
+struct QueuePair {
+    submissions: Mutex<VecDeque<Request>>,
+}
+
+/// How far delivered completions were from their modelled times.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Pacing {
+    pub completions: u64,
+    /// Completions whose modelled time had passed when the device thread reached them.
+    pub late: u64,
+    /// Delivered minus modelled completion time, in nanoseconds, per completion (for percentiles).
+    pub errors_ns: Vec<u64>,
+}
+
+struct Shared {
+    epoch: Instant,
+    pairs: Mutex<Vec<Arc<QueuePair>>>,
+    stop: AtomicBool,
+    device_thread: Mutex<Option<Thread>>,
+    geometry: Geometry,
+}
+
+impl Shared {
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn ring_doorbell(&self) {
+        if let Some(thread) = lock(&self.device_thread).as_ref() {
+            thread.unpark();
+        }
+    }
+}
+
+/// What the device thread returns when the runtime stops.
+#[derive(Debug)]
+pub struct Stopped {
+    pub counters: DeviceCounters,
+    pub pacing: Pacing,
+    /// The flush at shutdown, which makes every completed write durable in an image.
+    pub flushed: Result<(), Status>,
+}
+
+/// A device running in real time on a thread of its own.
+pub struct RealTime {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<Option<Stopped>>>,
+}
+
+impl RealTime {
+    /// Opens the device `builder` describes on a new device thread (it is built there, so its store need not
+    /// move between threads) and starts its clock.
+    pub fn start(builder: DeviceBuilder) -> Result<RealTime, BuildError> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (shared_tx, shared_rx) = std::sync::mpsc::channel::<Arc<Shared>>();
+        let thread = std::thread::Builder::new()
+            .name("zonelab-device".into())
+            .spawn(move || {
+                let built = match builder.build() {
+                    Ok(built) => built,
+                    Err(error) => {
+                        let _ = ready_tx.send(Err(error));
+                        return None;
+                    }
+                };
+                let _ = ready_tx.send(Ok(*built.device.namespace().geometry()));
+                let shared = shared_rx.recv().ok()?;
+                Some(device_loop(built, &shared))
+            })
+            .expect("spawn the device thread");
+        let geometry = match ready_rx.recv() {
+            Ok(Ok(geometry)) => geometry,
+            Ok(Err(error)) => {
+                let _ = thread.join();
+                return Err(error);
+            }
+            Err(_) => panic!("the device thread ended before it opened the device"),
+        };
+        let shared = Arc::new(Shared {
+            epoch: Instant::now(),
+            pairs: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+            device_thread: Mutex::new(Some(thread.thread().clone())),
+            geometry,
+        });
+        shared_tx.send(Arc::clone(&shared)).expect("the device thread waits for its clock");
+        Ok(RealTime { shared, thread: Some(thread) })
+    }
+
+    /// A handle with a queue pair of its own: give each submitting thread one.
+    pub fn host(&self) -> RealTimeHost {
+        let pair = Arc::new(QueuePair::default());
+        lock(&self.shared.pairs).push(Arc::clone(&pair));
+        RealTimeHost { shared: Arc::clone(&self.shared), pair }
+    }
+
+    /// Model time now, in nanoseconds since the device was opened.
+    pub fn now_ns(&self) -> u64 {
+        self.shared.now_ns()
+    }
+
+    /// Stops the device thread once the commands submitted so far have completed, flushing the device.
+    pub fn stop(mut self) -> Stopped {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.ring_doorbell();
+        let thread = self.thread.take().expect("stopped once");
+        thread.join().ok().flatten().expect("the device thread ran to its end")
+    }
+}
+
+impl Drop for RealTime {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            self.shared.stop.store(true, Ordering::SeqCst);
+            self.shared.ring_doorbell();
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A completion the device thread holds until its time.
+struct Due {
+    at_ns: u64,
+    seq: u64,
+    cell: Arc<Cell>,
+    result: Result<Output, Status>,
+    /// Sleeps are not completions: they count for neither pacing nor lateness.
+    is_command: bool,
+}
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at_ns, self.seq) == (other.at_ns, other.seq)
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at_ns, self.seq).cmp(&(other.at_ns, other.seq))
+    }
+}
+
+/// The device thread: take submissions, execute them at the instant they are seen, deliver completions at
+/// their modelled times.
+fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
+    let device = &mut built.device;
+    let mut due: BinaryHeap<Reverse<Due>> = BinaryHeap::new();
+    let mut cells: Vec<Option<Arc<Cell>>> = Vec::new();
+    let mut pacing = Pacing::default();
+    let mut seq = 0u64;
+    let mut batch = Vec::new();
+    loop {
+        // Take what every queue pair holds; each pair's lock is held only to swap its queue out.
+        let pairs: Vec<Arc<QueuePair>> = lock(&shared.pairs).clone();
+        for pair in &pairs {
+            batch.extend(lock(&pair.submissions).drain(..));
+        }
+        let now = shared.now_ns();
+        for request in batch.drain(..) {
+            match request {
+                Request::Command(command, cell) => {
+                    if device.queued() == SUBMISSION_QUEUE_ENTRIES {
+                        process(device, now, &mut cells, &mut due, &mut seq);
+                    }
+                    cells.push(Some(cell));
+                    let queued = device.enqueue(cells.len() as u64 - 1, command);
+                    debug_assert!(queued.is_ok(), "the submission queue was just emptied");
+                }
+                Request::Sleep(until_ns, cell) => {
+                    seq += 1;
+                    due.push(Reverse(Due { at_ns: until_ns, seq, cell, result: Ok(Output::Done), is_command: false }));
+                }
+            }
+        }
+        process(device, now, &mut cells, &mut due, &mut seq);
+        // Deliver what is due.
+        let now = shared.now_ns();
+        while due.peek().is_some_and(|Reverse(next)| next.at_ns <= now) {
+            let Some(Reverse(next)) = due.pop() else { break };
+            if next.is_command {
+                let delivered = shared.now_ns();
+                pacing.completions += 1;
+                pacing.errors_ns.push(delivered.saturating_sub(next.at_ns));
+                // Late: the device thread reached it only after its time had passed by more than a spin's slack.
+                if delivered > next.at_ns + SPIN_BELOW_NS / 4 {
+                    pacing.late += 1;
+                }
+            }
+            next.cell.complete(next.result);
+        }
+        let pending = lock(&shared.pairs).iter().any(|pair| !lock(&pair.submissions).is_empty());
+        if pending {
+            continue;
+        }
+        match due.peek() {
+            None if shared.stop.load(Ordering::SeqCst) => break,
+            None => std::thread::park_timeout(Duration::from_millis(10)),
+            Some(Reverse(next)) => {
+                let wait = next.at_ns.saturating_sub(shared.now_ns());
+                if wait > SPIN_BELOW_NS {
+                    std::thread::park_timeout(Duration::from_nanos(wait - SPIN_BELOW_NS));
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+    let flushed = device.submit(shared.now_ns(), Command::Flush).result.map(|_| ());
+    Stopped { counters: device.counters().clone(), pacing, flushed }
+}
+
+/// Executes the queued commands at `now`; their completions wait in `due` for their times.
+fn process(
+    device: &mut Device<Box<dyn MediaStore>>,
+    now: u64,
+    cells: &mut Vec<Option<Arc<Cell>>>,
+    due: &mut BinaryHeap<Reverse<Due>>,
+    seq: &mut u64,
+) {
+    device.process_queue(now, |tag, complete_ns, result| {
+        *seq += 1;
+        let cell = cells[tag as usize].take().expect("each tag completes once");
+        due.push(Reverse(Due { at_ns: complete_ns, seq: *seq, cell, result, is_command: true }));
+    });
+    cells.clear();
+}
+
+/// A `CommandQueue` on a real-time device, with its own queue pair.
+#[derive(Clone)]
+pub struct RealTimeHost {
+    shared: Arc<Shared>,
+    pair: Arc<QueuePair>,
+}
+
+impl RealTimeHost {
+    fn request(&self, request: Request) {
+        lock(&self.pair.submissions).push_back(request);
+        self.shared.ring_doorbell();
+    }
+}
+
+/// The future of a command or sleep handed to the device thread.
+struct Waiting {
+    cell: Arc<Cell>,
+}
+
+impl Future for Waiting {
+    type Output = Result<Output, Status>;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = lock(&self.cell.state);
+        match state.result.take() {
+            Some(result) => Poll::Ready(result),
+            None => {
+                state.waker = Some(context.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl CommandQueue for RealTimeHost {
+    fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>> {
+        let cell = Arc::new(Cell::default());
+        self.request(Request::Command(command, Arc::clone(&cell)));
+        Waiting { cell }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.shared.now_ns()
+    }
+
+    fn geometry(&self) -> Geometry {
+        self.shared.geometry
+    }
+
+    fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {
+        let cell = Arc::new(Cell::default());
+        self.request(Request::Sleep(self.shared.now_ns() + duration_ns, Arc::clone(&cell)));
+        let waiting = Waiting { cell };
+        async move {
+            let _ = waiting.await;
+        }
+    }
+}
+
+/// Wakes the thread that blocks on a future.
+struct ThreadWaker(Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Runs `future` to completion on the calling thread, parking it while nothing is ready.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
