@@ -42,12 +42,22 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Pacing of the real-time runtime: delivered minus modelled completion time at p50, p99, p99.9 and max,
+    /// and the share of late completions, for 4 KiB reads and writes at QD 1 and 32 from one and two threads;
+    /// then the highest command rate held on the instant preset with p99 pacing error under 10 us.
+    Realtime {
+        #[arg(long, default_value = "zn540")]
+        preset: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(which: BenchCommand, out: &mut impl Write) -> Result<(), CliError> {
     match which {
         BenchCommand::Core { runs, commands, json } => core(runs.max(1), commands.max(1), json, out),
         BenchCommand::Sim { preset, runs, commands, json } => sim(&preset, runs.max(1), commands.max(1000), json, out),
+        BenchCommand::Realtime { preset, json } => crate::bench_realtime::realtime(&preset, json, out),
     }
 }
 

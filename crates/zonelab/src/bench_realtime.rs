@@ -1,0 +1,202 @@
+//! `zonelab bench realtime`: how closely the real-time runtime delivers completions to their modelled times.
+
+use std::future::{poll_fn, Future};
+use std::io::Write;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Instant;
+
+use serde_json::json;
+use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath};
+use zonelab_runtime::{block_on, CommandQueue, HostExt, IoData, Pacing, RealTime, RealTimeHost};
+
+use crate::{stdout_error, CliError};
+
+/// Commands each submitting thread issues per measurement.
+const COMMANDS_PER_THREAD: u64 = 20_000;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Read,
+    Write,
+}
+
+/// One measurement: what ran and how pacing went.
+struct Measured {
+    label: String,
+    commands_per_s: f64,
+    pacing: Pacing,
+}
+
+/// Runs `threads` threads, each with `qd` tasks of `COMMANDS_PER_THREAD / qd` commands on a zone of its own:
+/// zone appends for writes (any order is fine at any depth), random reads of what the thread wrote first.
+fn measure(spec: &str, op: Op, qd: u64, threads: u32) -> Result<Measured, CliError> {
+    let builder = DeviceBuilder::new(DeviceSpec::parse(spec)).host(HostPath::Spdk);
+    let realtime = RealTime::start(builder).map_err(|error| CliError::Config(error.to_string()))?;
+    let hosts: Vec<RealTimeHost> = (0..threads).map(|_| realtime.host()).collect();
+    let geometry = hosts[0].geometry();
+    if op == Op::Read {
+        // Something to read: each thread's zone gets its reads' worth of data first, outside the measurement.
+        std::thread::scope(|scope| {
+            for (zone, host) in (0u32..).zip(&hosts) {
+                scope.spawn(move || {
+                    let zslba = geometry.zone_start_lba(zone);
+                    block_on(host.append(zslba, IoData::Zeros(1 << 20))).map(|_| ())
+                });
+            }
+        });
+    }
+    let started = Instant::now();
+    let completed: u64 = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0u32..)
+            .zip(&hosts)
+            .map(|(zone, host)| scope.spawn(move || block_on(worker(host, zone, op, qd))))
+            .collect();
+        workers.into_iter().map(|worker| worker.join().unwrap_or(0)).sum()
+    });
+    let wall = started.elapsed().as_secs_f64();
+    let stopped = realtime.stop();
+    let mut pacing = stopped.pacing;
+    // Leave out the preconditioning's completions: only those of the measured window count.
+    let skip = if op == Op::Read { threads as usize } else { 0 };
+    pacing.errors_ns.drain(..skip.min(pacing.errors_ns.len()));
+    let name = if op == Op::Read { "read" } else { "write" };
+    Ok(Measured {
+        label: format!("{name}_4k_qd{qd}_{threads}thread{}", if threads == 1 { "" } else { "s" }),
+        commands_per_s: completed as f64 / wall,
+        pacing,
+    })
+}
+
+/// `qd` tasks on one thread, `COMMANDS_PER_THREAD` commands in all; returns how many succeeded (a task stops at
+/// its first failure).
+async fn worker(host: &RealTimeHost, zone: u32, op: Op, qd: u64) -> u64 {
+    let succeeded = std::cell::Cell::new(0u64);
+    let succeeded = &succeeded;
+    let zslba = host.geometry().zone_start_lba(zone);
+    let per_task = COMMANDS_PER_THREAD / qd;
+    let mut tasks: Vec<Pin<Box<dyn Future<Output = ()> + '_>>> = (0..qd)
+        .map(|task| {
+            let future: Pin<Box<dyn Future<Output = ()> + '_>> = Box::pin(async move {
+                let mut lba = task;
+                for _ in 0..per_task {
+                    let result = match op {
+                        Op::Write => host.append(zslba, IoData::Zeros(4096)).await.map(|_| ()),
+                        Op::Read => host.read_discard(zslba + lba % 256, 1).await,
+                    };
+                    if result.is_err() {
+                        return;
+                    }
+                    succeeded.set(succeeded.get() + 1);
+                    lba = lba.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 8;
+                }
+            });
+            future
+        })
+        .collect();
+    poll_fn(move |context| {
+        tasks.retain_mut(|task| task.as_mut().poll(context).is_pending());
+        if tasks.is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    succeeded.get()
+}
+
+fn percentile_ns(sorted: &[u64], fraction: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[((sorted.len() - 1) as f64 * fraction).round() as usize]
+}
+
+fn summary(measured: &Measured) -> serde_json::Value {
+    let mut errors = measured.pacing.errors_ns.clone();
+    errors.sort_unstable();
+    json!({
+        "commands_per_s": measured.commands_per_s,
+        "completions": measured.pacing.completions,
+        "late_share": measured.pacing.late as f64 / measured.pacing.completions.max(1) as f64,
+        "pacing_error_ns": {
+            "p50": percentile_ns(&errors, 0.5),
+            "p99": percentile_ns(&errors, 0.99),
+            "p99.9": percentile_ns(&errors, 0.999),
+            "max": errors.last().copied().unwrap_or(0),
+        },
+    })
+}
+
+pub fn realtime(preset: &str, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+    let spec = format!("preset:{preset},zones=8");
+    let mut results = serde_json::Map::new();
+    if !json {
+        writeln!(
+            out,
+            "real-time runtime on preset {preset}: pacing error = delivered - modelled completion time; \
+             {COMMANDS_PER_THREAD} commands per thread"
+        )
+        .map_err(stdout_error)?;
+    }
+    for (op, qd, threads) in [
+        (Op::Read, 1, 1),
+        (Op::Read, 32, 1),
+        (Op::Read, 1, 2),
+        (Op::Read, 32, 2),
+        (Op::Write, 1, 1),
+        (Op::Write, 32, 1),
+        (Op::Write, 1, 2),
+        (Op::Write, 32, 2),
+    ] {
+        let measured = measure(&spec, op, qd, threads)?;
+        let value = summary(&measured);
+        if !json {
+            let errors = &value["pacing_error_ns"];
+            writeln!(
+                out,
+                "  {:<22} {:>8.0} commands/s  pacing error p50 {:>6.1} us  p99 {:>6.1} us  p99.9 {:>7.1} us  \
+                 max {:>8.1} us  late {:>5.1} %",
+                measured.label,
+                measured.commands_per_s,
+                errors["p50"].as_u64().unwrap_or(0) as f64 / 1e3,
+                errors["p99"].as_u64().unwrap_or(0) as f64 / 1e3,
+                errors["p99.9"].as_u64().unwrap_or(0) as f64 / 1e3,
+                errors["max"].as_u64().unwrap_or(0) as f64 / 1e3,
+                value["late_share"].as_f64().unwrap_or(0.0) * 100.0,
+            )
+            .map_err(stdout_error)?;
+        }
+        results.insert(measured.label.clone(), value);
+    }
+    // The highest rate held: reads on the instant preset at rising depth from two threads, while p99 stays
+    // under 10 us.
+    let mut held = 0.0f64;
+    for qd in [1, 4, 16, 64, 256] {
+        let measured = measure("preset:instant", Op::Read, qd, 2)?;
+        let value = summary(&measured);
+        let p99 = value["pacing_error_ns"]["p99"].as_u64().unwrap_or(u64::MAX);
+        if p99 < 10_000 {
+            held = held.max(measured.commands_per_s);
+        }
+        if !json {
+            writeln!(
+                out,
+                "  instant, 2 threads, QD {qd:<3}   {:>8.0} commands/s  pacing error p99 {:>6.1} us",
+                measured.commands_per_s,
+                p99 as f64 / 1e3
+            )
+            .map_err(stdout_error)?;
+        }
+        results.insert(format!("instant_read_qd{qd}_2threads"), value);
+    }
+    results.insert("highest_rate_with_p99_under_10us".into(), json!(held));
+    if json {
+        writeln!(out, "{}", serde_json::Value::Object(results)).map_err(stdout_error)?;
+    } else {
+        writeln!(out, "  highest rate held with p99 pacing error under 10 us: {held:.0} commands/s")
+            .map_err(stdout_error)?;
+    }
+    Ok(())
+}
