@@ -45,16 +45,25 @@ struct CellState {
 }
 
 impl Cell {
-    fn complete(&self, result: Result<Output, Status>) {
-        let waker = {
-            let mut state = lock(&self.state);
-            state.result = Some(result);
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
+    /// Stores the result; returns the waker to wake (the caller wakes each distinct waker once).
+    fn complete(&self, result: Result<Output, Status>) -> Option<Waker> {
+        let mut state = lock(&self.state);
+        state.result = Some(result);
+        state.waker.take()
+    }
+}
+
+/// Wakes each distinct waker once: the futures of one host thread usually share its waker, and each wake of a
+/// parked thread is a system call.
+fn wake_each(wakers: &mut Vec<Waker>) {
+    let mut woken: Vec<&Waker> = Vec::new();
+    for waker in wakers.iter() {
+        if !woken.iter().any(|seen| seen.will_wake(waker)) {
+            waker.wake_by_ref();
+            woken.push(waker);
         }
     }
+    wakers.clear();
 }
 
 /// What a host thread hands the device thread.
@@ -222,6 +231,7 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
     let mut pacing = Pacing::default();
     let mut seq = 0u64;
     let mut batch = Vec::new();
+    let mut to_wake = Vec::new();
     loop {
         // Take what every queue pair holds; each pair's lock is held only to swap its queue out.
         let pairs: Vec<Arc<QueuePair>> = lock(&shared.pairs).clone();
@@ -259,8 +269,9 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
                     pacing.late += 1;
                 }
             }
-            next.cell.complete(next.result);
+            to_wake.extend(next.cell.complete(next.result));
         }
+        wake_each(&mut to_wake);
         let pending = lock(&shared.pairs).iter().any(|pair| !lock(&pair.submissions).is_empty());
         if pending {
             continue;
