@@ -30,6 +30,31 @@ pub enum Status {
 pub const STATUS_DNR: u16 = 0x4000;
 
 impl Status {
+    /// Every status, for lookups by code.
+    pub const ALL: [Status; 16] = [
+        Status::InvalidOpcode,
+        Status::InvalidField,
+        Status::LbaOutOfRange,
+        Status::InvalidZoneOperationRequest,
+        Status::ZrwaResourcesUnavailable,
+        Status::ZoneBoundaryError,
+        Status::ZoneIsFull,
+        Status::ZoneIsReadOnly,
+        Status::ZoneIsOffline,
+        Status::ZoneInvalidWrite,
+        Status::TooManyActiveZones,
+        Status::TooManyOpenZones,
+        Status::InvalidZoneStateTransition,
+        Status::WriteFault,
+        Status::UnrecoveredReadError,
+        Status::DeallocatedOrUnwrittenLogicalBlock,
+    ];
+
+    /// The status with `code` (`(SCT << 8) | SC`), if it is one of ours.
+    pub fn from_code(code: u16) -> Option<Status> {
+        Status::ALL.into_iter().find(|status| status.code() == code)
+    }
+
     /// `(SCT << 8) | SC`, e.g. `0x1bc` for Zone Invalid Write.
     pub const fn code(self) -> u16 {
         match self {

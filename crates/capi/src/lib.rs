@@ -1,0 +1,438 @@
+//! # zonelab-capi: the C library
+//!
+//! A front end (layer 7 of DESIGN.md): C programs open an emulated ZNS device by the same spec strings as fio's
+//! `--filename` (`preset:zn540,zones=64` or an image path), in virtual time (each call runs the simulation until
+//! its command completes: the clock jumps) or in real time (a device thread paces completions by the wall
+//! clock), and issue synchronous NVMe commands on it. The header `include/zonelab.h` is generated from this
+//! file by cbindgen and committed; a test fails when it is stale.
+//!
+//! Every function returns `ZL_OK` (0), a positive NVMe status code (`(SCT << 8) | SC`, e.g. 0x1bc for Zone
+//! Invalid Write), or a negative `ZL_E*` library error; `zl_strerror` names any of them. No panic crosses the
+//! boundary (it becomes `ZL_EINTERNAL`), and a null or stale handle is `ZL_EHANDLE`, never a crash.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_runtime::{block_on, CommandQueue, IoData, Output, QueuedCommand, RealTime, RealTimeHost, Simulation};
+use zonelab_zns::{Geometry, ImageLock, MediaStore, ReportFilter, Status, ZoneSendAction};
+
+/// Success.
+pub const ZL_OK: i32 = 0;
+/// A null, closed or unknown device handle (or a virtual-time handle used from another thread).
+pub const ZL_EHANDLE: i32 = -1;
+/// A null pointer, a string that is not UTF-8, or a value out of range.
+pub const ZL_EINVAL: i32 = -2;
+/// The device could not be opened (missing or corrupt image, unknown preset, bad override).
+pub const ZL_EOPEN: i32 = -3;
+/// A bug inside zonelab (a panic, caught at the boundary).
+pub const ZL_EINTERNAL: i32 = -4;
+
+/// Virtual time: each call runs the simulation until its command completes.
+pub const ZL_MODE_VIRTUAL: u32 = 0;
+/// Real time: a device thread delivers completions at their modelled wall-clock times.
+pub const ZL_MODE_REALTIME: u32 = 1;
+
+/// Zone Management Send actions, as NVMe numbers them.
+pub const ZL_ZONE_CLOSE: u32 = 1;
+pub const ZL_ZONE_FINISH: u32 = 2;
+pub const ZL_ZONE_OPEN: u32 = 3;
+pub const ZL_ZONE_RESET: u32 = 4;
+
+/// What Identify tells a host about the namespace.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct zl_geometry {
+    pub lba_size_bytes: u32,
+    pub nr_zones: u32,
+    pub zone_size_lba: u64,
+    pub zone_capacity_lba: u64,
+    pub namespace_size_lba: u64,
+    /// 0: no limit.
+    pub max_open_zones: u32,
+    /// 0: no limit.
+    pub max_active_zones: u32,
+    /// Largest zone append, in bytes; 0: no limit beyond MDTS.
+    pub zasl_bytes: u64,
+    /// Largest data transfer, in bytes; 0: no limit.
+    pub mdts_bytes: u64,
+}
+
+/// One zone of a report, with libzbd's field names and units in the names.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct zl_zone {
+    pub start_lba: u64,
+    pub len_lba: u64,
+    pub capacity_lba: u64,
+    /// The write pointer; all ones where NVMe reports none (FULL, READ_ONLY, OFFLINE).
+    pub wp_lba: u64,
+    /// Zone state as NVMe encodes it: 1 EMPTY, 2 IMPLICITLY OPENED, 3 EXPLICITLY OPENED, 4 CLOSED, 0xd READ
+    /// ONLY, 0xe FULL, 0xf OFFLINE.
+    pub cond: u8,
+    /// Zone attributes (bit 0: Zone Finished by Controller).
+    pub attrs: u8,
+}
+
+/// A real-time device: shared by every thread that holds its handle.
+struct RealDevice {
+    runtime: Mutex<Option<RealTime>>,
+    host: RealTimeHost,
+}
+
+/// A virtual-time device: it lives on the thread that opened it.
+struct VirtualDevice {
+    simulation: Simulation<Box<dyn MediaStore>>,
+    _lock: Option<ImageLock>,
+}
+
+static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
+static REAL: Mutex<Option<HashMap<u64, Arc<RealDevice>>>> = Mutex::new(None);
+
+thread_local! {
+    static VIRTUAL: RefCell<HashMap<u64, VirtualDevice>> = RefCell::new(HashMap::new());
+}
+
+fn real(handle: u64) -> Option<Arc<RealDevice>> {
+    REAL.lock().unwrap_or_else(PoisonError::into_inner).as_ref()?.get(&handle).cloned()
+}
+
+/// Runs `f` with no panic crossing the boundary.
+fn guard(f: impl FnOnce() -> i32) -> i32 {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(ZL_EINTERNAL)
+}
+
+fn status_code(status: Status) -> i32 {
+    i32::from(status.code())
+}
+
+/// Runs one command on the device behind `handle`.
+fn execute(handle: u64, command: QueuedCommand) -> Result<Output, i32> {
+    if let Some(device) = real(handle) {
+        return block_on(device.host.submit(command)).map_err(status_code);
+    }
+    VIRTUAL.with(|devices| {
+        let mut devices = devices.borrow_mut();
+        let device = devices.get_mut(&handle).ok_or(ZL_EHANDLE)?;
+        let host = device.simulation.host();
+        let slot = Rc::new(RefCell::new(None));
+        let result = Rc::clone(&slot);
+        device.simulation.spawn(async move {
+            *result.borrow_mut() = Some(host.submit(command).await);
+        });
+        device.simulation.run();
+        let outcome = slot.borrow_mut().take();
+        outcome.ok_or(ZL_EINTERNAL)?.map_err(status_code)
+    })
+}
+
+fn geometry_of(handle: u64) -> Result<Geometry, i32> {
+    if let Some(device) = real(handle) {
+        return Ok(device.host.geometry());
+    }
+    VIRTUAL.with(|devices| {
+        let devices = devices.borrow();
+        let device = devices.get(&handle).ok_or(ZL_EHANDLE)?;
+        Ok(device.simulation.host().geometry())
+    })
+}
+
+/// Opens the device `spec` names (`preset:NAME[,key=value...]` or an image path) in `mode`
+/// (`ZL_MODE_VIRTUAL` or `ZL_MODE_REALTIME`) and stores its handle in `*handle`. The device keeps data in
+/// memory for a preset, in the image for an image. A virtual-time handle may be used only from the thread that
+/// opened it; a real-time handle from any thread. Close it with `zl_close`.
+///
+/// # Safety
+/// `spec` is a NUL-terminated string or null; `handle` points to a writable `uint64_t` or is null.
+#[no_mangle]
+pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u64) -> i32 {
+    guard(|| {
+        if spec.is_null() || handle.is_null() {
+            return ZL_EINVAL;
+        }
+        // SAFETY: the caller passes a NUL-terminated string (checked non-null above).
+        let Ok(spec) = unsafe { CStr::from_ptr(spec) }.to_str() else { return ZL_EINVAL };
+        let builder = DeviceBuilder::new(DeviceSpec::parse(spec)).host(HostPath::Spdk).store(StoreChoice::Memory);
+        let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+        match mode {
+            ZL_MODE_REALTIME => {
+                let Ok(runtime) = RealTime::start(builder) else { return ZL_EOPEN };
+                let host = runtime.host();
+                let device = Arc::new(RealDevice { runtime: Mutex::new(Some(runtime)), host });
+                REAL.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(HashMap::new).insert(id, device);
+            }
+            ZL_MODE_VIRTUAL => {
+                let Ok(built) = builder.build() else { return ZL_EOPEN };
+                let simulation = Simulation::new(built.device, None);
+                VIRTUAL
+                    .with(|devices| devices.borrow_mut().insert(id, VirtualDevice { simulation, _lock: built.lock }));
+            }
+            _ => return ZL_EINVAL,
+        }
+        // SAFETY: checked non-null above; the caller passes a writable uint64_t.
+        unsafe { *handle = id };
+        ZL_OK
+    })
+}
+
+/// Closes a device: waits for its commands, flushes it (an image keeps every completed write) and releases
+/// the handle, which is stale from then on.
+#[no_mangle]
+pub extern "C" fn zl_close(handle: u64) -> i32 {
+    guard(|| {
+        let removed = REAL.lock().unwrap_or_else(PoisonError::into_inner).as_mut().and_then(|map| map.remove(&handle));
+        if let Some(device) = removed {
+            let runtime = device.runtime.lock().unwrap_or_else(PoisonError::into_inner).take();
+            return match runtime.map(RealTime::stop) {
+                Some(stopped) => stopped.flushed.map_or_else(status_code, |()| ZL_OK),
+                None => ZL_EHANDLE,
+            };
+        }
+        let flushed = execute(handle, QueuedCommand::Flush);
+        if flushed == Err(ZL_EHANDLE) {
+            return ZL_EHANDLE;
+        }
+        VIRTUAL.with(|devices| devices.borrow_mut().remove(&handle));
+        flushed.map_or_else(|code| code, |_| ZL_OK)
+    })
+}
+
+/// Fills `*geometry` with the namespace's geometry and limits.
+///
+/// # Safety
+/// `geometry` points to a writable `zl_geometry` or is null.
+#[no_mangle]
+pub unsafe extern "C" fn zl_get_geometry(handle: u64, geometry: *mut zl_geometry) -> i32 {
+    guard(|| {
+        if geometry.is_null() {
+            return ZL_EINVAL;
+        }
+        let g = match geometry_of(handle) {
+            Ok(g) => g,
+            Err(code) => return code,
+        };
+        let bytes = |blocks: Option<u64>| blocks.map_or(0, |blocks| blocks << g.lba_shift);
+        let out = zl_geometry {
+            lba_size_bytes: g.lba_size,
+            nr_zones: g.zones,
+            zone_size_lba: g.zone_size_lba,
+            zone_capacity_lba: g.zone_cap_lba,
+            namespace_size_lba: g.nsze_lba,
+            max_open_zones: g.max_open,
+            max_active_zones: g.max_active,
+            zasl_bytes: bytes(g.max_append_lba),
+            mdts_bytes: bytes(g.max_transfer_lba),
+        };
+        // SAFETY: checked non-null above; the caller passes a writable zl_geometry.
+        unsafe { *geometry = out };
+        ZL_OK
+    })
+}
+
+/// Reports up to `*nr_zones` zones from the zone holding `start_lba` into `zones`, and sets `*nr_zones` to how
+/// many it wrote.
+///
+/// # Safety
+/// `zones` points to `*nr_zones` writable `zl_zone`s; `nr_zones` is writable. Either may be null only if the
+/// other is too (an error).
+#[no_mangle]
+pub unsafe extern "C" fn zl_report_zones(handle: u64, start_lba: u64, zones: *mut zl_zone, nr_zones: *mut u32) -> i32 {
+    guard(|| {
+        if zones.is_null() || nr_zones.is_null() {
+            return ZL_EINVAL;
+        }
+        // SAFETY: checked non-null; the caller passes a readable and writable uint32_t.
+        let room = unsafe { *nr_zones };
+        let command =
+            QueuedCommand::Report { slba: start_lba, filter: ReportFilter::All, partial: true, max_zones: room };
+        let report = match execute(handle, command) {
+            Ok(Output::Report(report)) => report,
+            Ok(_) => return ZL_EINTERNAL,
+            Err(code) => return code,
+        };
+        // SAFETY: the caller passes room for `room` zones, and a report lists at most `max_zones` = `room`.
+        let out = unsafe { std::slice::from_raw_parts_mut(zones, room as usize) };
+        for (slot, zone) in out.iter_mut().zip(&report.zones) {
+            *slot = zl_zone {
+                start_lba: zone.start_lba,
+                len_lba: zone.size_lba,
+                capacity_lba: zone.capacity_lba,
+                wp_lba: zone.wp_lba,
+                cond: zone.state as u8,
+                attrs: zone.attrs,
+            };
+        }
+        // SAFETY: as above.
+        unsafe { *nr_zones = report.zones.len().min(room as usize) as u32 };
+        ZL_OK
+    })
+}
+
+/// Reads `nlb` blocks at `slba` into `buf` (`nlb` x the LBA size bytes).
+///
+/// # Safety
+/// `buf` points to `nlb * lba_size_bytes` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn zl_read(handle: u64, slba: u64, nlb: u32, buf: *mut u8) -> i32 {
+    guard(|| {
+        if buf.is_null() {
+            return ZL_EINVAL;
+        }
+        match execute(handle, QueuedCommand::Read { slba, nlb: u64::from(nlb), keep: true }) {
+            Ok(Output::Data(data)) => {
+                // SAFETY: the caller passes room for nlb blocks, which is what a successful read returns.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf, data.len()) };
+                ZL_OK
+            }
+            Ok(_) => ZL_EINTERNAL,
+            Err(code) => code,
+        }
+    })
+}
+
+/// The `nlb` blocks at `buf`, copied, after the geometry check that a handle is live.
+///
+/// # Safety
+/// `buf` points to `nlb * lba_size_bytes` readable bytes.
+unsafe fn blocks(handle: u64, nlb: u32, buf: *const u8) -> Result<IoData, i32> {
+    if buf.is_null() {
+        return Err(ZL_EINVAL);
+    }
+    let geometry = geometry_of(handle)?;
+    let len = (u64::from(nlb) << geometry.lba_shift) as usize;
+    // SAFETY: the caller passes nlb blocks of readable bytes.
+    Ok(IoData::Bytes(unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()))
+}
+
+/// Writes `nlb` blocks from `buf` at `slba`, which must be the zone's write pointer.
+///
+/// # Safety
+/// `buf` points to `nlb * lba_size_bytes` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn zl_write(handle: u64, slba: u64, nlb: u32, buf: *const u8) -> i32 {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let data = match unsafe { blocks(handle, nlb, buf) } {
+            Ok(data) => data,
+            Err(code) => return code,
+        };
+        execute(handle, QueuedCommand::Write { slba, data }).map_or_else(|code| code, |_| ZL_OK)
+    })
+}
+
+/// Zone Append of `nlb` blocks from `buf` to the zone starting at `zslba`; the LBA the data landed at goes to
+/// `*lba` (which may be null).
+///
+/// # Safety
+/// `buf` points to `nlb * lba_size_bytes` readable bytes; `lba` is writable or null.
+#[no_mangle]
+pub unsafe extern "C" fn zl_append(handle: u64, zslba: u64, nlb: u32, buf: *const u8, lba: *mut u64) -> i32 {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let data = match unsafe { blocks(handle, nlb, buf) } {
+            Ok(data) => data,
+            Err(code) => return code,
+        };
+        match execute(handle, QueuedCommand::Append { zslba, data }) {
+            Ok(Output::Appended(landed)) => {
+                if !lba.is_null() {
+                    // SAFETY: non-null and writable, as the caller promises.
+                    unsafe { *lba = landed };
+                }
+                ZL_OK
+            }
+            Ok(_) => ZL_EINTERNAL,
+            Err(code) => code,
+        }
+    })
+}
+
+/// Flush: every completed write becomes durable.
+#[no_mangle]
+pub extern "C" fn zl_flush(handle: u64) -> i32 {
+    guard(|| execute(handle, QueuedCommand::Flush).map_or_else(|code| code, |_| ZL_OK))
+}
+
+/// Zone Management Send: `action` (`ZL_ZONE_OPEN`, `_CLOSE`, `_FINISH`, `_RESET`) on the zone starting at
+/// `zslba`, or with `all` non-zero on every zone the action applies to.
+#[no_mangle]
+pub extern "C" fn zl_zone_mgmt(handle: u64, action: u32, zslba: u64, all: u32) -> i32 {
+    guard(|| {
+        let action = match action {
+            ZL_ZONE_CLOSE => ZoneSendAction::Close,
+            ZL_ZONE_FINISH => ZoneSendAction::Finish,
+            ZL_ZONE_OPEN => ZoneSendAction::Open,
+            ZL_ZONE_RESET => ZoneSendAction::Reset,
+            _ => return ZL_EINVAL,
+        };
+        execute(handle, QueuedCommand::ZoneSend { slba: zslba, action, select_all: all != 0 })
+            .map_or_else(|code| code, |_| ZL_OK)
+    })
+}
+
+/// A static, NUL-terminated description of any code this library returns.
+#[no_mangle]
+pub extern "C" fn zl_strerror(code: i32) -> *const c_char {
+    let text: &'static CStr = match code {
+        ZL_OK => c"success",
+        ZL_EHANDLE => c"invalid device handle (null, closed, unknown, or a virtual-time handle from another thread)",
+        ZL_EINVAL => c"invalid argument",
+        ZL_EOPEN => c"the device could not be opened",
+        ZL_EINTERNAL => c"internal error in zonelab",
+        code => match u16::try_from(code).ok().and_then(Status::from_code) {
+            Some(status) => status_cstr(status),
+            None => c"unknown status",
+        },
+    };
+    text.as_ptr()
+}
+
+fn status_cstr(status: Status) -> &'static CStr {
+    match status {
+        Status::InvalidOpcode => c"Invalid Opcode",
+        Status::InvalidField => c"Invalid Field in Command",
+        Status::LbaOutOfRange => c"LBA Out of Range",
+        Status::InvalidZoneOperationRequest => c"Invalid Zone Operation Request",
+        Status::ZrwaResourcesUnavailable => c"ZRWA Resources Unavailable",
+        Status::ZoneBoundaryError => c"Zone Boundary Error",
+        Status::ZoneIsFull => c"Zone Is Full",
+        Status::ZoneIsReadOnly => c"Zone Is Read Only",
+        Status::ZoneIsOffline => c"Zone Is Offline",
+        Status::ZoneInvalidWrite => c"Zone Invalid Write",
+        Status::TooManyActiveZones => c"Too Many Active Zones",
+        Status::TooManyOpenZones => c"Too Many Open Zones",
+        Status::InvalidZoneStateTransition => c"Invalid Zone State Transition",
+        Status::WriteFault => c"Write Fault",
+        Status::UnrecoveredReadError => c"Unrecovered Read Error",
+        Status::DeallocatedOrUnwrittenLogicalBlock => c"Deallocated or Unwritten Logical Block",
+        _ => c"unknown status",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_names_match_the_zns_layer() {
+        for status in Status::ALL {
+            assert_eq!(status_cstr(status).to_str().ok(), Some(status.name()), "{status:?}");
+            // SAFETY: zl_strerror returns a static NUL-terminated string.
+            let named = unsafe { CStr::from_ptr(zl_strerror(status_code(status))) };
+            assert_eq!(named.to_str().ok(), Some(status.name()));
+        }
+    }
+
+    #[test]
+    fn a_stale_or_null_handle_is_an_error() {
+        assert_eq!(zl_flush(0), ZL_EHANDLE);
+        assert_eq!(zl_close(u64::MAX), ZL_EHANDLE);
+        // SAFETY: null pointers are what is tested; the functions check them.
+        assert_eq!(unsafe { zl_open(std::ptr::null(), ZL_MODE_VIRTUAL, std::ptr::null_mut()) }, ZL_EINVAL);
+    }
+}

@@ -1,0 +1,209 @@
+/*
+ * zonelab: an emulated ZNS SSD for C programs.
+ *
+ * Every function returns ZL_OK (0), a positive NVMe status code ((SCT << 8) | SC, e.g. 0x1bc Zone Invalid
+ * Write), or a negative ZL_E* library error; zl_strerror names any of them. Units are in the names
+ * (_lba: logical blocks, _bytes: bytes). Buffers belong to the caller; the library copies what it needs.
+ * Thread safety: a real-time handle (ZL_MODE_REALTIME) may be used from any thread; a virtual-time handle
+ * only from the thread that opened it (elsewhere: ZL_EHANDLE).
+ */
+
+#ifndef ZONELAB_H
+#define ZONELAB_H
+
+/* Generated from crates/capi/src/lib.rs by cbindgen; do not edit. */
+
+#include <stdint.h>
+
+/**
+ * Success.
+ */
+#define ZL_OK 0
+
+/**
+ * A null, closed or unknown device handle (or a virtual-time handle used from another thread).
+ */
+#define ZL_EHANDLE -1
+
+/**
+ * A null pointer, a string that is not UTF-8, or a value out of range.
+ */
+#define ZL_EINVAL -2
+
+/**
+ * The device could not be opened (missing or corrupt image, unknown preset, bad override).
+ */
+#define ZL_EOPEN -3
+
+/**
+ * A bug inside zonelab (a panic, caught at the boundary).
+ */
+#define ZL_EINTERNAL -4
+
+/**
+ * Virtual time: each call runs the simulation until its command completes.
+ */
+#define ZL_MODE_VIRTUAL 0
+
+/**
+ * Real time: a device thread delivers completions at their modelled wall-clock times.
+ */
+#define ZL_MODE_REALTIME 1
+
+/**
+ * Zone Management Send actions, as NVMe numbers them.
+ */
+#define ZL_ZONE_CLOSE 1
+
+#define ZL_ZONE_FINISH 2
+
+#define ZL_ZONE_OPEN 3
+
+#define ZL_ZONE_RESET 4
+
+/**
+ * What Identify tells a host about the namespace.
+ */
+typedef struct zl_geometry {
+  uint32_t lba_size_bytes;
+  uint32_t nr_zones;
+  uint64_t zone_size_lba;
+  uint64_t zone_capacity_lba;
+  uint64_t namespace_size_lba;
+  /**
+   * 0: no limit.
+   */
+  uint32_t max_open_zones;
+  /**
+   * 0: no limit.
+   */
+  uint32_t max_active_zones;
+  /**
+   * Largest zone append, in bytes; 0: no limit beyond MDTS.
+   */
+  uint64_t zasl_bytes;
+  /**
+   * Largest data transfer, in bytes; 0: no limit.
+   */
+  uint64_t mdts_bytes;
+} zl_geometry;
+
+/**
+ * One zone of a report, with libzbd's field names and units in the names.
+ */
+typedef struct zl_zone {
+  uint64_t start_lba;
+  uint64_t len_lba;
+  uint64_t capacity_lba;
+  /**
+   * The write pointer; all ones where NVMe reports none (FULL, READ_ONLY, OFFLINE).
+   */
+  uint64_t wp_lba;
+  /**
+   * Zone state as NVMe encodes it: 1 EMPTY, 2 IMPLICITLY OPENED, 3 EXPLICITLY OPENED, 4 CLOSED, 0xd READ
+   * ONLY, 0xe FULL, 0xf OFFLINE.
+   */
+  uint8_t cond;
+  /**
+   * Zone attributes (bit 0: Zone Finished by Controller).
+   */
+  uint8_t attrs;
+} zl_zone;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Opens the device `spec` names (`preset:NAME[,key=value...]` or an image path) in `mode`
+ * (`ZL_MODE_VIRTUAL` or `ZL_MODE_REALTIME`) and stores its handle in `*handle`. The device keeps data in
+ * memory for a preset, in the image for an image. A virtual-time handle may be used only from the thread that
+ * opened it; a real-time handle from any thread. Close it with `zl_close`.
+ *
+ * # Safety
+ * `spec` is a NUL-terminated string or null; `handle` points to a writable `uint64_t` or is null.
+ */
+int32_t zl_open(const char *spec,
+                uint32_t mode,
+                uint64_t *handle);
+
+/**
+ * Closes a device: waits for its commands, flushes it (an image keeps every completed write) and releases
+ * the handle, which is stale from then on.
+ */
+int32_t zl_close(uint64_t handle);
+
+/**
+ * Fills `*geometry` with the namespace's geometry and limits.
+ *
+ * # Safety
+ * `geometry` points to a writable `zl_geometry` or is null.
+ */
+int32_t zl_get_geometry(uint64_t handle, struct zl_geometry *geometry);
+
+/**
+ * Reports up to `*nr_zones` zones from the zone holding `start_lba` into `zones`, and sets `*nr_zones` to how
+ * many it wrote.
+ *
+ * # Safety
+ * `zones` points to `*nr_zones` writable `zl_zone`s; `nr_zones` is writable. Either may be null only if the
+ * other is too (an error).
+ */
+int32_t zl_report_zones(uint64_t handle,
+                        uint64_t start_lba,
+                        struct zl_zone *zones,
+                        uint32_t *nr_zones);
+
+/**
+ * Reads `nlb` blocks at `slba` into `buf` (`nlb` x the LBA size bytes).
+ *
+ * # Safety
+ * `buf` points to `nlb * lba_size_bytes` writable bytes.
+ */
+int32_t zl_read(uint64_t handle, uint64_t slba, uint32_t nlb, uint8_t *buf);
+
+/**
+ * Writes `nlb` blocks from `buf` at `slba`, which must be the zone's write pointer.
+ *
+ * # Safety
+ * `buf` points to `nlb * lba_size_bytes` readable bytes.
+ */
+int32_t zl_write(uint64_t handle, uint64_t slba, uint32_t nlb, const uint8_t *buf);
+
+/**
+ * Zone Append of `nlb` blocks from `buf` to the zone starting at `zslba`; the LBA the data landed at goes to
+ * `*lba` (which may be null).
+ *
+ * # Safety
+ * `buf` points to `nlb * lba_size_bytes` readable bytes; `lba` is writable or null.
+ */
+int32_t zl_append(uint64_t handle,
+                  uint64_t zslba,
+                  uint32_t nlb,
+                  const uint8_t *buf,
+                  uint64_t *lba);
+
+/**
+ * Flush: every completed write becomes durable.
+ */
+int32_t zl_flush(uint64_t handle);
+
+/**
+ * Zone Management Send: `action` (`ZL_ZONE_OPEN`, `_CLOSE`, `_FINISH`, `_RESET`) on the zone starting at
+ * `zslba`, or with `all` non-zero on every zone the action applies to.
+ */
+int32_t zl_zone_mgmt(uint64_t handle,
+                     uint32_t action,
+                     uint64_t zslba,
+                     uint32_t all);
+
+/**
+ * A static, NUL-terminated description of any code this library returns.
+ */
+const char *zl_strerror(int32_t code);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* ZONELAB_H */
