@@ -62,6 +62,19 @@
 #define ZL_ZONE_RESET 4
 
 /**
+ * Opcodes of `zl_io`.
+ */
+#define ZL_OP_READ 2
+
+#define ZL_OP_WRITE 1
+
+#define ZL_OP_APPEND 125
+
+#define ZL_OP_FLUSH 0
+
+#define ZL_OP_ZONE_MGMT 121
+
+/**
  * What Identify tells a host about the namespace.
  */
 typedef struct zl_geometry {
@@ -109,6 +122,55 @@ typedef struct zl_zone {
    */
   uint8_t attrs;
 } zl_zone;
+
+/**
+ * One command for `zl_submit`. The buffer stays the caller's and must stay valid until the command's
+ * completion has been returned by `zl_poll` (a read's data is copied into it then).
+ */
+typedef struct zl_io {
+  /**
+   * `ZL_OP_*`.
+   */
+  uint32_t opcode;
+  /**
+   * Blocks to read, write or append.
+   */
+  uint32_t nlb;
+  /**
+   * The LBA (read, write), the zone start (append, zone management).
+   */
+  uint64_t slba;
+  /**
+   * Data to write or append, or room for the data read; null for flush and zone management.
+   */
+  uint8_t *buf;
+  /**
+   * `ZL_ZONE_*` for zone management.
+   */
+  uint32_t action;
+  /**
+   * Non-zero: zone management on every zone.
+   */
+  uint32_t all;
+} zl_io;
+
+/**
+ * One completion from `zl_poll`.
+ */
+typedef struct zl_completion {
+  /**
+   * The caller's tag from `zl_submit`.
+   */
+  uint64_t tag;
+  /**
+   * `ZL_OK`, an NVMe status code or a `ZL_E*` error.
+   */
+  int32_t status;
+  /**
+   * For an append: the LBA the data landed at.
+   */
+  uint64_t lba;
+} zl_completion;
 
 #ifdef __cplusplus
 extern "C" {
@@ -196,6 +258,30 @@ int32_t zl_zone_mgmt(uint64_t handle,
                      uint32_t action,
                      uint64_t zslba,
                      uint32_t all);
+
+/**
+ * Submits `*io` under the caller's `tag` and returns at once; `zl_poll` returns its completion. Write and
+ * append data are copied now; a read's buffer must stay valid until its completion is polled.
+ *
+ * # Safety
+ * `io` points to a valid `zl_io` whose `buf` holds (or has room for) `nlb` blocks.
+ */
+int32_t zl_submit(uint64_t handle,
+                  const struct zl_io *io,
+                  uint64_t tag);
+
+/**
+ * Moves up to `max` completed commands into `completions` and sets `*count` to how many; returns at once
+ * (real time) or after running the simulation until its submitted commands complete (virtual time). A
+ * handle's completions go to whichever thread polls it.
+ *
+ * # Safety
+ * `completions` points to `max` writable `zl_completion`s; `count` is writable.
+ */
+int32_t zl_poll(uint64_t handle,
+                struct zl_completion *completions,
+                uint32_t max,
+                uint32_t *count);
 
 /**
  * A static, NUL-terminated description of any code this library returns.

@@ -13,6 +13,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr};
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,15 +80,66 @@ pub struct zl_zone {
     pub attrs: u8,
 }
 
+/// Opcodes of `zl_io`.
+pub const ZL_OP_READ: u32 = 0x02;
+pub const ZL_OP_WRITE: u32 = 0x01;
+pub const ZL_OP_APPEND: u32 = 0x7d;
+pub const ZL_OP_FLUSH: u32 = 0x00;
+pub const ZL_OP_ZONE_MGMT: u32 = 0x79;
+
+/// One command for `zl_submit`. The buffer stays the caller's and must stay valid until the command's
+/// completion has been returned by `zl_poll` (a read's data is copied into it then).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zl_io {
+    /// `ZL_OP_*`.
+    pub opcode: u32,
+    /// Blocks to read, write or append.
+    pub nlb: u32,
+    /// The LBA (read, write), the zone start (append, zone management).
+    pub slba: u64,
+    /// Data to write or append, or room for the data read; null for flush and zone management.
+    pub buf: *mut u8,
+    /// `ZL_ZONE_*` for zone management.
+    pub action: u32,
+    /// Non-zero: zone management on every zone.
+    pub all: u32,
+}
+
+/// One completion from `zl_poll`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct zl_completion {
+    /// The caller's tag from `zl_submit`.
+    pub tag: u64,
+    /// `ZL_OK`, an NVMe status code or a `ZL_E*` error.
+    pub status: i32,
+    /// For an append: the LBA the data landed at.
+    pub lba: u64,
+}
+
+/// A submitted command waiting to be polled: its tag, where a read's data goes, and its result or future.
+struct Inflight<F> {
+    tag: u64,
+    read_into: Option<usize>,
+    pending: F,
+}
+
+type PendingCommand = std::pin::Pin<Box<zonelab_runtime::Pending>>;
+type Completed = Inflight<Result<Output, Status>>;
+
 /// A real-time device: shared by every thread that holds its handle.
 struct RealDevice {
     runtime: Mutex<Option<RealTime>>,
     host: RealTimeHost,
+    inflight: Mutex<Vec<Inflight<PendingCommand>>>,
 }
 
 /// A virtual-time device: it lives on the thread that opened it.
 struct VirtualDevice {
     simulation: Simulation<Box<dyn MediaStore>>,
+    /// Results of submitted commands, as their tasks finish.
+    done: Rc<RefCell<Vec<Completed>>>,
     _lock: Option<ImageLock>,
 }
 
@@ -99,7 +151,7 @@ thread_local! {
 }
 
 fn real(handle: u64) -> Option<Arc<RealDevice>> {
-    REAL.lock().unwrap_or_else(PoisonError::into_inner).as_ref()?.get(&handle).cloned()
+    lock(&REAL).as_ref()?.get(&handle).cloned()
 }
 
 /// Runs `f` with no panic crossing the boundary.
@@ -163,14 +215,15 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
             ZL_MODE_REALTIME => {
                 let Ok(runtime) = RealTime::start(builder) else { return ZL_EOPEN };
                 let host = runtime.host();
-                let device = Arc::new(RealDevice { runtime: Mutex::new(Some(runtime)), host });
-                REAL.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(HashMap::new).insert(id, device);
+                let device =
+                    Arc::new(RealDevice { runtime: Mutex::new(Some(runtime)), host, inflight: Mutex::new(Vec::new()) });
+                lock(&REAL).get_or_insert_with(HashMap::new).insert(id, device);
             }
             ZL_MODE_VIRTUAL => {
                 let Ok(built) = builder.build() else { return ZL_EOPEN };
                 let simulation = Simulation::new(built.device, None);
-                VIRTUAL
-                    .with(|devices| devices.borrow_mut().insert(id, VirtualDevice { simulation, _lock: built.lock }));
+                let device = VirtualDevice { simulation, done: Rc::default(), _lock: built.lock };
+                VIRTUAL.with(|devices| devices.borrow_mut().insert(id, device));
             }
             _ => return ZL_EINVAL,
         }
@@ -185,7 +238,7 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
 #[no_mangle]
 pub extern "C" fn zl_close(handle: u64) -> i32 {
     guard(|| {
-        let removed = REAL.lock().unwrap_or_else(PoisonError::into_inner).as_mut().and_then(|map| map.remove(&handle));
+        let removed = lock(&REAL).as_mut().and_then(|map| map.remove(&handle));
         if let Some(device) = removed {
             let runtime = device.runtime.lock().unwrap_or_else(PoisonError::into_inner).take();
             return match runtime.map(RealTime::stop) {
@@ -363,16 +416,147 @@ pub extern "C" fn zl_flush(handle: u64) -> i32 {
 #[no_mangle]
 pub extern "C" fn zl_zone_mgmt(handle: u64, action: u32, zslba: u64, all: u32) -> i32 {
     guard(|| {
-        let action = match action {
-            ZL_ZONE_CLOSE => ZoneSendAction::Close,
-            ZL_ZONE_FINISH => ZoneSendAction::Finish,
-            ZL_ZONE_OPEN => ZoneSendAction::Open,
-            ZL_ZONE_RESET => ZoneSendAction::Reset,
-            _ => return ZL_EINVAL,
-        };
+        let Some(action) = zone_action(action) else { return ZL_EINVAL };
         execute(handle, QueuedCommand::ZoneSend { slba: zslba, action, select_all: all != 0 })
             .map_or_else(|code| code, |_| ZL_OK)
     })
+}
+
+/// The owned command a `zl_io` describes, and where a read's data is to go.
+///
+/// # Safety
+/// As `zl_submit`.
+unsafe fn command_of(handle: u64, io: &zl_io) -> Result<(QueuedCommand, Option<usize>), i32> {
+    let nlb = u64::from(io.nlb);
+    Ok(match io.opcode {
+        ZL_OP_READ if !io.buf.is_null() => {
+            (QueuedCommand::Read { slba: io.slba, nlb, keep: true }, Some(io.buf as usize))
+        }
+        // SAFETY (both): forwarded from the caller.
+        ZL_OP_WRITE => (QueuedCommand::Write { slba: io.slba, data: unsafe { blocks(handle, io.nlb, io.buf) }? }, None),
+        ZL_OP_APPEND => {
+            (QueuedCommand::Append { zslba: io.slba, data: unsafe { blocks(handle, io.nlb, io.buf) }? }, None)
+        }
+        ZL_OP_FLUSH => (QueuedCommand::Flush, None),
+        ZL_OP_ZONE_MGMT => {
+            let action = zone_action(io.action).ok_or(ZL_EINVAL)?;
+            (QueuedCommand::ZoneSend { slba: io.slba, action, select_all: io.all != 0 }, None)
+        }
+        _ => return Err(ZL_EINVAL),
+    })
+}
+
+/// Submits `*io` under the caller's `tag` and returns at once; `zl_poll` returns its completion. Write and
+/// append data are copied now; a read's buffer must stay valid until its completion is polled.
+///
+/// # Safety
+/// `io` points to a valid `zl_io` whose `buf` holds (or has room for) `nlb` blocks.
+#[no_mangle]
+pub unsafe extern "C" fn zl_submit(handle: u64, io: *const zl_io, tag: u64) -> i32 {
+    guard(|| {
+        if io.is_null() {
+            return ZL_EINVAL;
+        }
+        // SAFETY: checked non-null; the caller passes a valid zl_io.
+        let (command, read_into) = match unsafe { command_of(handle, &*io) } {
+            Ok(found) => found,
+            Err(code) => return code,
+        };
+        if let Some(device) = real(handle) {
+            let pending = Box::pin(device.host.submit_pending(command));
+            lock(&device.inflight).push(Inflight { tag, read_into, pending });
+            return ZL_OK;
+        }
+        VIRTUAL.with(|devices| {
+            let devices = devices.borrow();
+            let Some(device) = devices.get(&handle) else { return ZL_EHANDLE };
+            let (host, done) = (device.simulation.host(), Rc::clone(&device.done));
+            device.simulation.host().spawn(async move {
+                let pending = host.submit(command).await;
+                done.borrow_mut().push(Inflight { tag, read_into, pending });
+            });
+            ZL_OK
+        })
+    })
+}
+
+/// Moves up to `max` completed commands into `completions` and sets `*count` to how many; returns at once
+/// (real time) or after running the simulation until its submitted commands complete (virtual time). A
+/// handle's completions go to whichever thread polls it.
+///
+/// # Safety
+/// `completions` points to `max` writable `zl_completion`s; `count` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn zl_poll(handle: u64, completions: *mut zl_completion, max: u32, count: *mut u32) -> i32 {
+    guard(|| {
+        if completions.is_null() || count.is_null() {
+            return ZL_EINVAL;
+        }
+        let ready = match take_completed(handle, max as usize) {
+            Ok(ready) => ready,
+            Err(code) => return code,
+        };
+        // SAFETY: the caller passes room for `max` completions; `ready` holds at most `max`.
+        let out = unsafe { std::slice::from_raw_parts_mut(completions, max as usize) };
+        for (slot, done) in out.iter_mut().zip(&ready) {
+            *slot = zl_completion { tag: done.tag, status: ZL_OK, lba: 0 };
+            match &done.pending {
+                Ok(Output::Appended(lba)) => slot.lba = *lba,
+                Ok(Output::Data(data)) => {
+                    if let Some(address) = done.read_into {
+                        // SAFETY: the caller keeps the read's buffer, of the read's size, valid until now.
+                        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), address as *mut u8, data.len()) };
+                    }
+                }
+                Ok(_) => {}
+                Err(status) => slot.status = status_code(*status),
+            }
+        }
+        // SAFETY: checked non-null; writable as the caller promises.
+        unsafe { *count = ready.len() as u32 };
+        ZL_OK
+    })
+}
+
+/// Up to `max` completed commands of the device behind `handle`, removed from its in-flight list.
+fn take_completed(handle: u64, max: usize) -> Result<Vec<Completed>, i32> {
+    if let Some(device) = real(handle) {
+        let mut inflight = lock(&device.inflight);
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        let (mut ready, mut index) = (Vec::new(), 0);
+        while index < inflight.len() && ready.len() < max {
+            match inflight[index].pending.as_mut().poll(&mut context) {
+                std::task::Poll::Ready(result) => {
+                    let done = inflight.remove(index);
+                    ready.push(Inflight { tag: done.tag, read_into: done.read_into, pending: result });
+                }
+                std::task::Poll::Pending => index += 1,
+            }
+        }
+        return Ok(ready);
+    }
+    VIRTUAL.with(|devices| {
+        let mut devices = devices.borrow_mut();
+        let device = devices.get_mut(&handle).ok_or(ZL_EHANDLE)?;
+        device.simulation.run();
+        let mut done = device.done.borrow_mut();
+        let take = done.len().min(max);
+        Ok(done.drain(..take).collect())
+    })
+}
+
+fn zone_action(action: u32) -> Option<ZoneSendAction> {
+    match action {
+        ZL_ZONE_CLOSE => Some(ZoneSendAction::Close),
+        ZL_ZONE_FINISH => Some(ZoneSendAction::Finish),
+        ZL_ZONE_OPEN => Some(ZoneSendAction::Open),
+        ZL_ZONE_RESET => Some(ZoneSendAction::Reset),
+        _ => None,
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A static, NUL-terminated description of any code this library returns.

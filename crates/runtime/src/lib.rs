@@ -16,6 +16,6 @@ mod sim;
 pub mod sync;
 
 pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand};
-pub use realtime::{block_on, Pacing, RealTime, RealTimeHost, Stopped};
+pub use realtime::{block_on, Pacing, Pending, RealTime, RealTimeHost, Stopped};
 pub use sim::{Host, Simulation};
 pub use zonelab_device::rng;

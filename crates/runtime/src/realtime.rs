@@ -317,18 +317,26 @@ pub struct RealTimeHost {
 }
 
 impl RealTimeHost {
+    /// Queues `command`, as `CommandQueue::submit` does, with a future that is `Send`.
+    pub fn submit_pending(&self, command: QueuedCommand) -> Pending {
+        let cell = Arc::new(Cell::default());
+        self.request(Request::Command(command, Arc::clone(&cell)));
+        Pending { cell }
+    }
+
     fn request(&self, request: Request) {
         lock(&self.pair.submissions).push_back(request);
         self.shared.ring_doorbell();
     }
 }
 
-/// The future of a command or sleep handed to the device thread.
-struct Waiting {
+/// The future of a command or sleep handed to the device thread; it may move between threads, so a C caller
+/// can keep it until it polls for completions.
+pub struct Pending {
     cell: Arc<Cell>,
 }
 
-impl Future for Waiting {
+impl Future for Pending {
     type Output = Result<Output, Status>;
 
     fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
@@ -345,9 +353,7 @@ impl Future for Waiting {
 
 impl CommandQueue for RealTimeHost {
     fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>> {
-        let cell = Arc::new(Cell::default());
-        self.request(Request::Command(command, Arc::clone(&cell)));
-        Waiting { cell }
+        self.submit_pending(command)
     }
 
     fn now_ns(&self) -> u64 {
@@ -361,7 +367,7 @@ impl CommandQueue for RealTimeHost {
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {
         let cell = Arc::new(Cell::default());
         self.request(Request::Sleep(self.shared.now_ns() + duration_ns, Arc::clone(&cell)));
-        let waiting = Waiting { cell };
+        let waiting = Pending { cell };
         async move {
             let _ = waiting.await;
         }
