@@ -284,6 +284,19 @@ int32_t zl_poll(uint64_t handle,
                 uint32_t *count);
 
 /**
+ * Writes the device's statistics as a NUL-terminated JSON object into `buf` (`len` bytes): command
+ * counters, flash operations by source, total energy in joules and wear (erase counts per block). Sets
+ * `*needed` to the bytes the whole text takes with its NUL; a `len` below that is `ZL_EINVAL` and writes nothing.
+ *
+ * # Safety
+ * `buf` points to `len` writable bytes (or is null with `len` 0); `needed` is writable.
+ */
+int32_t zl_stats_json(uint64_t handle,
+                      char *buf,
+                      size_t len,
+                      size_t *needed);
+
+/**
  * A static, NUL-terminated description of any code this library returns.
  */
 const char *zl_strerror(int32_t code);

@@ -185,6 +185,16 @@ int main(void) {
         }
         total += n;
     }
+    /* Statistics as JSON: too small a buffer says how much is needed. */
+    size_t needed = 0;
+    CHECK(zl_stats_json(realtime_device, NULL, 0, &needed), ZL_EINVAL);
+    char *stats = malloc(needed);
+    CHECK(zl_stats_json(realtime_device, stats, needed, &needed), ZL_OK);
+    if (strstr(stats, "\"appends\":192") == NULL || strstr(stats, "\"energy_j_total\"") == NULL) {
+        fprintf(stderr, "statistics: %s\n", stats);
+        return 1;
+    }
+    free(stats);
     CHECK(zl_close(realtime_device), ZL_OK);
     printf("zonelab C example: all checks passed\n");
     return 0;

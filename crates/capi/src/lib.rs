@@ -148,6 +148,20 @@ static REAL: Mutex<Option<HashMap<u64, Arc<RealDevice>>>> = Mutex::new(None);
 
 thread_local! {
     static VIRTUAL: RefCell<HashMap<u64, VirtualDevice>> = RefCell::new(HashMap::new());
+    /// This thread's queue pair on each real-time device it has used: as NVMe gives each CPU a queue pair,
+    /// threads submitting to one device never share a submission queue.
+    static QUEUE_PAIRS: RefCell<HashMap<u64, RealTimeHost>> = RefCell::new(HashMap::new());
+}
+
+/// The calling thread's queue pair on a real-time device, made on first use.
+fn queue_pair(handle: u64, device: &RealDevice) -> RealTimeHost {
+    QUEUE_PAIRS.with(|pairs| {
+        pairs
+            .borrow_mut()
+            .entry(handle)
+            .or_insert_with(|| lock(&device.runtime).as_ref().map_or_else(|| device.host.clone(), RealTime::host))
+            .clone()
+    })
 }
 
 fn real(handle: u64) -> Option<Arc<RealDevice>> {
@@ -166,7 +180,7 @@ fn status_code(status: Status) -> i32 {
 /// Runs one command on the device behind `handle`.
 fn execute(handle: u64, command: QueuedCommand) -> Result<Output, i32> {
     if let Some(device) = real(handle) {
-        return block_on(device.host.submit(command)).map_err(status_code);
+        return block_on(queue_pair(handle, &device).submit(command)).map_err(status_code);
     }
     VIRTUAL.with(|devices| {
         let mut devices = devices.borrow_mut();
@@ -239,6 +253,7 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
 pub extern "C" fn zl_close(handle: u64) -> i32 {
     guard(|| {
         let removed = lock(&REAL).as_mut().and_then(|map| map.remove(&handle));
+        QUEUE_PAIRS.with(|pairs| pairs.borrow_mut().remove(&handle));
         if let Some(device) = removed {
             let runtime = device.runtime.lock().unwrap_or_else(PoisonError::into_inner).take();
             return match runtime.map(RealTime::stop) {
@@ -463,7 +478,7 @@ pub unsafe extern "C" fn zl_submit(handle: u64, io: *const zl_io, tag: u64) -> i
             Err(code) => return code,
         };
         if let Some(device) = real(handle) {
-            let pending = Box::pin(device.host.submit_pending(command));
+            let pending = Box::pin(queue_pair(handle, &device).submit_pending(command));
             lock(&device.inflight).push(Inflight { tag, read_into, pending });
             return ZL_OK;
         }
@@ -557,6 +572,40 @@ fn zone_action(action: u32) -> Option<ZoneSendAction> {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Writes the device's statistics as a NUL-terminated JSON object into `buf` (`len` bytes): command
+/// counters, flash operations by source, total energy in joules and wear (erase counts per block). Sets
+/// `*needed` to the bytes the whole text takes with its NUL; a `len` below that is `ZL_EINVAL` and writes nothing.
+///
+/// # Safety
+/// `buf` points to `len` writable bytes (or is null with `len` 0); `needed` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn zl_stats_json(handle: u64, buf: *mut c_char, len: usize, needed: *mut usize) -> i32 {
+    guard(|| {
+        if needed.is_null() || (buf.is_null() && len != 0) {
+            return ZL_EINVAL;
+        }
+        let stats = match real(handle) {
+            Some(device) => device.host.stats(),
+            None => VIRTUAL.with(|devices| {
+                devices.borrow().get(&handle).map(|device| device.simulation.with_device(|device| device.stats()))
+            }),
+        };
+        let Some(stats) = stats else { return ZL_EHANDLE };
+        let Ok(text) = serde_json::to_string(&stats) else { return ZL_EINTERNAL };
+        // SAFETY: checked non-null; writable as the caller promises.
+        unsafe { *needed = text.len() + 1 };
+        if len < text.len() + 1 {
+            return ZL_EINVAL;
+        }
+        // SAFETY: the caller passes `len` writable bytes, at least the text and its NUL.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
+            *buf.add(text.len()) = 0;
+        }
+        ZL_OK
+    })
 }
 
 /// A static, NUL-terminated description of any code this library returns.

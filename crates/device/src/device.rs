@@ -89,6 +89,18 @@ fn ns(us: f64) -> u64 {
     (us * 1000.0).round() as u64
 }
 
+/// What a device has done over its life so far: its commands, its flash operations with their energy, and the
+/// wear of its blocks.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeviceStats {
+    pub name: String,
+    pub counters: DeviceCounters,
+    pub flash: zonelab_media::FlashCounters,
+    /// Energy of every flash operation so far, from the preset's per-operation constants.
+    pub energy_j_total: f64,
+    pub wear: zonelab_media::EraseSummary,
+}
+
 /// An emulated ZNS SSD over a media store.
 #[derive(Debug)]
 pub struct Device<S> {
@@ -175,6 +187,16 @@ impl<S: MediaStore> Device<S> {
 
     pub fn host_path(&self) -> HostPath {
         self.host
+    }
+
+    pub fn stats(&self) -> DeviceStats {
+        DeviceStats {
+            name: self.name.clone(),
+            counters: self.counters.clone(),
+            flash: self.media.counters().clone(),
+            energy_j_total: self.media.counters().total_energy_nj(&self.media.config().energy) / 1e9,
+            wear: self.media.erase_summary(),
+        }
     }
 
     pub fn counters(&self) -> &DeviceCounters {

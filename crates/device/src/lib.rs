@@ -16,6 +16,6 @@ pub mod rng;
 
 pub use build::{BuildError, Built, DeviceBuilder, DeviceSpec, StoreChoice};
 pub use command::{IoData, Output, QueuedCommand};
-pub use device::{Device, DeviceCounters, HostPath, Submitted, TraceEvent};
+pub use device::{Device, DeviceCounters, DeviceStats, HostPath, Submitted, TraceEvent};
 pub use preset::{apply_override, DeviceConfig, HostCost, HostCosts, PresetError, PRESETS};
 pub use queue::{QueueFull, SUBMISSION_QUEUE_ENTRIES};

@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use zonelab_device::{BuildError, Device, DeviceBuilder, DeviceCounters, SUBMISSION_QUEUE_ENTRIES};
+use zonelab_device::{BuildError, Device, DeviceBuilder, DeviceCounters, DeviceStats, SUBMISSION_QUEUE_ENTRIES};
 use zonelab_zns::{Command, Geometry, MediaStore, Status};
 
 use crate::api::{CommandQueue, Output, QueuedCommand};
@@ -71,6 +71,8 @@ enum Request {
     Command(QueuedCommand, Arc<Cell>),
     /// Wake the cell at this model time.
     Sleep(u64, Arc<Cell>),
+    /// Send the device's statistics back at once.
+    Stats(std::sync::mpsc::Sender<DeviceStats>),
 }
 
 /// One submission queue; the device thread drains it.
@@ -249,6 +251,9 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
                     let queued = device.enqueue(cells.len() as u64 - 1, command);
                     debug_assert!(queued.is_ok(), "the submission queue was just emptied");
                 }
+                Request::Stats(reply) => {
+                    let _ = reply.send(device.stats());
+                }
                 Request::Sleep(until_ns, cell) => {
                     seq += 1;
                     due.push(Reverse(Due { at_ns: until_ns, seq, cell, result: Ok(Output::Done), is_command: false }));
@@ -322,6 +327,13 @@ impl RealTimeHost {
         let cell = Arc::new(Cell::default());
         self.request(Request::Command(command, Arc::clone(&cell)));
         Pending { cell }
+    }
+
+    /// The device's statistics now (commands, flash operations and energy, wear), from the device thread.
+    pub fn stats(&self) -> Option<DeviceStats> {
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.request(Request::Stats(reply));
+        answer.recv().ok()
     }
 
     fn request(&self, request: Request) {
