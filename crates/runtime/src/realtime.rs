@@ -95,7 +95,8 @@ struct Shared {
     epoch: Instant,
     pairs: Mutex<Vec<Arc<QueuePair>>>,
     stop: AtomicBool,
-    device_thread: Mutex<Option<Thread>>,
+    /// Read by every submission to ring the doorbell, so it is no lock.
+    device_thread: Thread,
     geometry: Geometry,
 }
 
@@ -105,9 +106,7 @@ impl Shared {
     }
 
     fn ring_doorbell(&self) {
-        if let Some(thread) = lock(&self.device_thread).as_ref() {
-            thread.unpark();
-        }
+        self.device_thread.unpark();
     }
 }
 
@@ -159,7 +158,7 @@ impl RealTime {
             epoch: Instant::now(),
             pairs: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
-            device_thread: Mutex::new(Some(thread.thread().clone())),
+            device_thread: thread.thread().clone(),
             geometry,
         });
         shared_tx.send(Arc::clone(&shared)).expect("the device thread waits for its clock");
