@@ -498,11 +498,14 @@ fn report(args: ReportArgs, out: &mut impl Write) -> Result<(), CliError> {
     format::report(&image, &report, args.format, out).map_err(stdout_error)
 }
 
-/// The start LBA named by `--zone` or `--start-lba`; a zone index past the end becomes an LBA past the end,
-/// so the device gives its own LBA Out of Range.
+/// The start LBA named by `--zone` or `--start-lba`. A zone index past the last zone is LBA Out of Range, as
+/// the device says of a start LBA past the end; it is refused here because, shifted into an LBA, it could wrap
+/// at 64 bits and name another zone.
 fn target_lba(image: &Image, target: &ZoneTarget) -> Result<u64, CliError> {
+    let geometry = image.namespace().geometry();
     match (target.zone, target.start_lba) {
-        (Some(zone), None) => Ok(u64::from(zone) << image.namespace().geometry().zone_shift),
+        (Some(zone), None) if zone >= geometry.zones => Err(CliError::Device(Status::LbaOutOfRange)),
+        (Some(zone), None) => Ok(geometry.zone_start_lba(zone)),
         (None, Some(lba)) => Ok(lba),
         _ => Err(CliError::Usage("name the zone with exactly one of --zone or --start-lba".into())),
     }
@@ -513,8 +516,12 @@ fn zone_action(args: ZoneActionArgs, action: ZoneSendAction) -> Result<(), CliEr
     let slba = if args.all {
         0
     } else {
-        target_lba(&image, &ZoneTarget { zone: args.zone, start_lba: args.start_lba })
-            .map_err(|_| CliError::Usage("name the zones with exactly one of --zone, --start-lba or --all".into()))?
+        target_lba(&image, &ZoneTarget { zone: args.zone, start_lba: args.start_lba }).map_err(|error| match error {
+            CliError::Usage(message) if message.starts_with("name the zone") => {
+                CliError::Usage("name the zones with exactly one of --zone, --start-lba or --all".into())
+            }
+            other => other,
+        })?
     };
     Ok(image.namespace_mut().zone_management_send(slba, action, args.all)?)
 }

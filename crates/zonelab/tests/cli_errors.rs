@@ -174,3 +174,24 @@ fn fio_exits_as_every_command_does_for_missing_images_and_bad_presets() {
     let option = zonelab(&[&job[..], &["--filename=preset:instant", "--frobnicate=1"]].concat());
     assert_eq!(option.code, 2, "{}", option.stderr);
 }
+
+#[test]
+fn a_zone_index_past_the_last_zone_is_out_of_range_and_changes_nothing() {
+    // Two zones of 4 TiB in 512-byte LBAs (2^33 each): zone 2^31 + 1 shifted into an LBA wraps at 64 bits to zone 1.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    let img = path.to_str().expect("utf-8");
+    ok(&["create", img, "--zones", "2", "--zone-size", "4TiB", "--lba-size", "512"]);
+    ok(&["append", img, "--zone", "1", "--pattern", "1", "--blocks", "1"]);
+    // The data file is 8 TiB sparse: compare the zone journal and what reads back, not every byte.
+    let state = || {
+        let meta = std::fs::read(path.join("zones.meta")).expect("zones.meta");
+        (meta, ok(&["report", img, "--format", "json"]), ok(&["read", img, "--lba", "8589934592", "--blocks", "2"]))
+    };
+    let before = state();
+    for zone in ["2", "2147483648", "2147483649", "4294967295"] {
+        refused(&["reset", img, "--zone", zone], "LBA Out of Range (0x080)");
+        refused(&["append", img, "--zone", zone, "--pattern", "1", "--blocks", "1"], "LBA Out of Range (0x080)");
+    }
+    assert!(state() == before, "a refused zone index changes nothing");
+}
