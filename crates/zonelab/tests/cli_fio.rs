@@ -101,3 +101,26 @@ fn fio_runs_on_a_device_image_and_leaves_its_zones_written() {
         "{report}"
     );
 }
+
+#[test]
+fn a_runtime_bound_job_on_a_device_without_latency_ends_and_says_why() {
+    for extra in [&["--time_based"][..], &["--io_size=99999999p"][..]] {
+        let mut args = vec!["fio", "--name=j", "--filename=preset:instant", "--rw=randread", "--runtime=1"];
+        args.extend_from_slice(extra);
+        let run = zonelab(&args);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        assert!(run.stdout.contains("job j stopped after 1048576 I/Os in a row"), "{args:?}: {}", run.stdout);
+    }
+    // A job bound by its size runs to its size, however many I/Os that takes at one instant.
+    let run = zonelab(&[
+        "fio",
+        "--name=s",
+        "--filename=preset:instant",
+        "--rw=randread",
+        "--io_size=6g",
+        "--output-format=json",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("json");
+    assert_eq!(json["jobs"][0]["read"]["io_bytes"].as_u64(), Some(6 << 30));
+}

@@ -173,7 +173,17 @@ struct JobState {
     last_completion_ns: u64,
     error: Option<(Status, &'static str, u64, u64)>,
     zone_resets: u64,
+    /// Device time at the last I/O issued, and how many I/Os in a row were issued at it.
+    still_at_ns: u64,
+    still_ios: u64,
+    /// The job stopped because device time stood still (`STILL_IOS_BOUND`).
+    stalled: bool,
 }
+
+/// I/Os a job may issue in a row without device time moving. On a preset with no latency at all (`instant`)
+/// device time never reaches a runtime or deadline, so a time-bound job would never end; past this bound it
+/// stops, and the run says so.
+const STILL_IOS_BOUND: u64 = 1 << 20;
 
 /// One I/O a worker issues.
 enum Io {
@@ -190,6 +200,16 @@ impl JobState {
     fn next_io(&mut self, now: u64, zones: &mut ZoneCache) -> Option<Io> {
         if self.error.is_some() || now >= self.deadline_ns {
             return None;
+        }
+        // Only a job bound by its runtime can wait forever for time to pass; a size-bound one ends by its size.
+        if now == self.still_at_ns && self.options.runtime_ns.is_some() {
+            self.still_ios += 1;
+            if self.still_ios > STILL_IOS_BOUND {
+                self.stalled = true;
+                return None;
+            }
+        } else {
+            (self.still_at_ns, self.still_ios) = (now, 1);
         }
         if let Some(zone) = self.pending_resets.pop() {
             zones.set_wp(zone, self.geometry.zone_start_lba(zone));
@@ -616,6 +636,9 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
                     last_completion_ns: group_start,
                     error: None,
                     zone_resets: 0,
+                    still_at_ns: u64::MAX,
+                    still_ios: 0,
+                    stalled: false,
                 };
                 let state = Rc::new(RefCell::new(state));
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
@@ -643,8 +666,12 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
         });
         let lba_bytes = u64::from(geometry.lba_size);
         let mut folded: Vec<JobResult> = Vec::new();
+        let mut stalled_jobs: Vec<String> = Vec::new();
         for (job, state, scheduled) in instances {
             let state = state.borrow();
+            if state.stalled {
+                stalled_jobs.push(job.name.clone());
+            }
             let (error, error_message) = match state.error {
                 Some((Status::LbaOutOfRange, "read", _, 0)) => {
                     (5, Some(format!("{}: no written data to read in the job's zones", job.name)))
@@ -684,6 +711,13 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
             }
         }
         results.extend(folded);
+        stalled_jobs.dedup();
+        for name in stalled_jobs {
+            notes.push(format!(
+                "job {name} stopped after {STILL_IOS_BOUND} I/Os in a row at one device instant: the device has no \
+                 latency, so its runtime would never pass; bound the job by size instead"
+            ));
+        }
     }
     Ok(FioResult {
         device_name: config.name.clone(),
