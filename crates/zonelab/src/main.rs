@@ -333,6 +333,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`zonelab report IMG | head -1`): stop quietly, as coreutils do.
+        Err(CliError::Io(path, error))
+            if error.kind() == io::ErrorKind::BrokenPipe && path.as_os_str() == "<stdout>" =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(error) => error.report(),
     }
 }

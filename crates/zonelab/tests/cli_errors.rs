@@ -195,3 +195,25 @@ fn a_zone_index_past_the_last_zone_is_out_of_range_and_changes_nothing() {
     }
     assert!(state() == before, "a refused zone index changes nothing");
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    use std::io::BufRead;
+    // 4096 zones print far more than a pipe holds, so the writer meets the closed pipe.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    let img = path.to_str().expect("utf-8");
+    ok(&["create", img, "--zones", "4096", "--zone-size", "64KiB"]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zonelab"))
+        .args(["report", img])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn report");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("first line");
+    let output = child.wait_with_output().expect("reap");
+    assert!(first.contains("zone"), "{first}");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+}
