@@ -625,26 +625,14 @@ pub extern "C" fn zl_strerror(code: i32) -> *const c_char {
     text.as_ptr()
 }
 
+/// The zns layer's name of `status`, NUL-terminated, made once for the life of the process.
 fn status_cstr(status: Status) -> &'static CStr {
-    match status {
-        Status::InvalidOpcode => c"Invalid Opcode",
-        Status::InvalidField => c"Invalid Field in Command",
-        Status::LbaOutOfRange => c"LBA Out of Range",
-        Status::InvalidZoneOperationRequest => c"Invalid Zone Operation Request",
-        Status::ZrwaResourcesUnavailable => c"ZRWA Resources Unavailable",
-        Status::ZoneBoundaryError => c"Zone Boundary Error",
-        Status::ZoneIsFull => c"Zone Is Full",
-        Status::ZoneIsReadOnly => c"Zone Is Read Only",
-        Status::ZoneIsOffline => c"Zone Is Offline",
-        Status::ZoneInvalidWrite => c"Zone Invalid Write",
-        Status::TooManyActiveZones => c"Too Many Active Zones",
-        Status::TooManyOpenZones => c"Too Many Open Zones",
-        Status::InvalidZoneStateTransition => c"Invalid Zone State Transition",
-        Status::WriteFault => c"Write Fault",
-        Status::UnrecoveredReadError => c"Unrecovered Read Error",
-        Status::DeallocatedOrUnwrittenLogicalBlock => c"Deallocated or Unwritten Logical Block",
-        _ => c"unknown status",
-    }
+    static NAMES: std::sync::OnceLock<Vec<std::ffi::CString>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        Status::ALL.iter().map(|status| std::ffi::CString::new(status.name()).unwrap_or_default()).collect()
+    });
+    let index = Status::ALL.iter().position(|known| *known == status).unwrap_or(0);
+    names[index].as_c_str()
 }
 
 #[cfg(test)]

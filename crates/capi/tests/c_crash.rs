@@ -3,46 +3,19 @@
 //! open (its invariants hold) and every acknowledged block must read back as written. The instants come from
 //! a seed printed on failure (`ZONELAB_CRASH_SEED=0x...` replays the same kill delays).
 
+mod common;
+
 use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use zonelab_device::DeviceConfig;
 use zonelab_zns::{Image, StoreKind};
 
-fn compile(root: &Path, out: &Path) -> PathBuf {
-    let libs = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().and_then(Path::parent).map(Path::to_path_buf))
-        .expect("target/<profile>");
-    let built = Command::new(env!("CARGO"))
-        .args(["build", "--profile", "test", "--lib", "-p", "zonelab-capi", "--manifest-path"])
-        .arg(root.join("Cargo.toml"))
-        .output()
-        .expect("run cargo");
-    assert!(built.status.success(), "building libzonelab.so failed:\n{}", String::from_utf8_lossy(&built.stderr));
-    let program = out.join("crash_appender");
-    let compiled = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .arg(root.join("crates/capi/tests/c/crash_appender.c"))
-        .args(["-std=c11", "-Wall", "-Werror", "-I"])
-        .arg(root.join("include"))
-        .arg("-L")
-        .arg(&libs)
-        .arg(format!("-Wl,-rpath,{}", libs.display()))
-        .args(["-lzonelab", "-o"])
-        .arg(&program)
-        .output()
-        .expect("the C compiler must be installed");
-    assert!(compiled.status.success(), "{}", String::from_utf8_lossy(&compiled.stderr));
-    program
-}
-
 #[test]
 fn killed_while_appending_through_the_c_library_the_image_keeps_every_acknowledged_block() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().expect("tempdir");
-    let program = compile(&root, dir.path());
+    let program = common::compile_c("crates/capi/tests/c/crash_appender.c", dir.path());
     let config = DeviceConfig::load(
         "zn540",
         &["namespace.zones=64".into(), "namespace.zone-size=\"1MiB\"".into(), "namespace.zone-cap=\"1MiB\"".into()],
