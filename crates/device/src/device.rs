@@ -289,12 +289,6 @@ impl<S: MediaStore> Device<S> {
         Ok((done, executed.completion))
     }
 
-    /// A read whose data the host does not want (a benchmark's): the same checks and timing as a Read, with
-    /// no data moved in the host's memory.
-    pub fn submit_read_without_data(&mut self, now: u64, slba: u64, nlb: u64) -> Submitted {
-        self.submit(now, Command::ReadDiscard { slba, nlb })
-    }
-
     /// The flash time of a read of `len_bytes` at `slba`, zone by zone.
     fn timed_read(&mut self, at: u64, slba: u64, len_bytes: u64) -> u64 {
         let geometry = *self.namespace.geometry();

@@ -4,13 +4,13 @@
 //! ordering the runtime promises: no completion before its modelled time.
 
 use std::cell::RefCell;
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::Poll;
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_host::{Scheduled, SchedulerKind, Wal, WalConfig, WalDesign};
+use zonelab_runtime::sync::join_all;
 use zonelab_runtime::{block_on, CommandQueue, HostExt, IoData, RealTime, Simulation};
 use zonelab_zns::Status;
 
@@ -19,19 +19,6 @@ fn builder() -> DeviceBuilder {
 }
 
 type Task = Pin<Box<dyn Future<Output = ()>>>;
-
-/// Polls every task until all are done: a minimal executor for several tasks on one thread.
-async fn join_all(mut tasks: Vec<Task>) {
-    poll_fn(move |context| {
-        tasks.retain_mut(|task| task.as_mut().poll(context).is_pending());
-        if tasks.is_empty() {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await;
-}
 
 type Results = Rc<RefCell<Vec<Result<(), Status>>>>;
 

@@ -14,6 +14,7 @@ mod api;
 mod realtime;
 mod sim;
 pub mod sync;
+mod timers;
 
 pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand};
 pub use realtime::{block_on, Pacing, Pending, RealTime, RealTimeHost, Stopped};

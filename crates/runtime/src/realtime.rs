@@ -9,8 +9,7 @@
 //! Host code written against `CommandQueue` runs here unchanged: the futures complete through wakers, and
 //! `block_on` drives one on the calling thread.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +22,7 @@ use zonelab_device::{BuildError, Device, DeviceBuilder, DeviceCounters, DeviceSt
 use zonelab_zns::{Command, Geometry, MediaStore, Status};
 
 use crate::api::{CommandQueue, Output, QueuedCommand};
+use crate::timers::Timers;
 
 /// Below this much time to go, the device thread spins instead of sleeping: a sleep overshoots by tens of
 /// microseconds on a loaded Linux host, a spin by well under one.
@@ -103,6 +103,10 @@ struct Shared {
 impl Shared {
     fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn submissions_waiting(&self) -> bool {
+        lock(&self.pairs).iter().any(|pair| !lock(&pair.submissions).is_empty())
     }
 
     fn ring_doorbell(&self) {
@@ -196,47 +200,26 @@ impl Drop for RealTime {
     }
 }
 
-/// A completion the device thread holds until its time.
+/// A completion (or a sleep's end) the device thread holds until its time.
 struct Due {
-    at_ns: u64,
-    seq: u64,
     cell: Arc<Cell>,
     result: Result<Output, Status>,
     /// Sleeps are not completions: they count for neither pacing nor lateness.
     is_command: bool,
 }
 
-impl PartialEq for Due {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at_ns, self.seq) == (other.at_ns, other.seq)
-    }
-}
-impl Eq for Due {}
-impl PartialOrd for Due {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Due {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at_ns, self.seq).cmp(&(other.at_ns, other.seq))
-    }
-}
-
 /// The device thread: take submissions, execute them at the instant they are seen, deliver completions at
 /// their modelled times.
 fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
     let device = &mut built.device;
-    let mut due: BinaryHeap<Reverse<Due>> = BinaryHeap::new();
+    let mut due: Timers<Due> = Timers::new();
     let mut cells: Vec<Option<Arc<Cell>>> = Vec::new();
     let mut pacing = Pacing::default();
-    let mut seq = 0u64;
     let mut batch = Vec::new();
     let mut to_wake = Vec::new();
     loop {
-        // Take what every queue pair holds; each pair's lock is held only to swap its queue out.
-        let pairs: Vec<Arc<QueuePair>> = lock(&shared.pairs).clone();
-        for pair in &pairs {
+        // Take what every queue pair holds; each pair's lock is held only to drain its queue.
+        for pair in lock(&shared.pairs).iter() {
             batch.extend(lock(&pair.submissions).drain(..));
         }
         let now = shared.now_ns();
@@ -244,7 +227,7 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
             match request {
                 Request::Command(command, cell) => {
                     if device.queued() == SUBMISSION_QUEUE_ENTRIES {
-                        process(device, now, &mut cells, &mut due, &mut seq);
+                        process(device, now, &mut cells, &mut due);
                     }
                     cells.push(Some(cell));
                     let queued = device.enqueue(cells.len() as u64 - 1, command);
@@ -254,37 +237,32 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
                     let _ = reply.send(device.stats());
                 }
                 Request::Sleep(until_ns, cell) => {
-                    seq += 1;
-                    due.push(Reverse(Due { at_ns: until_ns, seq, cell, result: Ok(Output::Done), is_command: false }));
+                    due.set(until_ns, Due { cell, result: Ok(Output::Done), is_command: false });
                 }
             }
         }
-        process(device, now, &mut cells, &mut due, &mut seq);
+        process(device, now, &mut cells, &mut due);
         // Deliver what is due.
         let now = shared.now_ns();
-        while due.peek().is_some_and(|Reverse(next)| next.at_ns <= now) {
-            let Some(Reverse(next)) = due.pop() else { break };
+        while let Some((at_ns, next)) = due.pop_due(now) {
             if next.is_command {
                 let delivered = shared.now_ns();
                 pacing.completions += 1;
-                pacing.errors_ns.push(delivered.saturating_sub(next.at_ns));
+                pacing.errors_ns.push(delivered.saturating_sub(at_ns));
                 // Late: the device thread reached it only after its time had passed by more than a spin's slack.
-                if delivered > next.at_ns + SPIN_BELOW_NS / 4 {
+                if delivered > at_ns + SPIN_BELOW_NS / 4 {
                     pacing.late += 1;
                 }
             }
             to_wake.extend(next.cell.complete(next.result));
         }
         wake_each(&mut to_wake);
-        let pending = lock(&shared.pairs).iter().any(|pair| !lock(&pair.submissions).is_empty());
-        if pending {
-            continue;
-        }
-        match due.peek() {
-            None if shared.stop.load(Ordering::SeqCst) => break,
+        // A submission that arrives from here on rings the doorbell, and a park after an unpark returns at once.
+        match due.next_ns() {
+            None if shared.stop.load(Ordering::SeqCst) && !shared.submissions_waiting() => break,
             None => std::thread::park_timeout(Duration::from_millis(10)),
-            Some(Reverse(next)) => {
-                let wait = next.at_ns.saturating_sub(shared.now_ns());
+            Some(at_ns) => {
+                let wait = at_ns.saturating_sub(shared.now_ns());
                 if wait > SPIN_BELOW_NS {
                     std::thread::park_timeout(Duration::from_nanos(wait - SPIN_BELOW_NS));
                 } else {
@@ -302,13 +280,11 @@ fn process(
     device: &mut Device<Box<dyn MediaStore>>,
     now: u64,
     cells: &mut Vec<Option<Arc<Cell>>>,
-    due: &mut BinaryHeap<Reverse<Due>>,
-    seq: &mut u64,
+    due: &mut Timers<Due>,
 ) {
     device.process_queue(now, |tag, complete_ns, result| {
-        *seq += 1;
         let cell = cells[tag as usize].take().expect("each tag completes once");
-        due.push(Reverse(Due { at_ns: complete_ns, seq: *seq, cell, result, is_command: true }));
+        due.set(complete_ns, Due { cell, result, is_command: true });
     });
     cells.clear();
 }

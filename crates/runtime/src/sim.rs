@@ -6,8 +6,7 @@
 //! queued so far have reached the device, exactly as if its wake-up were a timer due now.
 
 use std::cell::RefCell;
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -19,6 +18,7 @@ use zonelab_device::{Device, QueueFull};
 use zonelab_zns::{MediaStore, Status};
 
 use crate::api::{CommandQueue, Output, QueuedCommand};
+use crate::timers::Timers;
 
 type Task = Pin<Box<dyn Future<Output = ()>>>;
 
@@ -83,36 +83,10 @@ enum Target {
     Sleeper(usize),
 }
 
-/// A timer; ordered by time, then by the sequence it was set in, so that ties keep their order and nothing
-/// depends on the heap's internals.
-struct Timer {
-    at_ns: u64,
-    seq: u64,
-    target: Target,
-}
-
-impl PartialEq for Timer {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at_ns, self.seq) == (other.at_ns, other.seq)
-    }
-}
-impl Eq for Timer {}
-impl PartialOrd for Timer {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Timer {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.at_ns, self.seq).cmp(&(other.at_ns, other.seq))
-    }
-}
-
 struct Shared<S> {
     device: Device<S>,
     now_ns: u64,
-    timers: BinaryHeap<Reverse<Timer>>,
-    timer_seq: u64,
+    timers: Timers<Target>,
     slots: Vec<Slot>,
     free_slots: Vec<usize>,
     /// Foreign wakers of sleeps, by the index their timer holds; freed indices are reused.
@@ -136,22 +110,20 @@ impl<S: MediaStore> Shared<S> {
     }
 
     fn set_timer(&mut self, at_ns: u64, target: Target) {
-        self.timer_seq += 1;
-        self.timers.push(Reverse(Timer { at_ns, seq: self.timer_seq, target }));
+        self.timers.set(at_ns, target);
     }
 
     /// Hands the commands queued at this instant to the device; each completion becomes a timer.
     fn dispatch(&mut self) {
         let now = self.now_ns;
-        let (slots, timers, timer_seq) = (&mut self.slots, &mut self.timers, &mut self.timer_seq);
+        let (slots, timers) = (&mut self.slots, &mut self.timers);
         self.device.process_queue(now, |tag, complete_ns, result| {
             let slot = tag as usize;
             let Slot::Queued { wakee } = std::mem::replace(&mut slots[slot], Slot::Free) else {
                 unreachable!("only queued slots reach the device")
             };
             slots[slot] = Slot::Done { complete_ns, result, wakee };
-            *timer_seq += 1;
-            timers.push(Reverse(Timer { at_ns: complete_ns, seq: *timer_seq, target: Target::Slot(slot) }));
+            timers.set(complete_ns, Target::Slot(slot));
         });
         for waker in std::mem::take(&mut self.queue_waiters) {
             waker.wake();
@@ -311,8 +283,7 @@ impl<S: MediaStore + 'static> Simulation<S> {
         let shared = Shared {
             device,
             now_ns: 0,
-            timers: BinaryHeap::new(),
-            timer_seq: 0,
+            timers: Timers::new(),
             slots: Vec::new(),
             free_slots: Vec::new(),
             sleepers: Vec::new(),
@@ -370,16 +341,14 @@ impl<S: MediaStore + 'static> Simulation<S> {
             drain_woken(&self.woken, |task| shared.set_timer(now, Target::Task(task)));
             shared.dispatch();
             drain_woken(&self.woken, |task| shared.set_timer(now, Target::Task(task)));
-            let Some(Reverse(first)) = shared.timers.peek() else { break };
-            let at = first.at_ns;
+            let Some(at) = shared.timers.next_ns() else { break };
             if at > deadline_ns {
                 break;
             }
             debug_assert!(at >= shared.now_ns, "the clock never moves backwards");
             shared.now_ns = at;
-            while shared.timers.peek().is_some_and(|Reverse(timer)| timer.at_ns == at) {
-                let Some(Reverse(timer)) = shared.timers.pop() else { break };
-                let woke_a_waker = match timer.target {
+            while let Some((_, target)) = shared.timers.pop_due(at) {
+                let woke_a_waker = match target {
                     Target::Task(task) => {
                         self.ready.push_back(task);
                         false

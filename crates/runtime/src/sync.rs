@@ -211,3 +211,27 @@ impl<T> Channel<T> {
         self.len() == 0
     }
 }
+
+/// Runs every future to completion as one future (several tasks on one thread under `block_on`, say),
+/// polling each when the shared waker fires; their outputs, in order.
+pub async fn join_all<T, F: Future<Output = T>>(futures: Vec<F>) -> Vec<T> {
+    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+    poll_fn(move |context| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(context) {
+                    Poll::Ready(value) => *output = Some(value),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(outputs.iter_mut().filter_map(Option::take).collect())
+        }
+    })
+    .await
+}

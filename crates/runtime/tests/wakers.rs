@@ -155,3 +155,23 @@ fn host_code_reads_what_it_wrote_through_the_device_queue() {
     simulation.run();
     assert_eq!(*back.borrow(), vec![0x5a; 8192]);
 }
+
+#[test]
+fn join_all_runs_every_task_and_keeps_their_order() {
+    let mut simulation = simulation();
+    let host = simulation.host();
+    let out = Rc::new(RefCell::new(Vec::new()));
+    let sink = Rc::clone(&out);
+    simulation.spawn(async move {
+        let nap = |ns: u64| {
+            let host = host.clone();
+            async move {
+                host.sleep(ns).await;
+                (ns, host.now_ns())
+            }
+        };
+        *sink.borrow_mut() = zonelab_runtime::sync::join_all(vec![nap(300), nap(100), nap(200)]).await;
+    });
+    simulation.run();
+    assert_eq!(*out.borrow(), [(300, 300), (100, 100), (200, 200)], "in order given, each at its own time");
+}

@@ -1,13 +1,11 @@
 //! `zonelab bench realtime`: how closely the real-time runtime delivers completions to their modelled times.
 
-use std::future::{poll_fn, Future};
 use std::io::Write;
-use std::pin::Pin;
-use std::task::Poll;
 use std::time::Instant;
 
 use serde_json::json;
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath};
+use zonelab_runtime::sync::join_all;
 use zonelab_runtime::{block_on, CommandQueue, HostExt, IoData, Pacing, RealTime, RealTimeHost};
 
 use crate::{stdout_error, CliError};
@@ -75,34 +73,23 @@ async fn worker(host: &RealTimeHost, zone: u32, op: Op, qd: u64) -> u64 {
     let succeeded = &succeeded;
     let zslba = host.geometry().zone_start_lba(zone);
     let per_task = COMMANDS_PER_THREAD / qd;
-    let mut tasks: Vec<Pin<Box<dyn Future<Output = ()> + '_>>> = (0..qd)
-        .map(|task| {
-            let future: Pin<Box<dyn Future<Output = ()> + '_>> = Box::pin(async move {
-                let mut lba = task;
-                for _ in 0..per_task {
-                    let result = match op {
-                        Op::Write => host.append(zslba, IoData::Zeros(4096)).await.map(|_| ()),
-                        Op::Read => host.read_discard(zslba + lba % 256, 1).await,
-                    };
-                    if result.is_err() {
-                        return;
-                    }
-                    succeeded.set(succeeded.get() + 1);
-                    lba = lba.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 8;
+    let tasks: Vec<_> = (0..qd)
+        .map(|task| async move {
+            let mut lba = task;
+            for _ in 0..per_task {
+                let result = match op {
+                    Op::Write => host.append(zslba, IoData::Zeros(4096)).await.map(|_| ()),
+                    Op::Read => host.read_discard(zslba + lba % 256, 1).await,
+                };
+                if result.is_err() {
+                    return;
                 }
-            });
-            future
+                succeeded.set(succeeded.get() + 1);
+                lba = lba.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) >> 8;
+            }
         })
         .collect();
-    poll_fn(move |context| {
-        tasks.retain_mut(|task| task.as_mut().poll(context).is_pending());
-        if tasks.is_empty() {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await;
+    join_all(tasks).await;
     succeeded.get()
 }
 
