@@ -22,6 +22,14 @@ impl IoData {
         self.len() == 0
     }
 
+    /// `len` bytes from `start` (the caller keeps the range within the data).
+    pub fn range(&self, start: u64, len: u64) -> IoData {
+        match self {
+            IoData::Bytes(bytes) => IoData::Bytes(bytes[start as usize..(start + len) as usize].to_vec()),
+            IoData::Zeros(_) => IoData::Zeros(len),
+        }
+    }
+
     /// Runs `f` on the bytes; zeros come from a shared buffer when they fit in it, so that simulations keeping
     /// no data allocate none.
     pub fn with_bytes<T>(&self, f: impl FnOnce(&[u8]) -> T) -> T {

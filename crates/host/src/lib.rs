@@ -11,4 +11,4 @@ mod zonefs;
 
 pub use scheduler::{Scheduled, SchedulerCounters, SchedulerKind, ZincConfig};
 pub use wal::{RecoveryStats, Wal, WalConfig, WalDesign, WalError, WalStats};
-pub use zonefs::{FsError, ZoneFs, ZoneFsStats};
+pub use zonefs::{read_files, FileState, FsError, ZoneFs, ZoneFsStats, ZoneLayout};

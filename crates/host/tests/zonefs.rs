@@ -54,17 +54,21 @@ fn files_grow_at_their_end_and_truncate_resets_or_finishes_them() {
         let not_at_end = fs.write(2, 4096, IoData::Zeros(4096)).await.expect_err("not at the end");
         assert_eq!((not_at_end.errno(), &not_at_end), (22, &FsError::NotAtEnd { file: 2, offset: 4096, size: 12288 }));
         assert_eq!(fs.append(2, IoData::Zeros(1000)).await.expect_err("misaligned").errno(), 22);
-        assert_eq!(fs.append(2, IoData::Zeros(768 << 10)).await.expect_err("too big").errno(), 27);
         assert_eq!(fs.truncate(2, 4096).await.expect_err("bad truncate").errno(), 1);
         assert_eq!(fs.append(8, IoData::Zeros(4096)).await.expect_err("no such file").errno(), 2);
 
         fs.truncate(2, 768 << 10).await.expect("finish");
         assert_eq!(fs.size(2), Ok(768 << 10));
+        fs.truncate(2, 768 << 10).await.expect("a truncate to the size it has is no command");
+        assert_eq!(fs.append(2, IoData::Zeros(4096)).await.expect_err("at the capacity").errno(), 27);
         fs.truncate(2, 0).await.expect("reset");
         assert_eq!(fs.size(2), Ok(0));
         assert!(fs.read(2, 0, 4096).await.expect("read").is_empty());
+        fs.append(2, IoData::Zeros(4096)).await.expect("append");
+        assert_eq!(fs.write(2, 4096, IoData::Zeros(768 << 10)).await, Ok((768 << 10) - 4096), "cut short");
+        assert_eq!(fs.size(2), Ok(768 << 10));
         let stats = fs.stats();
-        assert_eq!((stats.writes, stats.resets, stats.finishes), (2, 1, 1));
+        assert_eq!((stats.writes, stats.resets, stats.finishes), (4, 1, 1));
     });
 }
 

@@ -10,6 +10,7 @@ mod demo;
 mod experiment;
 mod fio;
 mod format;
+mod mount;
 
 use std::fs;
 use std::io::{self, Write};
@@ -106,6 +107,9 @@ enum Command {
         #[command(subcommand)]
         which: bench::BenchCommand,
     },
+    /// Mount a device as a zonefs-compatible file system (FUSE): seq/N is zone N. Runs until unmounted.
+    /// Example: zonelab mount preset:zn540,namespace.zones=64 /mnt/zns -o errors=zone-ro
+    Mount(mount::MountArgs),
     /// A guided tour: create an image, write, append, hit the limits, and report.
     Demo {
         /// Where to create the tour's image (default: a fresh temporary directory).
@@ -409,6 +413,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Presets => calibrate::list_presets(&mut stdout),
         Command::Calibrate(args) => calibrate::run(&args, &mut stdout),
         Command::Bench { which } => bench::run(which, &mut stdout),
+        Command::Mount(args) => mount::run(&args),
         Command::Demo { dir } => {
             drop(stdout);
             demo::run_tour(dir.as_deref(), &mut io::stdout())

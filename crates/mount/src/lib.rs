@@ -1,0 +1,96 @@
+//! # zonelab-mount: the zonefs-compatible FUSE mount
+//!
+//! A front end (layer 7 of DESIGN.md): every zone of an emulated ZNS device is a file `seq/N`, with the
+//! behaviour of Linux zonefs (kernel `Documentation/filesystems/zonefs.rst`), so that fio, dd, shell scripts and
+//! programs written for zonefs run on any preset or image. The device runs in real time: a reply goes back
+//! to the kernel only when the device model completes the command.
+//!
+//! Where it differs from zonefs, and why:
+//! - every zone is a file, `seq/0` included: zonelab has no on-disk superblock (mkzonefs writes one into the
+//!   first zone); the options come from the mount command instead;
+//! - there is no `cnv/`: zonelab's namespaces have no conventional zones;
+//! - every file is opened in FUSE's direct I/O mode, so reads bypass the page cache too (zonefs caches reads
+//!   that are not O_DIRECT): the device's timing is what a program sees;
+//! - `statfs` reports FUSE's magic number, not zonefs's.
+
+mod completions;
+mod fs;
+mod options;
+
+use std::path::Path;
+
+pub use options::{ErrorsPolicy, MountOptions, OptionError};
+use zonelab_device::{BuildError, DeviceBuilder};
+use zonelab_runtime::{block_on, RealTime, Stopped};
+use zonelab_zns::Status;
+
+/// Why a mount failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountError {
+    #[error(transparent)]
+    Device(#[from] BuildError),
+    #[error("the zone report at mount failed: {0}")]
+    Report(Status),
+    #[error("cannot mount on {mountpoint}: {source}")]
+    Fuse { mountpoint: String, source: std::io::Error },
+}
+
+/// A mounted device: the FUSE session and the device thread behind it.
+pub struct Mounted {
+    session: fuser::Session<fs::ZonefsMount>,
+    device: RealTime,
+    files: u32,
+}
+
+/// Unmounts a mount from another thread (a signal handler's, say).
+pub struct Unmounter(fuser::SessionUnmounter);
+
+impl Unmounter {
+    pub fn unmount(&mut self) -> std::io::Result<()> {
+        self.0.unmount()
+    }
+}
+
+impl Mounted {
+    /// Opens the device on a real-time device thread, reads every zone's write pointer (a file's size, as
+    /// zonefs does at mount) and mounts the file system on `mountpoint`. Serve requests with `run`.
+    pub fn mount(builder: DeviceBuilder, mountpoint: &Path, options: MountOptions) -> Result<Mounted, MountError> {
+        let device = RealTime::start(builder)?;
+        let host = device.host();
+        let files = block_on(zonelab_host::read_files(&host)).map_err(MountError::Report)?;
+        let count = files.len() as u32;
+        let mut mount_options = vec![
+            fuser::MountOption::FSName("zonelab".into()),
+            fuser::MountOption::Subtype("zonefs".into()),
+            fuser::MountOption::DefaultPermissions,
+            fuser::MountOption::NoAtime,
+        ];
+        if options.read_only {
+            mount_options.push(fuser::MountOption::RO);
+        }
+        let mut config = fuser::Config::default();
+        config.mount_options = mount_options;
+        let filesystem = fs::ZonefsMount::new(host, files, options);
+        let session = fuser::Session::new(filesystem, mountpoint, &config)
+            .map_err(|source| MountError::Fuse { mountpoint: mountpoint.display().to_string(), source })?;
+        Ok(Mounted { session, device, files: count })
+    }
+
+    /// How many files `seq/` holds.
+    pub fn files(&self) -> u32 {
+        self.files
+    }
+
+    pub fn unmounter(&mut self) -> Unmounter {
+        Unmounter(self.session.unmount_callable())
+    }
+
+    /// Serves the kernel's requests until the file system is unmounted, then lets every command in flight
+    /// complete, stops the device and flushes it: every completed write is durable in an image.
+    pub fn run(self) -> std::io::Result<Stopped> {
+        let served = self.session.run();
+        let stopped = self.device.stop();
+        served.map(|()| stopped)
+    }
+}

@@ -1,0 +1,71 @@
+//! `zonelab mount`: the zonefs-compatible FUSE mount, in the foreground until it is unmounted (`fusermount3
+//! -u`, `umount`, or Ctrl-C / SIGTERM, which unmount it), then the device is flushed.
+
+use std::path::PathBuf;
+
+use zonelab_device::{BuildError, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_mount::{MountError, MountOptions, Mounted};
+
+use crate::CliError;
+
+#[derive(Debug, clap::Args)]
+pub struct MountArgs {
+    /// A device image, or preset:NAME[,key=value...] (kept in memory: gone at unmount).
+    device: String,
+    /// An existing empty directory.
+    mountpoint: PathBuf,
+    /// zonefs's mount options: errors=remount-ro|zone-ro|zone-offline|repair, explicit-open, uid=, gid=,
+    /// perm=, ro.
+    #[arg(short = 'o', default_value = "")]
+    options: String,
+}
+
+pub fn run(args: &MountArgs) -> Result<(), CliError> {
+    let options: MountOptions =
+        args.options.parse().map_err(|error: zonelab_mount::OptionError| CliError::Usage(error.to_string()))?;
+    // Signals are taken by one thread, with sigwait; every thread started from here on inherits the mask.
+    let signals = termination_signals();
+    // The mount pays the FUSE and kernel cost for real, so the device model adds no host path of its own.
+    let builder = DeviceBuilder::new(DeviceSpec::parse(&args.device)).host(HostPath::Spdk).store(StoreChoice::Memory);
+    let mut mounted = Mounted::mount(builder, &args.mountpoint, options).map_err(|error| match error {
+        MountError::Device(BuildError::Config { .. } | BuildError::Namespace { .. }) => {
+            CliError::Config(error.to_string())
+        }
+        other => CliError::Failed(other.to_string()),
+    })?;
+    let mut unmounter = mounted.unmounter();
+    std::thread::Builder::new()
+        .name("zonelab-signals".into())
+        .spawn(move || {
+            let mut signal = 0;
+            // SAFETY: `signals` is a valid, initialised set; sigwait writes one signal number.
+            if unsafe { libc::sigwait(&signals, &mut signal) } == 0 {
+                let _ = unmounter.unmount();
+            }
+        })
+        .map_err(|error| CliError::Io(PathBuf::from("<signal thread>"), error))?;
+    eprintln!("zonelab mount: {} on {}: {} files in seq/", args.device, args.mountpoint.display(), mounted.files());
+    let stopped = mounted.run().map_err(|error| CliError::Io(args.mountpoint.clone(), error))?;
+    stopped.flushed?;
+    eprintln!(
+        "zonelab mount: unmounted {} after {} commands; device flushed",
+        args.mountpoint.display(),
+        stopped.pacing.completions
+    );
+    Ok(())
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and the threads it starts) and returns them as a set.
+fn termination_signals() -> libc::sigset_t {
+    // SAFETY: a zeroed sigset_t is valid storage; sigemptyset/sigaddset initialise it, and pthread_sigmask
+    // only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, signal);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
