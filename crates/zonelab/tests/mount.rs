@@ -1,0 +1,346 @@
+//! `zonelab mount` with the programs users run on zonefs: real fio (psync and libaio, with verification),
+//! coreutils (dd, truncate, stat, touch, rm), and a kill -9 in the middle of writes. These need FUSE
+//! (/dev/fuse, fusermount3) and fio; without them a test stops early, except under CI=true, where it fails.
+
+mod common;
+
+use std::io::Write as _;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::ok;
+
+/// Whether `tools` (and FUSE) are here; under CI=true a missing one is a failure, not a skip.
+fn have(tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .chain(["fusermount3"])
+        .filter(|tool| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .map_or(true, |out| !out.status.success())
+        })
+        .chain((!Path::new("/dev/fuse").exists()).then_some("/dev/fuse"))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true and {missing:?} missing: .ci/run must install them");
+    eprintln!("skipped: {missing:?} not installed");
+    false
+}
+
+/// A running `zonelab mount`; unmounted (and the process waited for) when dropped.
+struct Mount {
+    child: Option<Child>,
+    dir: PathBuf,
+}
+
+impl Mount {
+    fn start(device: &str, dir: &Path, options: &str) -> Mount {
+        std::fs::create_dir_all(dir).expect("mountpoint");
+        let child = Command::new(env!("CARGO_BIN_EXE_zonelab"))
+            .args(["mount", device, dir.to_str().expect("utf-8 path"), "-o", options])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start zonelab mount");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !dir.join("seq").exists() {
+            assert!(Instant::now() < deadline, "the mount did not appear within 30 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Mount { child: Some(child), dir: dir.to_path_buf() }
+    }
+
+    fn file(&self, index: u32) -> PathBuf {
+        self.dir.join("seq").join(index.to_string())
+    }
+
+    /// Unmounts as a user does and returns what the mount printed; it must exit 0.
+    fn unmount(mut self) -> String {
+        let status = Command::new("fusermount3").arg("-u").arg(&self.dir).status().expect("fusermount3");
+        assert!(status.success(), "fusermount3 -u failed");
+        let output = self.child.take().expect("running").wait_with_output().expect("wait for the mount");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "zonelab mount exited with {:?}: {stderr}", output.status);
+        stderr
+    }
+
+    /// SIGKILL, then clear the dead mount as an administrator would.
+    fn kill(mut self) {
+        let mut child = self.child.take().expect("running");
+        child.kill().expect("kill -9");
+        let _ = child.wait();
+        let _ = Command::new("fusermount3").arg("-u").arg(&self.dir).status();
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("fusermount3").arg("-uz").arg(&self.dir).status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn fio(args: &[String]) -> serde_json::Value {
+    let output = Command::new("fio").args(args).arg("--output-format=json").output().expect("run fio");
+    assert!(output.status.success(), "fio {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("fio's JSON");
+    assert_eq!(json["jobs"][0]["error"], 0, "fio job error");
+    json
+}
+
+/// fio's options for a zonefs file: no layout, no unlink, writes from the file's end.
+fn fio_on(file: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> =
+        ["--name=job", "--direct=1", "--allow_file_create=0", "--create_on_open=1", "--unlink=0", "--size=1M"]
+            .map(String::from)
+            .to_vec();
+    args.push(format!("--filename={}", file.display()));
+    args.extend(extra.iter().map(|arg| arg.to_string()));
+    args
+}
+
+fn errno_of(result: std::io::Result<impl Sized>) -> Option<i32> {
+    result.err().and_then(|error| error.raw_os_error())
+}
+
+fn direct_write(path: &Path, append: bool, data: &[u8]) -> std::io::Result<usize> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).append(append).custom_flags(libc::O_DIRECT);
+    let mut file = options.open(path)?;
+    // O_DIRECT wants an aligned buffer.
+    let layout = std::alloc::Layout::from_size_align(data.len().max(4096), 4096).expect("layout");
+    // SAFETY: the layout has a non-zero size; the buffer is freed below with the same layout.
+    let buffer = unsafe { std::alloc::alloc_zeroed(layout) };
+    // SAFETY: `buffer` holds at least `data.len()` bytes.
+    let slice = unsafe { std::slice::from_raw_parts_mut(buffer, data.len()) };
+    slice.copy_from_slice(data);
+    let result = file.write(slice);
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(buffer, layout) };
+    result
+}
+
+const DEVICE: &str = "preset:instant,namespace.zones=4,namespace.zone-size=\"1MiB\",namespace.zone-cap=\"768KiB\"";
+
+#[test]
+fn real_fio_writes_verifies_and_reads_files_and_zonelab_read_sees_the_same_bytes() {
+    if !have(&["fio"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = dir.path().join("img");
+    ok(&["create", image.to_str().expect("path"), "--zones", "4", "--zone-size", "1M", "--mdts", "0"]);
+    let mount = Mount::start(image.to_str().expect("path"), &dir.path().join("mnt"), "");
+
+    let written = fio(&fio_on(
+        &mount.file(0),
+        &["--ioengine=psync", "--rw=write", "--bs=64k", "--file_append=1", "--verify=crc32c"],
+    ));
+    assert_eq!(written["jobs"][0]["write"]["io_bytes"], 1 << 20);
+    assert_eq!(written["jobs"][0]["read"]["io_bytes"], 1 << 20, "the verify pass read everything back");
+    assert_eq!(std::fs::metadata(mount.file(0)).expect("stat").len(), 1 << 20, "size = write pointer");
+
+    let libaio = fio(&fio_on(
+        &mount.file(1),
+        &["--ioengine=libaio", "--iodepth=8", "--rw=write", "--bs=16k", "--file_append=1", "--verify=crc32c"],
+    ));
+    assert_eq!(libaio["jobs"][0]["write"]["io_bytes"], 1 << 20);
+    let random = fio(&fio_on(&mount.file(0), &["--ioengine=libaio", "--iodepth=4", "--rw=randread", "--bs=4k"]));
+    assert_eq!(random["jobs"][0]["read"]["io_bytes"], 1 << 20);
+
+    // A full file: one more write is EFBIG; truncate to 0 resets it and fio can fill it again.
+    assert_eq!(errno_of(direct_write(&mount.file(0), true, &[1; 4096])), Some(libc::EFBIG));
+    assert!(Command::new("truncate").args(["-s", "0"]).arg(mount.file(0)).status().expect("truncate").success());
+    assert_eq!(std::fs::metadata(mount.file(0)).expect("stat").len(), 0);
+    fio(&fio_on(
+        &mount.file(0),
+        &["--ioengine=psync", "--rw=write", "--bs=128k", "--file_append=1", "--verify=crc32c"],
+    ));
+
+    let through_mount = std::fs::read(mount.file(1)).expect("read seq/1");
+    let stderr = mount.unmount();
+    assert!(stderr.contains("device flushed"), "{stderr}");
+    let out = dir.path().join("zone1");
+    ok(&[
+        "read",
+        image.to_str().expect("path"),
+        "--lba",
+        "256",
+        "--blocks",
+        "256",
+        "--out",
+        out.to_str().expect("path"),
+    ]);
+    assert!(std::fs::read(out).expect("zone 1 bytes") == through_mount, "zonelab read sees what the mount served");
+}
+
+#[test]
+fn coreutils_meet_zonefs_rules_and_errnos() {
+    if !have(&["dd", "truncate"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mount = Mount::start(DEVICE, &dir.path().join("mnt"), "perm=600");
+    let capacity = 768 << 10;
+
+    let names: Vec<String> = std::fs::read_dir(mount.dir.join("seq"))
+        .expect("readdir")
+        .map(|entry| entry.expect("entry").file_name().into_string().expect("name"))
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["0", "1", "2", "3"]);
+    let meta = std::fs::metadata(mount.file(2)).expect("stat");
+    assert_eq!((meta.len(), meta.permissions().mode() & 0o777, meta.blocks()), (0, 0o600, capacity / 512));
+
+    // Direct appends grow the file; a write anywhere but the end, unaligned, or buffered is refused.
+    assert_eq!(direct_write(&mount.file(2), false, &[7; 8192]).expect("write at 0"), 8192);
+    assert_eq!(direct_write(&mount.file(2), true, &[9; 4096]).expect("O_APPEND write"), 4096);
+    assert_eq!(std::fs::metadata(mount.file(2)).expect("stat").len(), 12288);
+    assert_eq!(errno_of(direct_write(&mount.file(2), false, &[1; 4096])), Some(libc::EINVAL), "not at the end");
+    assert_eq!(errno_of(direct_write(&mount.file(2), true, &[1; 100])), Some(libc::EINVAL), "unaligned");
+    let buffered =
+        std::fs::OpenOptions::new().append(true).open(mount.file(2)).and_then(|mut file| file.write(&[1; 4096]));
+    assert_eq!(errno_of(buffered), Some(libc::EIO), "buffered writes to sequential files are EIO");
+    let data = std::fs::read(mount.file(2)).expect("read");
+    assert_eq!((&data[..8192], &data[8192..]), (&[7u8; 8192][..], &[9u8; 4096][..]));
+
+    // Truncate: only to 0 (reset) or the capacity (finish).
+    let truncate = |size: u64| {
+        Command::new("truncate")
+            .arg("-s")
+            .arg(size.to_string())
+            .arg(mount.file(2))
+            .status()
+            .expect("truncate")
+            .success()
+    };
+    assert!(!truncate(4096), "truncate to 4096 is EPERM");
+    assert!(truncate(capacity), "truncate to the capacity finishes the zone");
+    assert_eq!(std::fs::metadata(mount.file(2)).expect("stat").len(), capacity);
+    assert!(truncate(0), "truncate to 0 resets the zone");
+    assert_eq!(std::fs::metadata(mount.file(2)).expect("stat").len(), 0);
+    // A write that crosses the capacity is cut short; one at the capacity is EFBIG.
+    assert_eq!(direct_write(&mount.file(3), false, &vec![5; 1 << 20]).expect("short write"), capacity as usize);
+    assert_eq!(errno_of(direct_write(&mount.file(3), true, &[5; 4096])), Some(libc::EFBIG));
+
+    // Files are zones: none can be created, removed or renamed.
+    assert_eq!(errno_of(std::fs::File::create(mount.dir.join("seq/new"))), Some(libc::EPERM));
+    assert_eq!(errno_of(std::fs::remove_file(mount.file(1))), Some(libc::EPERM));
+    assert_eq!(errno_of(std::fs::rename(mount.file(1), mount.dir.join("seq/x"))), Some(libc::EPERM));
+    assert!(!mount.dir.join("seq/4").exists() && !mount.dir.join("seq/01").exists());
+
+    // statfs: capacity of every zone, used = what the files hold.
+    let stat = nix_statfs(&mount.dir);
+    assert_eq!((stat.0 * stat.2, stat.1 * stat.2), (4 * capacity, 3 * capacity));
+    mount.unmount();
+}
+
+/// (f_blocks, f_bfree, f_bsize) of a mounted path.
+fn nix_statfs(path: &Path) -> (u64, u64, u64) {
+    let path = std::ffi::CString::new(path.to_str().expect("path")).expect("no NUL");
+    // SAFETY: a zeroed statvfs is valid storage for the call to fill; `path` is NUL-terminated.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut stat) }, 0, "statvfs");
+    (stat.f_blocks, stat.f_bfree, stat.f_bsize)
+}
+
+#[test]
+fn zone_conditions_and_the_errors_option_shape_files() {
+    if !have(&[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = dir.path().join("img");
+    let path = image.to_str().expect("path");
+    ok(&["create", path, "--zones", "5", "--zone-size", "1M", "--max-active", "2", "--max-open", "2"]);
+    ok(&["inject", path, "--zone", "2", "--state", "read-only"]);
+    ok(&["inject", path, "--zone", "3", "--state", "offline"]);
+    let mountpoint = dir.path().join("mnt");
+
+    let mount = Mount::start(path, &mountpoint, "errors=zone-ro");
+    let read_only = std::fs::metadata(mount.file(2)).expect("stat");
+    assert_eq!((read_only.permissions().mode() & 0o777, read_only.len()), (0o440, 0), "zonefs mounts it empty");
+    assert_eq!(errno_of(direct_write(&mount.file(2), true, &[1; 4096])), Some(libc::EPERM));
+    let offline = std::fs::metadata(mount.file(3)).expect("stat");
+    assert_eq!((offline.permissions().mode() & 0o777, offline.len()), (0, 0));
+    // Two active zones, then a third is refused: EOVERFLOW, as Linux maps Too Many Active Zones. Under
+    // errors=zone-ro only that file turns read-only.
+    direct_write(&mount.file(0), true, &[1; 4096]).expect("zone 0 active");
+    direct_write(&mount.file(1), true, &[1; 4096]).expect("zone 1 active");
+    assert_eq!(errno_of(direct_write(&mount.file(4), true, &[1; 4096])), Some(libc::EOVERFLOW));
+    assert_eq!(std::fs::metadata(mount.file(4)).expect("stat").permissions().mode() & 0o777, 0o440);
+    assert_eq!(errno_of(direct_write(&mount.file(4), true, &[1; 4096])), Some(libc::EPERM));
+    direct_write(&mount.file(0), true, &[2; 4096]).expect("other files still take writes");
+    mount.unmount();
+
+    // The default, errors=remount-ro: after the same error every write is EROFS; reads go on.
+    let mount = Mount::start(path, &mountpoint, "");
+    assert_eq!(errno_of(direct_write(&mount.file(4), true, &[1; 4096])), Some(libc::EOVERFLOW));
+    assert_eq!(errno_of(direct_write(&mount.file(0), true, &[3; 4096])), Some(libc::EROFS));
+    assert_eq!(std::fs::read(mount.file(0)).expect("read").len(), 8192);
+    mount.unmount();
+
+    // explicit-open: a file open for writing holds an open zone; past the open limit, open(2) is EBUSY.
+    let mount = Mount::start(path, &mountpoint, "explicit-open,errors=repair");
+    let writer =
+        |file: u32| std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(mount.file(file));
+    let (first, second) = (writer(0).expect("open 0"), writer(1).expect("open 1"));
+    assert_eq!(errno_of(writer(4)), Some(libc::EBUSY));
+    drop(first);
+    drop(second);
+    mount.unmount();
+}
+
+#[test]
+fn a_killed_mount_keeps_every_acknowledged_write() {
+    if !have(&[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = dir.path().join("img");
+    let path = image.to_str().expect("path");
+    ok(&["create", path, "--zones", "8", "--zone-size", "4M"]);
+    let mountpoint = dir.path().join("mnt");
+    let mount = Mount::start(path, &mountpoint, "");
+    let files: Vec<PathBuf> = (0..8).map(|file| mount.file(file)).collect();
+    // Appends through the files in order until the kill; block n of the whole run holds byte n % 251 + 1.
+    let pattern = |block: usize| (block % 251 + 1) as u8;
+    let writer = std::thread::spawn(move || {
+        let mut acknowledged = 0usize;
+        'files: for file in &files {
+            for _ in 0..1024 {
+                match direct_write(file, true, &[pattern(acknowledged); 4096]) {
+                    Ok(4096) => acknowledged += 1,
+                    _ => break 'files,
+                }
+            }
+        }
+        acknowledged
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    mount.kill();
+    let acknowledged = writer.join().expect("writer");
+    assert!(acknowledged > 0, "some writes completed before the kill");
+    eprintln!("{acknowledged} of 8192 writes acknowledged before the kill");
+
+    let mount = Mount::start(path, &mountpoint, "");
+    let mut data = Vec::new();
+    for file in 0..8 {
+        data.extend(std::fs::read(mount.file(file)).expect("read after remount"));
+    }
+    assert!(data.len() >= acknowledged * 4096, "{} bytes, {acknowledged} writes acknowledged", data.len());
+    for (index, block) in data.chunks(4096).enumerate() {
+        assert!(block.iter().all(|&byte| byte == pattern(index)), "block {index} holds the write it was given");
+    }
+    mount.unmount();
+}
