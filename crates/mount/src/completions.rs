@@ -51,10 +51,6 @@ pub(crate) struct Completions {
 }
 
 impl Completions {
-    pub(crate) fn start() -> Completions {
-        Completions::default()
-    }
-
     /// Polls `task` now and from then on whenever it is woken.
     pub(crate) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
         self.unfinished.fetch_add(1, Ordering::SeqCst);

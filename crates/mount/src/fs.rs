@@ -88,6 +88,26 @@ impl Shared {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether a file may be written: EROFS on a read-only mount, EPERM for an immutable file (zonefs makes
+    /// read-only and offline zones immutable).
+    fn check_writable(&self, entry: &Entry) -> Result<(), Errno> {
+        if self.read_only.load(Ordering::SeqCst) {
+            return Err(Errno::EROFS);
+        }
+        if entry.access != Access::Normal {
+            return Err(Errno::EPERM);
+        }
+        Ok(())
+    }
+
+    /// The file no longer holds an explicitly opened zone (closed, finished, failed or gone bad).
+    fn drop_explicit_open(&self, entry: &mut Entry) {
+        if entry.explicitly_open {
+            entry.explicitly_open = false;
+            self.explicitly_open.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
     fn file_attr(&self, file: u32, entry: &Entry) -> FileAttr {
         let (perm, size) = match entry.access {
             Access::Normal => (entry.perm, entry.file.size),
@@ -173,9 +193,8 @@ impl Shared {
             // Do not expose data that no completed write put there.
             size = known;
         }
-        if entry.access != Access::Normal && entry.explicitly_open {
-            entry.explicitly_open = false;
-            self.explicitly_open.fetch_sub(1, Ordering::SeqCst);
+        if entry.access != Access::Normal {
+            self.drop_explicit_open(entry);
         }
         if self.options.errors == ErrorsPolicy::RemountRo && !self.read_only.swap(true, Ordering::SeqCst) {
             eprintln!("zonelab mount: remounting filesystem read-only");
@@ -253,7 +272,7 @@ impl ZonefsMount {
             explicitly_open: AtomicU32::new(0),
             mounted_at: SystemTime::now(),
         };
-        ZonefsMount { shared: Arc::new(shared), completions: Completions::start() }
+        ZonefsMount { shared: Arc::new(shared), completions: Completions::default() }
     }
 
     /// The file an inode names, if it names one.
@@ -296,8 +315,7 @@ impl ZonefsMount {
             if action == ZoneSendAction::Reset {
                 commands.push(QueuedCommand::ZoneSend { slba: zslba, action: ZoneSendAction::Open, select_all: false });
             } else {
-                entry.explicitly_open = false;
-                self.shared.explicitly_open.fetch_sub(1, Ordering::SeqCst);
+                self.shared.drop_explicit_open(entry);
             }
         }
         entry.wp_offset = size;
@@ -415,13 +433,10 @@ impl fuser::Filesystem for ZonefsMount {
         if !writes(flags) {
             return reply.opened(FileHandle(0), opened);
         }
-        if self.shared.read_only.load(Ordering::SeqCst) {
-            return reply.error(Errno::EROFS);
-        }
         let mut entries = self.shared.entries();
         let entry = &mut entries[file as usize];
-        if entry.access != Access::Normal {
-            return reply.error(Errno::EPERM);
+        if let Err(errno) = self.shared.check_writable(entry) {
+            return reply.error(errno);
         }
         let open_zone = self.shared.options.explicit_open
             && entry.writers == 0
@@ -451,10 +466,7 @@ impl fuser::Filesystem for ZonefsMount {
                     let mut entries = shared.entries();
                     let entry = &mut entries[file as usize];
                     entry.writers -= 1;
-                    if entry.explicitly_open {
-                        entry.explicitly_open = false;
-                        shared.explicitly_open.fetch_sub(1, Ordering::SeqCst);
-                    }
+                    shared.drop_explicit_open(entry);
                     reply.error(errno_of(status));
                 }
             }
@@ -481,8 +493,7 @@ impl fuser::Filesystem for ZonefsMount {
         if entry.writers > 0 || !entry.explicitly_open {
             return reply.ok();
         }
-        entry.explicitly_open = false;
-        self.shared.explicitly_open.fetch_sub(1, Ordering::SeqCst);
+        self.shared.drop_explicit_open(entry);
         // A full zone is no longer open; only a zone with room left needs closing.
         let still_open = entry.wp_offset < self.shared.layout.capacity_bytes;
         drop(entries);
@@ -571,16 +582,15 @@ impl fuser::Filesystem for ZonefsMount {
     ) {
         let Some(file) = self.file_of(ino) else { return reply.error(Errno::EISDIR) };
         let layout = self.shared.layout;
-        if self.shared.read_only.load(Ordering::SeqCst) {
-            return reply.error(Errno::EROFS);
-        }
         let mut entries = self.shared.entries();
         let entry = &mut entries[file as usize];
-        if entry.access != Access::Normal {
-            return reply.error(Errno::EPERM);
+        if let Err(errno) = self.shared.check_writable(entry) {
+            return reply.error(errno);
         }
         let append = has_flag(flags, libc::O_APPEND);
         let offset = if append { entry.wp_offset } else { offset };
+        // zonefs's `zonefs_file_write_iter` refuses a write at or past the maximum size before it looks at
+        // how the file was opened, so EFBIG comes before the buffered-write EIO.
         if offset >= layout.capacity_bytes {
             return reply.error(Errno::EFBIG);
         }

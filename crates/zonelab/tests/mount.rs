@@ -100,7 +100,8 @@ fn fio(args: &[String]) -> serde_json::Value {
 /// fio's options for a zonefs file: no layout, no unlink, writes from the file's end.
 fn fio_on(file: &Path, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> =
-        ["--name=job", "--direct=1", "--allow_file_create=0", "--create_on_open=1", "--unlink=0", "--size=1M"]
+        // --verify_state_save=0: fio would leave its verify state file in the working directory.
+        ["--name=job", "--direct=1", "--allow_file_create=0", "--create_on_open=1", "--unlink=0", "--size=1M", "--verify_state_save=0"]
             .map(String::from)
             .to_vec();
     args.push(format!("--filename={}", file.display()));
