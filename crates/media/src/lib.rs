@@ -14,6 +14,7 @@
 
 mod config;
 mod energy;
+mod ids;
 mod model;
 mod renewable;
 mod timeline;
@@ -22,5 +23,6 @@ pub use config::{
     ControllerConfig, EnergyConfig, MappingConfig, MappingPolicy, MediaConfig, MediaConfigError, NandConfig,
 };
 pub use energy::{FlashCounters, FlashOp, OpSource};
+pub use ids::{LogicalZone, PhysicalZone, ProgramUnit};
 pub use model::{EraseSummary, FlashModel, WriteKind};
 pub use renewable::RenewableStats;

@@ -1,0 +1,85 @@
+//! The configuration's times in nanoseconds and rates in nanoseconds per byte, converted once.
+
+use crate::MediaConfig;
+
+fn ns(us: f64) -> u64 {
+    (us * 1000.0).round() as u64
+}
+
+/// Nanoseconds per byte at `mib_per_s`; 0 when the rate is 0 (no limit).
+fn ns_per_byte(mib_per_s: f64) -> f64 {
+    if mib_per_s <= 0.0 {
+        0.0
+    } else {
+        1e9 / (mib_per_s * 1_048_576.0)
+    }
+}
+
+/// Nanoseconds to move `bytes` at `ns_per_byte`.
+pub(super) fn transfer_ns(bytes: u64, ns_per_byte: f64) -> u64 {
+    (bytes as f64 * ns_per_byte + 0.5) as u64
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Costs {
+    pub read_ns: u64,
+    pub program_ns: u64,
+    pub erase_ns: u64,
+    pub seal_ns: u64,
+    pub channel_ns_per_byte: f64,
+    pub link_ns_per_byte: f64,
+    pub write_budget_ns_per_byte: f64,
+    pub read_budget_ns_per_byte: f64,
+    pub read_firmware_ns: u64,
+    pub write_firmware_ns: u64,
+    pub write_firmware_per_4k_ns: u64,
+    pub append_extra_ns: u64,
+    pub implicit_open_extra_ns: u64,
+    pub read_command_ns: u64,
+    pub write_command_ns: u64,
+    pub append_command_ns: u64,
+    pub management_command_ns: u64,
+    pub open_ns: u64,
+    pub close_ns: u64,
+    pub close_written_ns: u64,
+    pub reset_ns: u64,
+    pub finish_ns: u64,
+    pub zone_write_buffer_bytes: u64,
+    pub early_completion: bool,
+    pub aggregate_program_units: bool,
+    pub append_maps_post_write_pointer: bool,
+}
+
+impl Costs {
+    pub fn new(config: &MediaConfig) -> Costs {
+        let (nand, controller) = (&config.nand, &config.controller);
+        Costs {
+            read_ns: ns(nand.read_latency_us),
+            program_ns: ns(nand.program_latency_us),
+            erase_ns: ns(nand.erase_latency_us),
+            seal_ns: ns(nand.seal_latency_us),
+            channel_ns_per_byte: ns_per_byte(nand.channel_mib_per_s),
+            link_ns_per_byte: ns_per_byte(controller.host_link_mib_per_s),
+            write_budget_ns_per_byte: ns_per_byte(controller.write_mib_per_s),
+            read_budget_ns_per_byte: ns_per_byte(controller.read_mib_per_s),
+            read_firmware_ns: ns(controller.read_firmware_us),
+            write_firmware_ns: ns(controller.write_firmware_us),
+            write_firmware_per_4k_ns: ns(controller.write_firmware_per_4k_us),
+            append_extra_ns: ns(controller.append_extra_us),
+            implicit_open_extra_ns: ns(controller.implicit_open_extra_us),
+            read_command_ns: ns(controller.read_command_us),
+            write_command_ns: ns(controller.write_command_us),
+            append_command_ns: ns(controller.append_command_us),
+            management_command_ns: ns(controller.management_command_us),
+            open_ns: ns(controller.open_us),
+            close_ns: ns(controller.close_us),
+            close_written_ns: ns(controller.close_written_us),
+            reset_ns: ns(controller.reset_us),
+            finish_ns: ns(controller.finish_us),
+            zone_write_buffer_bytes: controller.zone_write_buffer_bytes,
+            early_completion: controller.early_completion,
+            aggregate_program_units: controller.aggregate_program_units,
+            append_maps_post_write_pointer: controller.append_maps_post_write_pointer,
+        }
+    }
+}

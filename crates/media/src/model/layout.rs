@@ -1,0 +1,103 @@
+//! Where a zone's program units live on flash: which plane and channel, and which block of the plane.
+
+use crate::{NandConfig, PhysicalZone, ProgramUnit};
+
+/// One plane and the channel that reaches it, as indices into the device's resources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Place {
+    pub plane: usize,
+    pub channel: usize,
+}
+
+/// The geometry of a zone on flash, derived once from the NAND configuration and the zone capacity.
+#[derive(Clone, Debug)]
+pub(super) struct Layout {
+    nand: NandConfig,
+    pub zone_cap_bytes: u64,
+    pub unit_bytes: u64,
+    pub units_per_zone: u64,
+    /// Planes a zone stripes over.
+    pub planes_per_zone: u64,
+    /// Blocks a zone needs on each of its planes.
+    pub blocks_per_zone_plane: u64,
+    /// Pages (as energy is counted) in one program unit.
+    pub pages_per_unit: u64,
+    pub page_bytes: u64,
+}
+
+impl Layout {
+    /// `page_bytes` of 0 counts one page per program unit.
+    pub fn new(nand: &NandConfig, zone_cap_bytes: u64, page_bytes: u64, planes_per_zone: u32) -> Layout {
+        let unit_bytes = nand.program_unit_bytes;
+        let units_per_zone = zone_cap_bytes.div_ceil(unit_bytes);
+        let planes_per_zone = u64::from(planes_per_zone);
+        let page_bytes = if page_bytes == 0 { unit_bytes } else { page_bytes };
+        Layout {
+            nand: nand.clone(),
+            zone_cap_bytes,
+            unit_bytes,
+            units_per_zone,
+            planes_per_zone,
+            blocks_per_zone_plane: units_per_zone
+                .div_ceil(planes_per_zone)
+                .div_ceil(u64::from(nand.block_program_units)),
+            pages_per_unit: unit_bytes.div_ceil(page_bytes),
+            page_bytes,
+        }
+    }
+
+    /// Planes and channels of the whole device.
+    pub fn device_planes(&self) -> usize {
+        (self.nand.channels * self.nand.dies_per_channel * self.nand.planes_per_die) as usize
+    }
+
+    pub fn device_channels(&self) -> usize {
+        self.nand.channels as usize
+    }
+
+    pub fn block_units(&self) -> u64 {
+        u64::from(self.nand.block_program_units)
+    }
+
+    pub fn blocks_per_zone(&self) -> u64 {
+        self.planes_per_zone * self.blocks_per_zone_plane
+    }
+
+    /// The unit that holds byte `offset_bytes` of a zone.
+    pub fn unit_at(&self, offset_bytes: u64) -> ProgramUnit {
+        ProgramUnit(offset_bytes / self.unit_bytes)
+    }
+
+    /// How many of a zone's first `units` units fall on its `plane_in_zone`-th plane.
+    pub fn units_on_plane(&self, units: u64, plane_in_zone: u64) -> u64 {
+        units / self.planes_per_zone + u64::from(plane_in_zone < units % self.planes_per_zone)
+    }
+
+    /// The plane and channel of a physical zone's `unit`: units go round-robin over the zone's planes, the
+    /// planes of one die first, then the next channel, then the next die on the same channels (ConfZNS's order;
+    /// with one plane per die it is NVMeVirt's). Zones narrower than the device take turns over disjoint
+    /// channel and die groups.
+    pub fn place(&self, zone: PhysicalZone, unit: ProgramUnit) -> Place {
+        let nand = &self.nand;
+        let within = (unit.0 % self.planes_per_zone) as u32;
+        let plane_in_die = within % nand.planes_per_die;
+        let stripe = within / nand.planes_per_die;
+        let channel_in_zone = stripe % nand.channels_per_zone;
+        let die_in_zone = stripe / nand.channels_per_zone;
+        let channel_groups = nand.channels / nand.channels_per_zone;
+        let die_groups = nand.dies_per_channel / nand.dies_per_channel_per_zone;
+        let group = zone.0 % (channel_groups * die_groups);
+        let channel = (group % channel_groups) * nand.channels_per_zone + channel_in_zone;
+        let die = (group / channel_groups) * nand.dies_per_channel_per_zone + die_in_zone;
+        let plane = (die * nand.channels + channel) * nand.planes_per_die + plane_in_die;
+        Place { plane: plane as usize, channel: channel as usize }
+    }
+
+    /// The index, over every block of the device physical zone by physical zone, of the block that holds a
+    /// physical zone's `unit`.
+    pub fn block_of(&self, zone: PhysicalZone, unit: ProgramUnit) -> usize {
+        let plane_in_zone = unit.0 % self.planes_per_zone;
+        let block = unit.0 / self.planes_per_zone / self.block_units();
+        ((u64::from(zone.0) * self.planes_per_zone + plane_in_zone) * self.blocks_per_zone_plane + block) as usize
+    }
+}
