@@ -16,7 +16,7 @@ use zonelab_runtime::{CommandQueue, Host, IoData, QueuedCommand, Simulation};
 use zonelab_zns::{Geometry, MediaStore, Status, ZoneSendAction, ZoneState};
 
 use super::histogram::LatencyStats;
-use super::options::{FioError, FioInvocation, IoEngine, JobOptions, ReadWrite};
+use super::options::{FioError, FioInvocation, IoEngine, JobOptions, ReadWrite, SizeSpec};
 
 /// Statistics of one direction (read, write or trim) of a job.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -171,7 +171,7 @@ struct JobState {
     write: DirectionStats,
     trim: DirectionStats,
     last_completion_ns: u64,
-    error: Option<(Status, &'static str, u64, u64)>,
+    error: Option<IoFailure>,
     zone_resets: u64,
     /// Device time at the last I/O issued, and how many I/Os in a row were issued at it.
     still_at_ns: u64,
@@ -185,6 +185,34 @@ struct JobState {
 /// stops, and the run says so.
 const STILL_IOS_BOUND: u64 = 1 << 20;
 
+/// The direction an I/O is counted in, as fio reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Read,
+    Write,
+    /// Zone resets and finishes, which fio counts as trims.
+    Trim,
+}
+
+impl Direction {
+    fn name(self) -> &'static str {
+        match self {
+            Direction::Read => "read",
+            Direction::Write => "write",
+            Direction::Trim => "trim",
+        }
+    }
+}
+
+/// The first I/O of a job that failed.
+#[derive(Clone, Copy, Debug)]
+struct IoFailure {
+    status: Status,
+    direction: Direction,
+    lba: u64,
+    len_bytes: u64,
+}
+
 /// One I/O a worker issues.
 enum Io {
     Read { lba: u64, blocks: u64 },
@@ -192,6 +220,53 @@ enum Io {
     Append { zone_start: u64, blocks: u64 },
     Reset { zone_start: u64 },
     Finish { zone_start: u64 },
+}
+
+impl Io {
+    /// The bytes fio counts for the I/O: its data, or the whole zone for a reset or finish.
+    fn bytes(&self, geometry: &Geometry) -> u64 {
+        match *self {
+            Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => {
+                blocks << geometry.lba_shift
+            }
+            Io::Reset { .. } | Io::Finish { .. } => geometry.zone_size_lba << geometry.lba_shift,
+        }
+    }
+
+    /// The data it moves, in bytes (none for zone management).
+    fn data_bytes(&self, geometry: &Geometry) -> u64 {
+        match self {
+            Io::Reset { .. } | Io::Finish { .. } => 0,
+            _ => self.bytes(geometry),
+        }
+    }
+
+    /// The command it becomes, the direction it is counted in and the LBA it names.
+    fn command(&self, lba_shift: u32) -> (Direction, QueuedCommand, u64) {
+        match *self {
+            Io::Read { lba, blocks } => {
+                (Direction::Read, QueuedCommand::Read { slba: lba, nlb: blocks, keep: false }, lba)
+            }
+            Io::Write { lba, blocks } => {
+                (Direction::Write, QueuedCommand::Write { slba: lba, data: IoData::Zeros(blocks << lba_shift) }, lba)
+            }
+            Io::Append { zone_start, blocks } => (
+                Direction::Write,
+                QueuedCommand::Append { zslba: zone_start, data: IoData::Zeros(blocks << lba_shift) },
+                zone_start,
+            ),
+            Io::Reset { zone_start } => (
+                Direction::Trim,
+                QueuedCommand::ZoneSend { slba: zone_start, action: ZoneSendAction::Reset, select_all: false },
+                zone_start,
+            ),
+            Io::Finish { zone_start } => (
+                Direction::Trim,
+                QueuedCommand::ZoneSend { slba: zone_start, action: ZoneSendAction::Finish, select_all: false },
+                zone_start,
+            ),
+        }
+    }
 }
 
 impl JobState {
@@ -228,12 +303,7 @@ impl JobState {
             _ if reading => self.next_read(zones)?,
             _ => self.next_write(zones),
         };
-        self.issued_bytes += match io {
-            Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => {
-                blocks << self.geometry.lba_shift
-            }
-            Io::Reset { .. } | Io::Finish { .. } => self.geometry.zone_size_lba << self.geometry.lba_shift,
-        };
+        self.issued_bytes += io.bytes(&self.geometry);
         Some(io)
     }
 
@@ -283,7 +353,12 @@ impl JobState {
         }
         let readable = &self.readable.1;
         if readable.is_empty() {
-            self.error = Some((Status::LbaOutOfRange, "read", self.start_lba, 0));
+            self.error = Some(IoFailure {
+                status: Status::LbaOutOfRange,
+                direction: Direction::Read,
+                lba: self.start_lba,
+                len_bytes: 0,
+            });
             return None;
         }
         if self.options.rw.is_random() {
@@ -364,29 +439,6 @@ impl JobState {
     }
 }
 
-/// The command an I/O becomes, with its direction's label.
-fn command_of(io: &Io, lba_shift: u32) -> (&'static str, QueuedCommand, u64) {
-    match *io {
-        Io::Read { lba, blocks } => ("read", QueuedCommand::Read { slba: lba, nlb: blocks, keep: false }, lba),
-        Io::Write { lba, blocks } => {
-            ("write", QueuedCommand::Write { slba: lba, data: IoData::Zeros(blocks << lba_shift) }, lba)
-        }
-        Io::Append { zone_start, blocks } => {
-            ("write", QueuedCommand::Append { zslba: zone_start, data: IoData::Zeros(blocks << lba_shift) }, zone_start)
-        }
-        Io::Reset { zone_start } => (
-            "trim",
-            QueuedCommand::ZoneSend { slba: zone_start, action: ZoneSendAction::Reset, select_all: false },
-            zone_start,
-        ),
-        Io::Finish { zone_start } => (
-            "trim",
-            QueuedCommand::ZoneSend { slba: zone_start, action: ZoneSendAction::Finish, select_all: false },
-            zone_start,
-        ),
-    }
-}
-
 /// One worker: issue, wait, record, until the job is done.
 async fn worker<S: MediaStore + 'static>(
     queue: Scheduled<Host<S>>,
@@ -410,19 +462,16 @@ async fn worker<S: MediaStore + 'static>(
         if wait > 0 {
             queue.sleep(wait).await;
         }
-        let (direction, command, lba) = command_of(&io, lba_shift);
-        let is_internal_reset = direction == "trim"
+        let (direction, command, lba) = io.command(lba_shift);
+        let is_internal_reset = direction == Direction::Trim
             && !matches!(state.borrow().options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish);
         let submitted = queue.now_ns();
         let result = queue.submit(command).await;
         let completed = queue.now_ns();
         let mut job = state.borrow_mut();
         if let Err(status) = result {
-            let blocks = match io {
-                Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => blocks,
-                Io::Reset { .. } | Io::Finish { .. } => 0,
-            };
-            job.error.get_or_insert((status, direction, lba, blocks << lba_shift));
+            let len_bytes = io.data_bytes(&job.geometry);
+            job.error.get_or_insert(IoFailure { status, direction, lba, len_bytes });
             return;
         }
         if let Io::Reset { .. } = io {
@@ -431,17 +480,14 @@ async fn worker<S: MediaStore + 'static>(
         if is_internal_reset || completed < job.ramp_end_ns {
             continue;
         }
-        let bytes = match io {
-            Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => blocks << lba_shift,
-            Io::Reset { .. } | Io::Finish { .. } => job.geometry.zone_size_lba << lba_shift,
-        };
+        let bytes = io.bytes(&job.geometry);
         let total = completed - submitted;
         let slat = job.slat_ns.min(total);
         job.last_completion_ns = job.last_completion_ns.max(completed);
         let stats = match direction {
-            "read" => &mut job.read,
-            "write" => &mut job.write,
-            _ => &mut job.trim,
+            Direction::Read => &mut job.read,
+            Direction::Write => &mut job.write,
+            Direction::Trim => &mut job.trim,
         };
         stats.ios += 1;
         stats.bytes += bytes;
@@ -452,18 +498,78 @@ async fn worker<S: MediaStore + 'static>(
 }
 
 /// fio's message for a failed I/O, with the errno's text and the device's status.
-fn errno_message(status: Status, direction: &str, lba: u64, len: u64, lba_bytes: u64) -> String {
+fn errno_message(failure: IoFailure, lba_bytes: u64) -> String {
+    let IoFailure { status, direction, lba, len_bytes } = failure;
     let name = match status {
         Status::TooManyActiveZones => "Value too large for defined data type",
         Status::TooManyOpenZones => "Too many references: cannot splice",
         _ => "Input/output error",
     };
-    format!("io_u error: {name}: {direction} offset={}, buflen={len} (device: {status})", lba * lba_bytes)
+    format!(
+        "io_u error: {name}: {} offset={}, buflen={len_bytes} (device: {status})",
+        direction.name(),
+        lba * lba_bytes
+    )
 }
 
 /// Runs every job of `invocation` on one simulated device; `default_seed` seeds the reordering of concurrent
 /// submissions unless a job sets `seed`.
 pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, FioError> {
+    let first = &invocation.jobs[0];
+    let (filename, host, mut notes) = check_jobs(invocation)?;
+    // `preset:NAME[,key=value...]` is an ephemeral device with the null store; anything else is a device image.
+    let built = DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).build().map_err(FioError::Device)?;
+    let seed = first.seed.unwrap_or(default_seed);
+    let slat_ns = (built.config.host.for_path(host).submit_us * 1000.0).round() as u64;
+    let Built { device, config, lock: _lock } = built;
+    let geometry = *device.namespace().geometry();
+    let zone_wps = (0..geometry.zones).map(|zone| {
+        let descriptor = device.namespace().zone(zone);
+        match descriptor.state {
+            ZoneState::Full | ZoneState::ReadOnly | ZoneState::Offline => descriptor.start_lba + geometry.zone_cap_lba,
+            _ => descriptor.wp_lba,
+        }
+    });
+    let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps.collect(), geometry)));
+    let simulation = Simulation::new(device, Some(seed));
+    // One scheduler per device, as the block layer has: the first job's.
+    let scheduled = Scheduled::new(simulation.host(), first.scheduler, 1280 << 10);
+    if let Some(other) = invocation.jobs.iter().find(|job| job.scheduler != first.scheduler) {
+        notes.push(format!(
+            "job {} asks for scheduler {}, but the device has one scheduler: {} (the first job's)",
+            other.name,
+            other.scheduler.name(),
+            first.scheduler.name()
+        ));
+    }
+    let mut run = GroupRunner { simulation, scheduled, zones, geometry, slat_ns };
+    let mut results = Vec::new();
+    let mut group_results = Vec::new();
+    for (groupid, group) in (0..).zip(job_groups(invocation)) {
+        let (jobs, group_result, stalled_jobs) = run.run_group(groupid, &group)?;
+        results.extend(jobs);
+        group_results.push(group_result);
+        for name in stalled_jobs {
+            notes.push(format!(
+                "job {name} stopped after {STILL_IOS_BOUND} I/Os in a row at one device instant: the device has no \
+                 latency, so its runtime would never pass; bound the job by size instead"
+            ));
+        }
+    }
+    Ok(FioResult {
+        device_name: config.name.clone(),
+        host_path: host,
+        jobs: results,
+        groups: group_results,
+        energy: config.media.energy.clone(),
+        wear: run.simulation.with_device(|device| device.media().erase_summary()),
+        notes,
+    })
+}
+
+/// Checks what the jobs ask of the device as a whole: one filename, a host path that can carry what they
+/// issue. Returns the filename, the host path (the first job's) and notes on what differs from what was asked.
+fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<String>), FioError> {
     let first = &invocation.jobs[0];
     let filename = first
         .filename
@@ -507,32 +613,11 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
             ));
         }
     }
-    // `preset:NAME[,key=value...]` is an ephemeral device with the null store; anything else is a device image.
-    let built = DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).build().map_err(FioError::Device)?;
-    let seed = first.seed.unwrap_or(default_seed);
-    let slat_ns = (built.config.host.for_path(host).submit_us * 1000.0).round() as u64;
-    let Built { device, config, lock: _lock } = built;
-    let geometry = *device.namespace().geometry();
-    let zone_wps = (0..geometry.zones).map(|zone| {
-        let descriptor = device.namespace().zone(zone);
-        match descriptor.state {
-            ZoneState::Full | ZoneState::ReadOnly | ZoneState::Offline => descriptor.start_lba + geometry.zone_cap_lba,
-            _ => descriptor.wp_lba,
-        }
-    });
-    let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps.collect(), geometry)));
-    let mut simulation = Simulation::new(device, Some(seed));
-    // One scheduler per device, as the block layer has: the first job's.
-    let scheduled = Scheduled::new(simulation.host(), first.scheduler, 1280 << 10);
-    if let Some(other) = invocation.jobs.iter().find(|job| job.scheduler != first.scheduler) {
-        notes.push(format!(
-            "job {} asks for scheduler {}, but the device has one scheduler: {} (the first job's)",
-            other.name,
-            other.scheduler.name(),
-            first.scheduler.name()
-        ));
-    }
+    Ok((filename, host, notes))
+}
 
+/// Jobs in the groups that run one after another: a job with `stonewall` or `new_group` starts a new one.
+fn job_groups(invocation: &FioInvocation) -> Vec<Vec<&JobOptions>> {
     let mut groups: Vec<Vec<&JobOptions>> = Vec::new();
     for job in &invocation.jobs {
         if groups.is_empty() || job.stonewall || job.new_group {
@@ -540,194 +625,236 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
         }
         groups.last_mut().expect("a group exists").push(job);
     }
+    groups
+}
+
+/// The LBA range `[start, end)` one instance of a job works on: its offset (moved by `offset_increment` per
+/// instance) and size, aligned to zones in zbd mode; an error when it holds no block of the job's size.
+fn instance_range(job: &JobOptions, instance: u32, geometry: &Geometry) -> Result<(u64, u64), FioError> {
     let device_bytes = geometry.nsze_lba << geometry.lba_shift;
     let zone_bytes = geometry.zone_size_lba << geometry.lba_shift;
-    let mut results = Vec::new();
-    let mut group_results = Vec::new();
-    for (groupid, group) in groups.into_iter().enumerate() {
-        let group_start = simulation.now_ns();
+    let offset = job.offset.resolve(device_bytes, zone_bytes)
+        + u64::from(instance) * job.offset_increment.resolve(device_bytes, zone_bytes);
+    let size = job.size.map_or(device_bytes.saturating_sub(offset), |size| size.resolve(device_bytes, zone_bytes));
+    let (mut start_lba, mut end_lba) =
+        (offset >> geometry.lba_shift, ((offset + size) >> geometry.lba_shift).min(geometry.nsze_lba));
+    if job.zonemode_zbd {
+        start_lba = start_lba.div_ceil(geometry.zone_size_lba) * geometry.zone_size_lba;
+        end_lba = end_lba / geometry.zone_size_lba * geometry.zone_size_lba;
+    }
+    let bs_blocks = job.bs_bytes >> geometry.lba_shift;
+    if !job.bs_bytes.is_multiple_of(u64::from(geometry.lba_size)) || bs_blocks == 0 {
+        return Err(FioError::Options(format!(
+            "job {}: bs={} is not a multiple of the {}-byte LBA",
+            job.name, job.bs_bytes, geometry.lba_size
+        )));
+    }
+    if end_lba <= start_lba || end_lba - start_lba < bs_blocks {
+        return Err(FioError::Options(format!(
+            "job {}: the I/O range at offset {offset} of {size} bytes is empty on this device{}",
+            job.name,
+            if job.zonemode_zbd { " once aligned to zones" } else { "" }
+        )));
+    }
+    Ok((start_lba, end_lba))
+}
+
+impl JobState {
+    /// One instance of `job` over `[start_lba, end_lba)`, starting at device time `group_start`.
+    fn new(
+        job: &JobOptions,
+        instance: u32,
+        geometry: Geometry,
+        (start_lba, end_lba): (u64, u64),
+        zones: &ZoneCache,
+        group_start: u64,
+        slat_ns: u64,
+    ) -> JobState {
+        let device_bytes = geometry.nsze_lba << geometry.lba_shift;
+        let zone_bytes = geometry.zone_size_lba << geometry.lba_shift;
+        let (first_zone, last_zone) = (geometry.zone_of(start_lba), geometry.zone_of(end_lba - 1));
+        // In zbd mode a zone holds only its capacity, so that is what a pass over the range moves.
+        let range_lbas = if job.zonemode_zbd {
+            (end_lba - start_lba) / geometry.zone_size_lba * geometry.zone_cap_lba
+        } else {
+            end_lba - start_lba
+        };
+        let budget_bytes =
+            job.io_size.map_or(range_lbas << geometry.lba_shift, |io| io.resolve(device_bytes, zone_bytes));
+        let runtime = job.runtime_ns.unwrap_or(u64::MAX / 4);
+        let pending_resets = if job.zonemode_zbd && job.rw.writes() {
+            (first_zone..=last_zone).rev().filter(|&zone| zones.written(zone) > 0).collect()
+        } else {
+            Vec::new()
+        };
+        JobState {
+            options: job.clone(),
+            geometry,
+            first_zone,
+            end_zone: last_zone + 1,
+            start_lba,
+            end_lba,
+            bs_blocks: job.bs_bytes >> geometry.lba_shift,
+            budget_bytes,
+            issued_bytes: 0,
+            cursor_lba: start_lba,
+            cursor_zone: first_zone,
+            open_zones: Vec::new(),
+            pending_resets,
+            writes_since_reset: 0,
+            readable: (u64::MAX, Vec::new()),
+            deadline_ns: group_start.saturating_add(job.ramp_time_ns).saturating_add(runtime),
+            ramp_end_ns: group_start + job.ramp_time_ns,
+            next_issue_ns: group_start,
+            rng: SplitMix64::split(job.randseed, &format!("{}/{instance}", job.name)),
+            slat_ns,
+            read: DirectionStats::default(),
+            write: DirectionStats::default(),
+            trim: DirectionStats::default(),
+            last_completion_ns: group_start,
+            error: None,
+            zone_resets: 0,
+            still_at_ns: u64::MAX,
+            still_ios: 0,
+            stalled: false,
+        }
+    }
+
+    /// What the instance did, as fio reports a job.
+    fn result(&self, groupid: u32, scheduler: SchedulerCounters) -> JobResult {
+        let lba_bytes = u64::from(self.geometry.lba_size);
+        let (error, error_message) = match self.error {
+            Some(IoFailure { status: Status::LbaOutOfRange, direction: Direction::Read, len_bytes: 0, .. }) => {
+                (5, Some(format!("{}: no written data to read in the job's zones", self.options.name)))
+            }
+            Some(failure) => (failure.status.errno(), Some(errno_message(failure, lba_bytes))),
+            None => (0, None),
+        };
+        JobResult {
+            options: self.options.clone(),
+            groupid,
+            instances: 1,
+            error,
+            error_message,
+            read: self.read.clone(),
+            write: self.write.clone(),
+            trim: self.trim.clone(),
+            runtime_ns: self.last_completion_ns.saturating_sub(self.ramp_end_ns).max(1),
+            zone_resets: self.zone_resets,
+            scheduler,
+        }
+    }
+}
+
+impl JobResult {
+    /// Folds another instance of the same job into this result (`group_reporting`).
+    fn absorb(&mut self, other: JobResult) {
+        self.instances += 1;
+        self.read.merge(&other.read);
+        self.write.merge(&other.write);
+        self.trim.merge(&other.trim);
+        self.runtime_ns = self.runtime_ns.max(other.runtime_ns);
+        self.zone_resets += other.zone_resets;
+        if self.error == 0 {
+            self.error = other.error;
+            self.error_message = other.error_message;
+        }
+    }
+}
+
+/// The device, its scheduler and fio's zone bookkeeping, kept from one group of jobs to the next.
+struct GroupRunner<S: MediaStore + 'static> {
+    simulation: Simulation<S>,
+    scheduled: Scheduled<Host<S>>,
+    zones: Rc<RefCell<ZoneCache>>,
+    geometry: Geometry,
+    slat_ns: u64,
+}
+
+impl<S: MediaStore + 'static> GroupRunner<S> {
+    /// Runs one group of jobs to its end; returns their results (folded under `group_reporting`), the group's
+    /// device-wide figures, and the jobs that stopped because device time stood still.
+    fn run_group(
+        &mut self,
+        groupid: u32,
+        group: &[&JobOptions],
+    ) -> Result<(Vec<JobResult>, GroupResult, Vec<String>), FioError> {
+        let geometry = self.geometry;
+        let group_start = self.simulation.now_ns();
         let counters_before =
-            simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
+            self.simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
         let mut instances = Vec::new();
-        for job in group {
-            let scheduled = scheduled.clone();
+        for &job in group {
             for instance in 0..job.numjobs {
-                let offset = job.offset.resolve(device_bytes, zone_bytes)
-                    + u64::from(instance) * job.offset_increment.resolve(device_bytes, zone_bytes);
-                let size =
-                    job.size.map_or(device_bytes.saturating_sub(offset), |size| size.resolve(device_bytes, zone_bytes));
-                let (mut start_lba, mut end_lba) =
-                    (offset >> geometry.lba_shift, ((offset + size) >> geometry.lba_shift).min(geometry.nsze_lba));
-                if job.zonemode_zbd {
-                    start_lba = start_lba.div_ceil(geometry.zone_size_lba) * geometry.zone_size_lba;
-                    end_lba = end_lba / geometry.zone_size_lba * geometry.zone_size_lba;
-                }
-                let bs_blocks = job.bs_bytes >> geometry.lba_shift;
-                if job.bs_bytes % u64::from(geometry.lba_size) != 0 || bs_blocks == 0 {
-                    return Err(FioError::Options(format!(
-                        "job {}: bs={} is not a multiple of the {}-byte LBA",
-                        job.name, job.bs_bytes, geometry.lba_size
-                    )));
-                }
-                if end_lba <= start_lba || end_lba - start_lba < bs_blocks {
-                    return Err(FioError::Options(format!(
-                        "job {}: the I/O range at offset {offset} of {size} bytes is empty on this device{}",
-                        job.name,
-                        if job.zonemode_zbd { " once aligned to zones" } else { "" }
-                    )));
-                }
+                let range = instance_range(job, instance, &geometry)?;
                 if let Some(fill) = job.prefill {
-                    let cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
-                    let lba_bytes = u64::from(geometry.lba_size);
-                    let bytes = fill.map_or(cap_bytes, |size| size.resolve(device_bytes, zone_bytes).min(cap_bytes))
-                        / lba_bytes
-                        * lba_bytes;
-                    for zone in geometry.zone_of(start_lba)..=geometry.zone_of(end_lba - 1) {
-                        if zones.borrow().written(zone) > 0 {
-                            continue;
-                        }
-                        simulation
-                            .with_device(|device| device.precondition(zone, bytes))
-                            .map_err(|status| FioError::Prefill { job: job.name.clone(), zone, status })?;
-                        zones.borrow_mut().set_wp(zone, geometry.zone_start_lba(zone) + (bytes >> geometry.lba_shift));
-                    }
+                    self.prefill(job, fill, range)?;
                 }
-                // In zbd mode a zone holds only its capacity, so that is what a pass over the range moves.
-                let range_lbas = if job.zonemode_zbd {
-                    (end_lba - start_lba) / geometry.zone_size_lba * geometry.zone_cap_lba
-                } else {
-                    end_lba - start_lba
-                };
-                let budget_bytes =
-                    job.io_size.map_or(range_lbas << geometry.lba_shift, |io| io.resolve(device_bytes, zone_bytes));
-                let runtime = job.runtime_ns.unwrap_or(u64::MAX / 4);
-                let state = JobState {
-                    options: job.clone(),
-                    geometry,
-                    first_zone: geometry.zone_of(start_lba),
-                    end_zone: geometry.zone_of(end_lba - 1) + 1,
-                    start_lba,
-                    end_lba,
-                    bs_blocks,
-                    budget_bytes,
-                    issued_bytes: 0,
-                    cursor_lba: start_lba,
-                    cursor_zone: geometry.zone_of(start_lba),
-                    open_zones: Vec::new(),
-                    pending_resets: if job.zonemode_zbd && job.rw.writes() {
-                        let cache = zones.borrow();
-                        (geometry.zone_of(start_lba)..=geometry.zone_of(end_lba - 1))
-                            .rev()
-                            .filter(|&zone| cache.written(zone) > 0)
-                            .collect()
-                    } else {
-                        Vec::new()
-                    },
-                    writes_since_reset: 0,
-                    readable: (u64::MAX, Vec::new()),
-                    deadline_ns: group_start.saturating_add(job.ramp_time_ns).saturating_add(runtime),
-                    ramp_end_ns: group_start + job.ramp_time_ns,
-                    next_issue_ns: group_start,
-                    rng: SplitMix64::split(job.randseed, &format!("{}/{instance}", job.name)),
-                    slat_ns,
-                    read: DirectionStats::default(),
-                    write: DirectionStats::default(),
-                    trim: DirectionStats::default(),
-                    last_completion_ns: group_start,
-                    error: None,
-                    zone_resets: 0,
-                    still_at_ns: u64::MAX,
-                    still_ios: 0,
-                    stalled: false,
-                };
+                let state =
+                    JobState::new(job, instance, geometry, range, &self.zones.borrow(), group_start, self.slat_ns);
                 let state = Rc::new(RefCell::new(state));
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
                 for _ in 0..depth {
-                    simulation.spawn(worker(scheduled.clone(), Rc::clone(&state), Rc::clone(&zones)));
+                    self.simulation.spawn(worker(self.scheduled.clone(), Rc::clone(&state), Rc::clone(&self.zones)));
                 }
-                instances.push((job, state, scheduled.clone()));
+                instances.push(state);
             }
         }
         let wall = Instant::now();
-        simulation.run();
+        self.simulation.run();
         let wall_seconds = wall.elapsed().as_secs_f64();
-        let group_end = simulation.now_ns();
+        let group_end = self.simulation.now_ns();
         let (counters_after, flash_after) =
-            simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
+            self.simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
         let device_delta = delta_counters(&counters_before.0, &counters_after);
-        let flash_delta = delta_flash(&counters_before.1, &flash_after);
-        group_results.push(GroupResult {
-            groupid: groupid as u32,
+        let group_result = GroupResult {
+            groupid,
             device_time_ns: group_end - group_start,
             wall_seconds,
             commands: device_delta.reads + device_delta.writes + device_delta.appends + device_delta.zone_management,
             device: device_delta,
-            flash: flash_delta,
-        });
-        let lba_bytes = u64::from(geometry.lba_size);
+            flash: delta_flash(&counters_before.1, &flash_after),
+        };
         let mut folded: Vec<JobResult> = Vec::new();
         let mut stalled_jobs: Vec<String> = Vec::new();
-        for (job, state, scheduled) in instances {
+        for state in instances {
             let state = state.borrow();
             if state.stalled {
-                stalled_jobs.push(job.name.clone());
+                stalled_jobs.push(state.options.name.clone());
             }
-            let (error, error_message) = match state.error {
-                Some((Status::LbaOutOfRange, "read", _, 0)) => {
-                    (5, Some(format!("{}: no written data to read in the job's zones", job.name)))
-                }
-                Some((status, direction, lba, len)) => {
-                    (status.errno(), Some(errno_message(status, direction, lba, len, lba_bytes)))
-                }
-                None => (0, None),
-            };
-            let result = JobResult {
-                options: job.clone(),
-                groupid: groupid as u32,
-                instances: 1,
-                error,
-                error_message,
-                read: state.read.clone(),
-                write: state.write.clone(),
-                trim: state.trim.clone(),
-                runtime_ns: state.last_completion_ns.saturating_sub(state.ramp_end_ns).max(1),
-                zone_resets: state.zone_resets,
-                scheduler: scheduled.counters(),
-            };
+            let result = state.result(groupid, self.scheduled.counters());
             match folded.last_mut() {
-                Some(previous) if job.group_reporting && previous.options.name == job.name => {
-                    previous.instances += 1;
-                    previous.read.merge(&result.read);
-                    previous.write.merge(&result.write);
-                    previous.trim.merge(&result.trim);
-                    previous.runtime_ns = previous.runtime_ns.max(result.runtime_ns);
-                    previous.zone_resets += result.zone_resets;
-                    if previous.error == 0 {
-                        previous.error = result.error;
-                        previous.error_message = result.error_message;
-                    }
+                Some(previous) if state.options.group_reporting && previous.options.name == state.options.name => {
+                    previous.absorb(result);
                 }
                 _ => folded.push(result),
             }
         }
-        results.extend(folded);
         stalled_jobs.dedup();
-        for name in stalled_jobs {
-            notes.push(format!(
-                "job {name} stopped after {STILL_IOS_BOUND} I/Os in a row at one device instant: the device has no \
-                 latency, so its runtime would never pass; bound the job by size instead"
-            ));
-        }
+        Ok((folded, group_result, stalled_jobs))
     }
-    Ok(FioResult {
-        device_name: config.name.clone(),
-        host_path: host,
-        jobs: results,
-        groups: group_results,
-        energy: config.media.energy.clone(),
-        wear: simulation.with_device(|device| device.media().erase_summary()),
-        notes,
-    })
+
+    /// `prefill`: the zones of the range that hold nothing are written to `fill` (the zone capacity when
+    /// None) beforehand, in no device time.
+    fn prefill(&mut self, job: &JobOptions, fill: Option<SizeSpec>, range: (u64, u64)) -> Result<(), FioError> {
+        let geometry = self.geometry;
+        let device_bytes = geometry.nsze_lba << geometry.lba_shift;
+        let zone_bytes = geometry.zone_size_lba << geometry.lba_shift;
+        let cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
+        let lba_bytes = u64::from(geometry.lba_size);
+        let bytes = fill.map_or(cap_bytes, |size| size.resolve(device_bytes, zone_bytes).min(cap_bytes)) / lba_bytes
+            * lba_bytes;
+        for zone in geometry.zone_of(range.0)..=geometry.zone_of(range.1 - 1) {
+            if self.zones.borrow().written(zone) > 0 {
+                continue;
+            }
+            self.simulation
+                .with_device(|device| device.precondition(zone, bytes))
+                .map_err(|status| FioError::Prefill { job: job.name.clone(), zone, status })?;
+            self.zones.borrow_mut().set_wp(zone, geometry.zone_start_lba(zone) + (bytes >> geometry.lba_shift));
+        }
+        Ok(())
+    }
 }
 
 fn delta_counters(before: &DeviceCounters, after: &DeviceCounters) -> DeviceCounters {
