@@ -1,9 +1,47 @@
-//! What the `--key=value` tools (wal-bench, file-churn) share: option values, presets, and result slots.
+//! What the `--key=value` tools (wal-bench, file-churn) share: option values, errors, and result slots.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use zonelab_device::BuildError;
+use zonelab_host::{FsError, WalError};
+use zonelab_zns::Status;
+
 use crate::fio::{parse_size, SizeSpec};
+
+/// Why wal-bench or file-churn could not run, or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// An option unknown, malformed or out of range, or a workload that does not fit the device.
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Device(#[from] BuildError),
+    /// The device refused to precondition a zone.
+    #[error("prefill of zone {zone}: {status}")]
+    Prefill { zone: u32, status: Status },
+    #[error(transparent)]
+    Wal(#[from] WalError),
+    /// The zonefs-like layer could not read the device's zones.
+    #[error("mount: {0}")]
+    Mount(Status),
+    #[error("job {job}: {source}")]
+    Fs { job: u32, source: FsError },
+    /// A simulated task ended without leaving its result: host code waited for something that never came.
+    #[error("{0} did not finish")]
+    Unfinished(&'static str),
+}
+
+impl ToolError {
+    /// The user asked for something that cannot be (exit 2), rather than a run that failed (exit 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            ToolError::Usage(_) | ToolError::Device(BuildError::Config { .. } | BuildError::Namespace { .. })
+        )
+    }
+}
 
 /// One `--key` or `--key=value` option.
 pub(crate) struct ToolOption<'a> {
@@ -14,28 +52,29 @@ pub(crate) struct ToolOption<'a> {
 
 impl<'a> ToolOption<'a> {
     /// Splits `--key=value`; anything that does not start with `--` is refused.
-    pub fn parse(arg: &'a str) -> Result<ToolOption<'a>, String> {
-        let option =
-            arg.strip_prefix("--").ok_or_else(|| format!("unexpected argument {arg:?}: options are --key=value"))?;
+    pub fn parse(arg: &'a str) -> Result<ToolOption<'a>, ToolError> {
+        let option = arg
+            .strip_prefix("--")
+            .ok_or_else(|| ToolError::Usage(format!("unexpected argument {arg:?}: options are --key=value")))?;
         let (key, value) = option.split_once('=').map_or((option, None), |(key, value)| (key, Some(value)));
         Ok(ToolOption { key, value, arg })
     }
 
     /// The value, which the option must have.
-    pub fn value(&self) -> Result<&'a str, String> {
-        self.value.ok_or_else(|| format!("option {} needs a value", self.key))
+    pub fn value(&self) -> Result<&'a str, ToolError> {
+        self.value.ok_or_else(|| ToolError::Usage(format!("option {} needs a value", self.key)))
     }
 
-    pub fn bytes(&self) -> Result<u64, String> {
-        bytes(self.key, self.value()?)
+    pub fn bytes(&self) -> Result<u64, ToolError> {
+        bytes(self.key, self.value()?).map_err(ToolError::Usage)
     }
 
-    pub fn number<T: std::str::FromStr>(&self) -> Result<T, String> {
-        number(self.key, self.value()?)
+    pub fn number<T: std::str::FromStr>(&self) -> Result<T, ToolError> {
+        number(self.key, self.value()?).map_err(ToolError::Usage)
     }
 
-    pub fn unknown(&self) -> String {
-        format!("unrecognized option '{}'", self.arg)
+    pub fn unknown(&self) -> ToolError {
+        ToolError::Usage(format!("unrecognized option '{}'", self.arg))
     }
 }
 
@@ -52,4 +91,9 @@ fn number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
 }
 
 /// Where a simulated task leaves its result for the caller.
-pub(crate) type Slot<T> = Rc<RefCell<Option<Result<T, String>>>>;
+pub(crate) type Slot<T> = Rc<RefCell<Option<Result<T, ToolError>>>>;
+
+/// Takes the result a task left in `slot`; `task` names it when there is none.
+pub(crate) fn take<T>(slot: &Slot<T>, task: &'static str) -> Result<T, ToolError> {
+    slot.borrow_mut().take().ok_or(ToolError::Unfinished(task))?
+}

@@ -21,7 +21,7 @@ use zonelab_media::{EraseSummary, FlashCounters, FlashOp, OpSource};
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, IoData, Simulation};
 
-use crate::args::{Slot, ToolOption};
+use crate::args::{take, Slot, ToolError, ToolOption};
 
 /// Which file workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -74,7 +74,7 @@ impl Default for FileChurnSpec {
 }
 
 /// Parses `--key=value` options; an unknown option is an error that names it.
-pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, String> {
+pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
     let mut spec = FileChurnSpec::default();
     for arg in args {
         let option = ToolOption::parse(arg)?;
@@ -84,7 +84,11 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, String> {
                     "fio" => FileWorkload::Fio,
                     "varmail" => FileWorkload::Varmail,
                     "fileserver" => FileWorkload::Fileserver,
-                    other => return Err(format!("option workload: {other:?} is not fio, varmail or fileserver")),
+                    other => {
+                        return Err(ToolError::Usage(format!(
+                            "option workload: {other:?} is not fio, varmail or fileserver"
+                        )))
+                    }
                 }
             }
             "files" => spec.files_per_job = option.number()?,
@@ -102,13 +106,13 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, String> {
         }
     }
     if spec.jobs == 0 || spec.rounds == 0 || spec.files_per_job == 0 || spec.write_bytes == 0 {
-        return Err("jobs, rounds, files and bs must be positive".into());
+        return Err(ToolError::Usage("jobs, rounds, files and bs must be positive".into()));
     }
     if spec.file_bytes < spec.write_bytes {
-        return Err(format!("file-size {} is below bs {}", spec.file_bytes, spec.write_bytes));
+        return Err(ToolError::Usage(format!("file-size {} is below bs {}", spec.file_bytes, spec.write_bytes)));
     }
     if !(0.0..1.0).contains(&spec.prefill) {
-        return Err(format!("option prefill: {} is not a fraction in [0, 1)", spec.prefill));
+        return Err(ToolError::Usage(format!("option prefill: {} is not a fraction in [0, 1)", spec.prefill)));
     }
     Ok(spec)
 }
@@ -136,11 +140,8 @@ pub struct FileChurnResult {
 }
 
 /// Runs the benchmark.
-pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
-    let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset))
-        .host(HostPath::IoUring)
-        .build()
-        .map_err(|error| error.to_string())?;
+pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
+    let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset)).host(HostPath::IoUring).build()?;
     let (mut device, config) = (built.device, built.config);
     let geometry = *device.namespace().geometry();
     let capacity = geometry.zone_cap_lba << geometry.lba_shift;
@@ -148,28 +149,28 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
     let files_per_job = if spec.workload == FileWorkload::Fio { 1 } else { spec.files_per_job };
     let files = spec.jobs * files_per_job;
     if prefilled + files > geometry.zones {
-        return Err(format!(
+        return Err(ToolError::Usage(format!(
             "{} jobs x {files_per_job} files need a zone each past the {prefilled} prefilled, and the device has {} zones",
             spec.jobs, geometry.zones
-        ));
+        )));
     }
     if spec.file_bytes > capacity {
-        return Err(format!("file-size {} is past the zone capacity {capacity}", spec.file_bytes));
+        return Err(ToolError::Usage(format!("file-size {} is past the zone capacity {capacity}", spec.file_bytes)));
     }
     for zone in 0..prefilled {
-        device.precondition(zone, capacity).map_err(|status| format!("prefill of zone {zone}: {status}"))?;
+        device.precondition(zone, capacity).map_err(|status| ToolError::Prefill { zone, status })?;
     }
     let mut simulation = Simulation::new(device, Some(spec.seed));
     let host = simulation.host();
     let mounted: Slot<Rc<ZoneFs<_>>> = Rc::new(RefCell::new(None));
     let sink = Rc::clone(&mounted);
     simulation.spawn(async move {
-        *sink.borrow_mut() = Some(ZoneFs::mount(host).await.map(Rc::new).map_err(|status| status.to_string()));
+        *sink.borrow_mut() = Some(ZoneFs::mount(host).await.map(Rc::new).map_err(ToolError::Mount));
     });
     simulation.run();
-    let fs = mounted.borrow_mut().take().ok_or("the mount did not finish")??;
+    let fs = take(&mounted, "the mount")?;
     let start = simulation.now_ns();
-    let failure: Rc<RefCell<Option<String>>> = Rc::new(RefCell::new(None));
+    let failure: Rc<RefCell<Option<ToolError>>> = Rc::new(RefCell::new(None));
     for job in 0..spec.jobs {
         let (fs, failure, spec) = (Rc::clone(&fs), Rc::clone(&failure), spec.clone());
         let first = prefilled + job * files_per_job;
@@ -192,7 +193,7 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, String> {
                 }
             };
             if let Err(error) = result {
-                failure.borrow_mut().get_or_insert(format!("job {job}: {error}"));
+                failure.borrow_mut().get_or_insert(ToolError::Fs { job, source: error });
             }
         });
     }

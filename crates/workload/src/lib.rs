@@ -13,4 +13,5 @@ pub mod fio;
 mod plot;
 pub mod walbench;
 
+pub use args::ToolError;
 pub use closed_loop::{run_closed_loop, LoopSpec, LoopStats, Operation};

@@ -13,7 +13,7 @@ use zonelab_host::{RecoveryStats, Wal, WalConfig, WalDesign, WalStats};
 use zonelab_runtime::{CommandQueue, Simulation};
 use zonelab_zns::MediaStore;
 
-use crate::args::{Slot, ToolOption};
+use crate::args::{take, Slot, ToolError, ToolOption};
 use crate::fio::LatencyStats;
 
 /// What to run.
@@ -56,7 +56,7 @@ impl Default for WalBenchSpec {
 }
 
 /// Parses `--key=value` options; an unknown option is an error that names it.
-pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, String> {
+pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, ToolError> {
     let mut spec = WalBenchSpec::default();
     for arg in args {
         let option = ToolOption::parse(arg)?;
@@ -66,7 +66,9 @@ pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, String> {
                 spec.design = match option.value()? {
                     "zwal" => WalDesign::Zwal,
                     "conventional" | "zenfs" => WalDesign::Conventional,
-                    other => return Err(format!("option design: {other:?} is not zwal or conventional")),
+                    other => {
+                        return Err(ToolError::Usage(format!("option design: {other:?} is not zwal or conventional")))
+                    }
                 }
             }
             "buffer" => spec.buffer_bytes = option.bytes()?,
@@ -83,7 +85,7 @@ pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, String> {
         }
     }
     if spec.records == 0 || spec.record_bytes == 0 {
-        return Err("records and record-size must be positive".into());
+        return Err(ToolError::Usage("records and record-size must be positive".into()));
     }
     Ok(spec)
 }
@@ -104,17 +106,13 @@ pub struct WalBenchResult {
 }
 
 /// Runs the benchmark.
-pub fn run(spec: &WalBenchSpec) -> Result<WalBenchResult, String> {
+pub fn run(spec: &WalBenchSpec) -> Result<WalBenchResult, ToolError> {
     let store = if spec.recover { StoreChoice::Memory } else { StoreChoice::Null };
-    let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset))
-        .host(HostPath::IoUringCmd)
-        .store(store)
-        .build()
-        .map_err(|error| error.to_string())?;
+    let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset)).host(HostPath::IoUringCmd).store(store).build()?;
     run_on(built.device, spec)
 }
 
-fn run_on<S: MediaStore + 'static>(device: Device<S>, spec: &WalBenchSpec) -> Result<WalBenchResult, String> {
+fn run_on<S: MediaStore + 'static>(device: Device<S>, spec: &WalBenchSpec) -> Result<WalBenchResult, ToolError> {
     let geometry = *device.namespace().geometry();
     let zone_cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
     let estimate = spec.records * (spec.record_bytes + 4) * 2 + zone_cap_bytes;
@@ -128,7 +126,7 @@ fn run_on<S: MediaStore + 'static>(device: Device<S>, spec: &WalBenchSpec) -> Re
     };
     let mut simulation = Simulation::new(device, Some(spec.seed));
     let host = simulation.host();
-    let mut wal = Wal::new(host.clone(), config.clone()).map_err(|error| error.to_string())?;
+    let mut wal = Wal::new(host.clone(), config.clone())?;
     let outcome: Slot<(u64, LatencyStats, WalStats)> = Rc::new(RefCell::new(None));
     let sink = Rc::clone(&outcome);
     let bench = spec.clone();
@@ -141,14 +139,14 @@ fn run_on<S: MediaStore + 'static>(device: Device<S>, spec: &WalBenchSpec) -> Re
                     host.sleep(bench.put_cost_ns).await;
                 }
                 let started = host.now_ns();
-                wal.append(&record).await.map_err(|error| error.to_string())?;
+                wal.append(&record).await?;
                 if bench.sync_every > 0 && (put + 1).is_multiple_of(bench.sync_every) {
-                    wal.sync().await.map_err(|error| error.to_string())?;
+                    wal.sync().await?;
                 }
                 latency.record(host.now_ns() - started);
             }
-            wal.sync().await.map_err(|error| error.to_string())?;
-            Ok::<_, String>(())
+            wal.sync().await?;
+            Ok::<_, ToolError>(())
         }
         .await;
         *sink.borrow_mut() = Some(result.map(|()| (host.now_ns(), latency, wal.stats().clone())));
@@ -156,18 +154,17 @@ fn run_on<S: MediaStore + 'static>(device: Device<S>, spec: &WalBenchSpec) -> Re
     let wall = Instant::now();
     simulation.run();
     let wall_seconds = wall.elapsed().as_secs_f64();
-    let (device_time_ns, put_latency, wal_stats) =
-        outcome.borrow_mut().take().ok_or("the benchmark did not finish")??;
+    let (device_time_ns, put_latency, wal_stats) = take(&outcome, "the benchmark")?;
     let (recovery, recovered_records) = if spec.recover {
         let out: Slot<(RecoveryStats, u64)> = Rc::new(RefCell::new(None));
         let sink = Rc::clone(&out);
-        let mut reader = Wal::new(simulation.host(), config).map_err(|error| error.to_string())?;
+        let mut reader = Wal::new(simulation.host(), config)?;
         simulation.spawn(async move {
             let result = reader.recover().await.map(|records| (reader.last_recovery().clone(), records.len() as u64));
-            *sink.borrow_mut() = Some(result.map_err(|error| error.to_string()));
+            *sink.borrow_mut() = Some(result.map_err(ToolError::Wal));
         });
         simulation.run();
-        let (stats, count) = out.borrow_mut().take().ok_or("recovery did not finish")??;
+        let (stats, count) = take(&out, "recovery")?;
         (Some(stats), Some(count))
     } else {
         (None, None)

@@ -312,6 +312,18 @@ impl From<ImageError> for CliError {
     }
 }
 
+/// wal-bench and file-churn: what the user asked wrongly exits 2 (a bad preset too, as in `create`), a run
+/// that failed exits 1.
+impl From<zonelab_workload::ToolError> for CliError {
+    fn from(error: zonelab_workload::ToolError) -> Self {
+        if error.is_usage() {
+            CliError::Usage(error.to_string())
+        } else {
+            CliError::Failed(error.to_string())
+        }
+    }
+}
+
 impl From<ConfigError> for CliError {
     fn from(error: ConfigError) -> Self {
         CliError::Config(error.to_string())
@@ -391,8 +403,8 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Fio { args } => fio::run(&args, &mut stdout),
         Command::Experiment { action } => experiment::run(action, &mut stdout),
         Command::WalBench { args } => {
-            let spec = zonelab_workload::walbench::parse_args(&args).map_err(CliError::Usage)?;
-            let result = zonelab_workload::walbench::run(&spec).map_err(CliError::Failed)?;
+            let spec = zonelab_workload::walbench::parse_args(&args).map_err(CliError::from)?;
+            let result = zonelab_workload::walbench::run(&spec).map_err(CliError::from)?;
             print_json_or_text(
                 &mut stdout,
                 spec.json,
@@ -401,8 +413,8 @@ fn run(command: Command) -> Result<(), CliError> {
             )
         }
         Command::FileChurn { args } => {
-            let spec = zonelab_workload::filechurn::parse_args(&args).map_err(CliError::Usage)?;
-            let result = zonelab_workload::filechurn::run(&spec).map_err(CliError::Failed)?;
+            let spec = zonelab_workload::filechurn::parse_args(&args).map_err(CliError::from)?;
+            let result = zonelab_workload::filechurn::run(&spec).map_err(CliError::from)?;
             print_json_or_text(
                 &mut stdout,
                 spec.json,

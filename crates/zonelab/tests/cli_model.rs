@@ -119,6 +119,7 @@ fn wal_bench_runs_both_designs_and_recovers() {
     assert!(text.starts_with("wal-bench: Zwal on confzns-zwal"), "{text}");
     usage_error(&["wal-bench", "--design=paper"], "zwal or conventional");
     usage_error(&["wal-bench", "--bogus=1"], "unrecognized option '--bogus=1'");
+    usage_error(&["wal-bench", "--preset=nope"], "unknown preset \"nope\"");
 }
 
 #[test]
@@ -132,4 +133,5 @@ fn file_churn_reports_rezns_figures() {
     let text = ok(&args);
     assert!(text.contains("rezns: 4 renewed and 0 normal resets"), "{text}");
     usage_error(&["file-churn", "--rounds=0"], "rounds");
+    usage_error(&["file-churn", "--preset=nope"], "unknown preset \"nope\"");
 }
