@@ -29,6 +29,7 @@
 pub mod codec;
 mod config;
 mod effect;
+mod fault;
 mod image;
 mod journal;
 mod namespace;
@@ -40,6 +41,7 @@ mod zone;
 
 pub use config::{CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, MIN_PAGE_BYTES};
 pub use effect::{Effect, Effects, Executed, TransitionCause};
+pub use fault::HostFault;
 pub use image::{Image, ImageConfig, ImageError, ImageLock, StoreKind, IMAGE_FORMAT_VERSION};
 pub use journal::{JournalError, JOURNAL_FORMAT_VERSION};
 pub use namespace::{

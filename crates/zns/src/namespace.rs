@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use crate::effect::{Effect, Effects, Executed, TransitionCause};
 use crate::journal::{Intent, ZoneJournal, ZoneRecord};
 use crate::{
-    CloseEmptyOpenZone, Geometry, MediaStore, NamespaceConfig, ReportFilter, Status, ZoneDescriptor, ZoneReport,
-    ZoneSendAction, ZoneState, REPORT_HEADER_BYTES, WP_INVALID, ZONE_DESCRIPTOR_BYTES,
+    CloseEmptyOpenZone, Geometry, HostFault, MediaStore, NamespaceConfig, ReportFilter, Status, StoreError,
+    ZoneDescriptor, ZoneReport, ZoneSendAction, ZoneState, REPORT_HEADER_BYTES, WP_INVALID, ZONE_DESCRIPTOR_BYTES,
 };
 
 /// Zone Receive Action of Zone Management Receive.
@@ -111,6 +111,8 @@ pub struct ZonedNamespace<S> {
     journal: Option<ZoneJournal>,
     /// What the command under way has done so far; `execute` hands it out.
     effects: Effects,
+    /// The host error behind the last Write Fault or Unrecovered Read Error, until taken.
+    host_fault: Option<HostFault>,
 }
 
 /// Namespaces up to this many zones get a full invariant scan after every command in debug builds.
@@ -152,6 +154,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
             store,
             journal: None,
             effects: Effects::new(),
+            host_fault: None,
         })
     }
 
@@ -404,11 +407,12 @@ impl<S: MediaStore> ZonedNamespace<S> {
             let piece_start = slba.max(self.geometry.zone_start_lba(zone));
             let piece_end = end.min(self.geometry.zone_start_lba(zone) + self.geometry.zone_size_lba);
             let written_end = piece_end.min(self.zones[zone as usize].wp_lba).max(piece_start);
-            let at = |lba: u64| ((lba - slba) << self.geometry.lba_shift) as usize;
+            let lba_shift = self.geometry.lba_shift;
+            let at = |lba: u64| ((lba - slba) << lba_shift) as usize;
             if written_end > piece_start {
                 self.store
                     .read_at(self.byte_offset(piece_start), &mut buf[at(piece_start)..at(written_end)])
-                    .map_err(|_| Status::UnrecoveredReadError)?;
+                    .map_err(|StoreError::Io(error)| self.fault(HostFault::DATA, false, error))?;
             }
             buf[at(written_end)..at(piece_end)].fill(0);
         }
@@ -473,7 +477,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
             Some(bytes) => self.store.write_at(offset, bytes),
             None => self.store.write_zeroes_at(offset, nlb << self.geometry.lba_shift),
         };
-        stored.map_err(|_| Status::WriteFault)?;
+        stored.map_err(|StoreError::Io(error)| self.fault(HostFault::DATA, true, error))?;
         self.effects.push(Effect::Written { zone, slba, nlb });
 
         if let Some(victim) = victim {
@@ -547,7 +551,9 @@ impl<S: MediaStore> ZonedNamespace<S> {
                 wp_offset_lba: wp_lba - self.geometry.zone_start_lba(zone),
                 open_seq,
             };
-            journal.write_zone(zone, &record).map_err(|_| Status::WriteFault)?;
+            if let Err(error) = journal.write_zone(zone, &record) {
+                return Err(self.fault(HostFault::JOURNAL, true, error));
+            }
         }
         if open_seq == self.next_open_seq {
             self.next_open_seq += 1;
@@ -580,11 +586,26 @@ impl<S: MediaStore> ZonedNamespace<S> {
         }
     }
 
+    /// Keeps a host file's error for `take_host_fault`; returns the NVMe status the command fails with.
+    fn fault(&mut self, file: &'static str, writing: bool, error: std::io::Error) -> Status {
+        self.host_fault = Some(HostFault { file, writing, error });
+        if writing {
+            Status::WriteFault
+        } else {
+            Status::UnrecoveredReadError
+        }
+    }
+
+    /// The host error behind the last Write Fault or Unrecovered Read Error (a full host disk, say), once.
+    pub fn take_host_fault(&mut self) -> Option<HostFault> {
+        self.host_fault.take()
+    }
+
     /// Flush: the store and the journal reach stable storage.
     fn run_flush(&mut self) -> Result<(), Status> {
-        self.store.sync().map_err(|_| Status::WriteFault)?;
-        if let Some(journal) = &mut self.journal {
-            journal.sync().map_err(|_| Status::WriteFault)?;
+        self.store.sync().map_err(|StoreError::Io(error)| self.fault(HostFault::DATA, true, error))?;
+        if let Some(Err(error)) = self.journal.as_mut().map(ZoneJournal::sync) {
+            return Err(self.fault(HostFault::JOURNAL, true, error));
         }
         Ok(())
     }
@@ -705,12 +726,12 @@ impl<S: MediaStore> ZonedNamespace<S> {
         intent: Intent,
         apply: impl FnOnce(&mut Self) -> Result<(), Status>,
     ) -> Result<(), Status> {
-        if let Some(journal) = &mut self.journal {
-            journal.begin(intent).map_err(|_| Status::WriteFault)?;
+        if let Some(Err(error)) = self.journal.as_mut().map(|journal| journal.begin(intent)) {
+            return Err(self.fault(HostFault::JOURNAL, true, error));
         }
         apply(self)?;
-        if let Some(journal) = &mut self.journal {
-            journal.end().map_err(|_| Status::WriteFault)?;
+        if let Some(Err(error)) = self.journal.as_mut().map(ZoneJournal::end) {
+            return Err(self.fault(HostFault::JOURNAL, true, error));
         }
         Ok(())
     }

@@ -103,3 +103,16 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_failed_store_write_keeps_its_host_cause_beside_the_status() {
+    let mut ns = ZonedNamespace::new(config(), FaultyStore::new(MemoryStore::new(6 * (64 << 10)), 1)).expect("ns");
+    ns.write(0, &[1u8; 512]).expect("the first write succeeds");
+    assert!(ns.take_host_fault().is_none(), "no fault yet");
+    assert_eq!(ns.write(1, &[2u8; 512]), Err(Status::WriteFault));
+    let fault = ns.take_host_fault().expect("the cause is kept");
+    assert_eq!(fault.to_string(), "host file system full (ENOSPC) writing data");
+    assert!(ns.take_host_fault().is_none(), "a cause is handed out once");
+    assert_eq!(ns.flush(), Err(Status::WriteFault), "a sync fails too");
+    assert!(ns.take_host_fault().is_some_and(|fault| fault.writing));
+}

@@ -20,8 +20,8 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use zonelab_device::DeviceConfig;
 use zonelab_zns::{
-    ByteSize, ConfigError, Image, ImageError, InjectError, NamespaceConfig, ReportFilter, Status, StoreKind,
-    ZoneSendAction, ZoneState,
+    ByteSize, ConfigError, Image, ImageError, InjectError, MediaStore, NamespaceConfig, ReportFilter, Status,
+    StoreKind, ZoneSendAction, ZoneState, ZonedNamespace,
 };
 
 #[derive(Parser)]
@@ -295,6 +295,8 @@ pub enum CliError {
     Usage(String),
     /// Data that was found wrong (churn's verification): exit 1.
     Failed(String),
+    /// The device rejected the command because a host file of the image failed (a full disk): exit 1.
+    HostFault(Status, String),
 }
 
 impl From<Status> for CliError {
@@ -339,6 +341,7 @@ impl CliError {
             CliError::Config(message) => (message.clone(), 2),
             CliError::Usage(message) => (message.clone(), 2),
             CliError::Failed(message) => (message.clone(), 1),
+            CliError::HostFault(status, cause) => (format!("{status}: {cause}"), 1),
         };
         eprintln!("error: {message}");
         ExitCode::from(code)
@@ -376,13 +379,13 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Write(args) => {
             let mut image = Image::open(&args.image)?;
             let data = load_data(&image, &args.source, args.blocks)?;
-            Ok(image.namespace_mut().write(args.lba, &data)?)
+            on_image(&mut image, |namespace| namespace.write(args.lba, &data))
         }
         Command::Append(args) => {
             let mut image = Image::open(&args.image)?;
             let data = load_data(&image, &args.source, args.blocks)?;
             let zslba = target_lba(&image, &args.target)?;
-            let lba = image.namespace_mut().append(zslba, &data)?;
+            let lba = on_image(&mut image, |namespace| namespace.append(zslba, &data))?;
             writeln!(stdout, "appended at LBA {lba} ({lba:#x})").map_err(stdout_error)
         }
         Command::Read(args) => read(args, &mut stdout),
@@ -392,13 +395,13 @@ fn run(command: Command) -> Result<(), CliError> {
                 FaultArg::ReadOnly => ZoneState::ReadOnly,
                 FaultArg::Offline => ZoneState::Offline,
             };
-            image.namespace_mut().inject_zone_state(args.zone, state).map_err(|error| match error {
-                InjectError::Journal(status) => CliError::Device(status),
-                other => CliError::Usage(other.to_string()),
-            })
+            match image.namespace_mut().inject_zone_state(args.zone, state) {
+                Err(InjectError::Journal(status)) => on_image(&mut image, |_| Err(status)),
+                other => other.map_err(|error| CliError::Usage(error.to_string())),
+            }
         }
-        Command::PowerCycle { image } => Ok(Image::open(&image)?.namespace_mut().power_cycle()?),
-        Command::Flush { image } => Ok(Image::open(&image)?.namespace_mut().flush()?),
+        Command::PowerCycle { image } => on_image(&mut Image::open(&image)?, |namespace| namespace.power_cycle()),
+        Command::Flush { image } => on_image(&mut Image::open(&image)?, |namespace| namespace.flush()),
         Command::Churn(args) => churn::run(&args, &mut stdout),
         Command::Fio { args } => fio::run(&args, &mut stdout),
         Command::Experiment { action } => experiment::run(action, &mut stdout),
@@ -534,6 +537,17 @@ fn target_lba(image: &Image, target: &ZoneTarget) -> Result<u64, CliError> {
     }
 }
 
+/// Runs a command on an image's namespace; a failure names the host error behind it, if any (a full disk).
+fn on_image<T>(
+    image: &mut Image,
+    command: impl FnOnce(&mut ZonedNamespace<Box<dyn MediaStore>>) -> Result<T, Status>,
+) -> Result<T, CliError> {
+    command(image.namespace_mut()).map_err(|status| match image.namespace_mut().take_host_fault() {
+        Some(fault) => CliError::HostFault(status, fault.describe(image.path())),
+        None => CliError::Device(status),
+    })
+}
+
 fn zone_action(args: ZoneActionArgs, action: ZoneSendAction) -> Result<(), CliError> {
     let mut image = Image::open(&args.image)?;
     let slba = if args.all {
@@ -546,7 +560,7 @@ fn zone_action(args: ZoneActionArgs, action: ZoneSendAction) -> Result<(), CliEr
             other => other,
         })?
     };
-    Ok(image.namespace_mut().zone_management_send(slba, action, args.all)?)
+    on_image(&mut image, |namespace| namespace.zone_management_send(slba, action, args.all))
 }
 
 fn load_data(image: &Image, source: &DataSource, blocks: Option<u64>) -> Result<Vec<u8>, CliError> {
@@ -584,7 +598,7 @@ fn read(args: ReadArgs, out: &mut impl Write) -> Result<(), CliError> {
         .filter(|&bytes| bytes <= 1 << 32)
         .ok_or_else(|| CliError::Usage(format!("--blocks {} is more than one command can carry", args.blocks)))?;
     let mut buf = vec![0u8; bytes as usize];
-    image.namespace_mut().read(args.lba, &mut buf)?;
+    on_image(&mut image, |namespace| namespace.read(args.lba, &mut buf))?;
     match &args.out {
         Some(path) => write_file(path, &buf),
         None => out.write_all(&buf).map_err(stdout_error),

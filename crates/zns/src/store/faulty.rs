@@ -1,6 +1,6 @@
 //! A store that fails on a countdown, for tests of what a namespace does when its medium fails (as redb's and
 //! TigerBeetle's tests inject faults): after `fail_after` more mutating operations (write, write zeroes,
-//! discard, sync) succeed, every mutating operation fails with an I/O error until `heal` is called, and any
+//! discard, sync) succeed, every mutating operation fails with ENOSPC (a full host disk) until `heal` is called, and any
 //! part of a failed write may or may not have been stored (the trait's contract), so the store keeps the first
 //! half of a failed write's bytes. Reads pass through, so a test can check what survived.
 
@@ -35,7 +35,7 @@ impl<S: MediaStore> FaultyStore<S> {
         match &mut self.remaining {
             Some(0) => {
                 self.failures += 1;
-                Err(StoreError::Io(std::io::Error::other("injected store fault")))
+                Err(StoreError::Io(std::io::Error::from_raw_os_error(libc::ENOSPC)))
             }
             Some(left) => {
                 *left -= 1;

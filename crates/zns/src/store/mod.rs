@@ -14,7 +14,8 @@ pub use file::FileStore;
 pub use memory::MemoryStore;
 pub use null::NullStore;
 
-/// A failure of the medium under the namespace; the namespace turns it into Write Fault or Unrecovered Read Error.
+/// A failure of the medium under the namespace; the namespace turns it into Write Fault or Unrecovered Read Error
+/// and keeps the cause for `ZonedNamespace::take_host_fault`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
