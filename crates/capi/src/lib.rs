@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_runtime::{block_on, CommandQueue, IoData, Output, QueuedCommand, RealTime, RealTimeHost, Simulation};
-use zonelab_zns::{Geometry, ImageLock, MediaStore, ReportFilter, Status, ZoneSendAction};
+use zonelab_zns::{Geometry, MediaStore, ReportFilter, Status, ZoneSendAction};
 
 /// Success.
 pub const ZL_OK: i32 = 0;
@@ -140,7 +140,6 @@ struct VirtualDevice {
     simulation: Simulation<Box<dyn MediaStore>>,
     /// Results of submitted commands, as their tasks finish.
     done: Rc<RefCell<Vec<Completed>>>,
-    _lock: Option<ImageLock>,
 }
 
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
@@ -236,7 +235,7 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
             ZL_MODE_VIRTUAL => {
                 let Ok(built) = builder.build() else { return ZL_EOPEN };
                 let simulation = Simulation::new(built.device, None);
-                let device = VirtualDevice { simulation, done: Rc::default(), _lock: built.lock };
+                let device = VirtualDevice { simulation, done: Rc::default() };
                 VIRTUAL.with(|devices| devices.borrow_mut().insert(id, device));
             }
             _ => return ZL_EINVAL,

@@ -7,13 +7,15 @@
 //!    namespace the image holds.
 //! 2. **Store**: `null` or `memory` for a preset, the image's own store (and its exclusive lock) for an image.
 //! 3. **Namespace**: fresh, or restored from the image's zone journal.
-//! 4. **Flash model**: built from the configuration, then preconditioned from the namespace's zones, so that
-//!    data an earlier process wrote reads from programmed flash, not as unwritten pages.
+//! 4. **Flash model**: built from the configuration, given the state an image's last device saved (erase counts,
+//!    ReZNS's mapping), then preconditioned from the namespace's zones, so that data an earlier process wrote
+//!    reads from programmed flash, not as unwritten pages. A device over an image saves that state when dropped.
 //! 5. **Host path**: the per-command host cost on either side of the device.
 
 use std::path::{Path, PathBuf};
 
-use zonelab_zns::{Image, ImageLock, MediaStore, MemoryStore, NullStore};
+use zonelab_media::MediaState;
+use zonelab_zns::{Image, ImageError, MediaStore, MemoryStore, NullStore};
 
 use crate::{Device, DeviceConfig, HostPath, PresetError};
 
@@ -68,16 +70,15 @@ pub enum BuildError {
     ImageModel { spec: String, message: String },
 }
 
-/// An opened device, its configuration, and the image lock it holds (released when this is dropped).
+/// An opened device and its configuration. A device over an image holds the image's lock until it is dropped.
 pub struct Built {
     pub device: Device<Box<dyn MediaStore>>,
     pub config: DeviceConfig,
-    pub lock: Option<ImageLock>,
 }
 
 impl std::fmt::Debug for Built {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Built").field("device", &self.device.name()).field("image", &self.lock.is_some()).finish()
+        f.debug_struct("Built").field("device", &self.device.name()).finish()
     }
 }
 
@@ -125,14 +126,21 @@ impl DeviceBuilder {
             DeviceSpec::Image(path) => {
                 // 2 and 3. The image's store, lock and restored namespace.
                 let image = Image::open(&path).map_err(|source| BuildError::Image { spec: label.clone(), source })?;
-                // 1. Its configuration: the device model it was created with (the ZN540 if none), its namespace.
-                let config = Self::image_config(&image, &path, &label)?;
-                let (namespace, lock) = image.into_namespace();
-                // 4 and 5.
-                let device = Device::with_namespace(&config, namespace, self.host);
-                Ok(Built { device, config, lock: Some(lock) })
+                Self::over_image(image, self.host, &label)
             }
         }
+    }
+
+    /// Steps 1, 4 and 5 for an image already open (2 and 3), reached through `host`.
+    pub fn over_image(image: Image, host: HostPath, label: &str) -> Result<Built, BuildError> {
+        let path = image.path().to_path_buf();
+        // 1. Its configuration: the device model it was created with (the ZN540 if none), its namespace.
+        let config = Self::image_config(&image, &path, label)?;
+        let saved = Self::media_state(&image, &path, label)?;
+        let (namespace, lock) = image.into_namespace();
+        // 4 and 5.
+        let device = Device::over_image(&config, namespace, host, lock, saved);
+        Ok(Built { device, config })
     }
 
     /// Steps 2 to 5 for a configuration without an image.
@@ -144,7 +152,16 @@ impl DeviceBuilder {
             StoreChoice::Memory => Box::new(MemoryStore::new(geometry.nsze_lba << geometry.lba_shift)),
         };
         let device = Device::new(&config, store, host).map_err(namespace_error)?;
-        Ok(Built { device, config, lock: None })
+        Ok(Built { device, config })
+    }
+
+    /// The flash model's state the image's last device saved, if any.
+    fn media_state(image: &Image, path: &Path, label: &str) -> Result<Option<MediaState>, BuildError> {
+        let image_error = |source| BuildError::Image { spec: label.to_string(), source };
+        let Some(bytes) = image.media_state().map_err(image_error)? else { return Ok(None) };
+        serde_json::from_slice(&bytes).map(Some).map_err(|error| {
+            image_error(ImageError::Corrupt { path: path.join("media.json"), reason: error.to_string() })
+        })
     }
 
     fn image_config(image: &Image, path: &Path, label: &str) -> Result<DeviceConfig, BuildError> {

@@ -2,9 +2,9 @@
 //! completes), with the host path's cost on either side.
 
 use serde::Serialize;
-use zonelab_media::{FlashModel, WriteKind};
+use zonelab_media::{FlashModel, MediaState, Restored, WriteKind};
 use zonelab_zns::{
-    Command, Completion, Effect, Executed, MediaStore, Status, TransitionCause, ZoneSendAction, ZoneState,
+    Command, Completion, Effect, Executed, ImageLock, MediaStore, Status, TransitionCause, ZoneSendAction, ZoneState,
     ZonedNamespace,
 };
 
@@ -119,6 +119,11 @@ pub struct Device<S> {
     last_write_ns: Vec<u64>,
     /// Commands waiting for the device (`queue.rs`).
     pub(crate) queue: SubmissionQueue,
+    /// The device image this device drives: held exclusively, and given the flash model's state on drop if
+    /// it differs from the state the device opened with (kept encoded).
+    image: Option<(ImageLock, Vec<u8>)>,
+    /// What was taken from the image's saved media state, or why it was refused.
+    media_restored: Option<Result<Restored, String>>,
 }
 
 /// ReZNS's zombie-zone daemon: every `period_ns` it finishes the open zones nobody wrote for `idle_ns`.
@@ -136,19 +141,45 @@ impl<S: MediaStore> Device<S> {
         Ok(Device::with_namespace(config, namespace, host))
     }
 
-    /// A device over an existing namespace (a device image's).
+    /// A device over an existing namespace.
     pub fn with_namespace(config: &DeviceConfig, namespace: ZonedNamespace<S>, host: HostPath) -> Device<S> {
+        Device::assemble(config, namespace, host, None)
+    }
+
+    /// A device over a device image's namespace: the flash model takes up the state (wear, ReZNS's mapping) the
+    /// image's last device saved, and this device saves its own through `lock` when it is dropped.
+    pub fn over_image(
+        config: &DeviceConfig,
+        namespace: ZonedNamespace<S>,
+        host: HostPath,
+        lock: ImageLock,
+        saved: Option<MediaState>,
+    ) -> Device<S> {
+        let mut device = Device::assemble(config, namespace, host, saved);
+        device.image = Some((lock, encoded_state(&device.media)));
+        device
+    }
+
+    fn assemble(
+        config: &DeviceConfig,
+        namespace: ZonedNamespace<S>,
+        host: HostPath,
+        saved: Option<MediaState>,
+    ) -> Device<S> {
         let geometry = *namespace.geometry();
         let zone_cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
         let mut media = FlashModel::new(config.media.clone(), geometry.zones, zone_cap_bytes);
         // What the namespace already holds (an image written by an earlier process) was programmed long ago: a
         // FULL zone wholly (data and finish padding), any other the blocks below its write pointer.
-        for zone in 0..geometry.zones {
-            let bytes = match namespace.zone(zone).state {
+        let written_bytes: Vec<u64> = (0..geometry.zones)
+            .map(|zone| match namespace.zone(zone).state {
                 ZoneState::Full => zone_cap_bytes,
                 ZoneState::Offline => 0,
                 _ => namespace.written_lba(zone) << geometry.lba_shift,
-            };
+            })
+            .collect();
+        let media_restored = saved.map(|state| media.restore(state, &written_bytes));
+        for (zone, &bytes) in (0..).zip(&written_bytes) {
             if bytes > 0 {
                 media.precondition(zone, bytes);
             }
@@ -170,7 +201,19 @@ impl<S: MediaStore> Device<S> {
             }),
             last_write_ns: vec![0; geometry.zones as usize],
             queue: SubmissionQueue::default(),
+            image: None,
+            media_restored,
         }
+    }
+
+    /// The host error behind the last Write Fault or Unrecovered Read Error of an image's files, once.
+    pub fn take_host_fault(&mut self) -> Option<zonelab_zns::HostFault> {
+        self.namespace.take_host_fault()
+    }
+
+    /// What was taken from the image's saved media state (None when there was none), or why it was refused.
+    pub fn media_restored(&self) -> Option<&Result<Restored, String>> {
+        self.media_restored.as_ref()
     }
 
     pub fn name(&self) -> &str {
@@ -429,5 +472,25 @@ fn describe(command: &Command<'_>, lba_shift: u32) -> (u8, u64, u64) {
         Command::Flush => (0x00, 0, 0),
         Command::ZoneManagementSend { slba, .. } => (0x79, *slba, 0),
         Command::ZoneManagementReceive { slba, .. } => (0x7a, *slba, 0),
+    }
+}
+
+/// The flash model's state as an image keeps it (`media.json`).
+fn encoded_state(media: &FlashModel) -> Vec<u8> {
+    serde_json::to_vec(&media.state()).expect("a media state always encodes")
+}
+
+/// A device over an image leaves the flash model's state in it, so the next device takes up its wear. A
+/// device that changed nothing on flash leaves the image as it was.
+impl<S> Drop for Device<S> {
+    fn drop(&mut self) {
+        let Some((lock, opened_with)) = &self.image else { return };
+        let state = encoded_state(&self.media);
+        if state == *opened_with {
+            return;
+        }
+        if let Err(error) = lock.save_media_state(&state) {
+            eprintln!("zonelab: warning: the image's wear and mapping were not saved: {error}");
+        }
     }
 }

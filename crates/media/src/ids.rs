@@ -7,7 +7,7 @@
 pub struct LogicalZone(pub u32);
 
 /// A zone-sized set of blocks on flash (one block group per plane of the zone's stripe).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct PhysicalZone(pub u32);
 
 /// A program unit (the one-shot program of one plane) counted from the start of a logical or physical zone.

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use crate::{LogicalZone, PhysicalZone, ProgramUnit};
 
 /// A run of a logical zone's program units held by one physical zone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Extent {
     /// First logical unit of the run.
     logical: u64,
@@ -21,7 +21,7 @@ struct Extent {
 
 /// One physical zone: a prefix of units handed out (programmed, or about to be) and an erased rest. Its prefix
 /// can hold live data of several logical zones (a zombie zone's data, then the zone that took its rest).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Occupancy {
     used: u64,
     /// Logical zones with an extent here; the zone can be erased once none is left and it is not a spare.
@@ -38,7 +38,7 @@ pub struct ErasePlan {
 }
 
 /// Counts of what the renewable mapping did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RenewableStats {
     /// Resets that kept the zone's tail in the spare list (Rzones).
     pub renewed_resets: u64,
@@ -56,8 +56,8 @@ pub struct RenewableStats {
     pub spare_zones: u64,
 }
 
-/// The renewable mapping of one device.
-#[derive(Clone, Debug)]
+/// The renewable mapping of one device; a device image keeps it between processes.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RenewableMap {
     units_per_zone: u64,
     /// A reset keeps the zone when more than this many units are unused (the paper's 25 %).
@@ -87,6 +87,11 @@ impl RenewableMap {
             free: (0..zones).map(PhysicalZone).collect(),
             stats: RenewableStats::default(),
         }
+    }
+
+    /// Logical zones the mapping serves, and program units per zone: a saved mapping fits only its own geometry.
+    pub fn shape(&self) -> (usize, u64) {
+        (self.extents.len(), self.units_per_zone)
     }
 
     /// Physical zones in use, including any overflow.

@@ -5,7 +5,10 @@
 //! - `zones.meta`: the zone journal (see `journal`), which keeps zone states, including open ones, and write
 //!   pointers; only `power_cycle` applies the controller-reset rule;
 //! - `data`: a sparse file with the namespace's data, for the `file` store. With the `memory` store data lives
-//!   as long as the image stays open; with `null` it is never kept. Zone state persists with every store.
+//!   as long as the image stays open; with `null` it is never kept. Zone state persists with every store;
+//! - `media.json`: the flash model's state (erase counts per block, ReZNS's mapping), written by the device layer
+//!   when a device over the image closes, so that wear accumulates over the image's life; absent until then.
+//!   A process killed before closing loses the wear of that process only.
 //!
 //! An image is opened by one process at a time (an exclusive lock on the journal).
 
@@ -25,6 +28,7 @@ pub const IMAGE_FORMAT_VERSION: u32 = 1;
 const CONFIG_FILE: &str = "config.toml";
 const JOURNAL_FILE: &str = "zones.meta";
 const DATA_FILE: &str = "data";
+const MEDIA_STATE_FILE: &str = "media.json";
 
 /// Where an image keeps its data.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,10 +90,26 @@ pub enum ImageError {
     Journal(#[from] JournalError),
 }
 
-/// The exclusive hold on an image of a namespace taken out of it.
+/// The exclusive hold on an image of a namespace taken out of it; through it the device layer saves the flash
+/// model's state beside the namespace.
 #[derive(Debug)]
 pub struct ImageLock {
     _file: fs::File,
+    dir: PathBuf,
+}
+
+impl ImageLock {
+    /// Replaces the image's media state (`media.json`) with `bytes`: written beside it, synced, then renamed
+    /// over it, so a crash leaves the old state or the new one, never a torn one.
+    pub fn save_media_state(&self, bytes: &[u8]) -> io::Result<()> {
+        let path = self.dir.join(MEDIA_STATE_FILE);
+        let partial = self.dir.join(format!("{MEDIA_STATE_FILE}.partial"));
+        let mut file = fs::File::create(&partial)?;
+        io::Write::write_all(&mut file, bytes)?;
+        file.sync_all()?;
+        fs::rename(&partial, &path)?;
+        fs::File::open(&self.dir)?.sync_all()
+    }
 }
 
 /// An open device image: the namespace and the directory it persists to.
@@ -142,7 +162,7 @@ impl Image {
                 let journal_path = dir.join(JOURNAL_FILE);
                 let _in_use_check = if journal_path.exists() { Some(lock(dir, &journal_path)?) } else { None };
                 fs::remove_file(&config_path).map_err(io_error(&config_path))?;
-                for stale in [JOURNAL_FILE, DATA_FILE] {
+                for stale in [JOURNAL_FILE, DATA_FILE, MEDIA_STATE_FILE] {
                     let _ = fs::remove_file(dir.join(stale));
                 }
             }
@@ -237,9 +257,19 @@ impl Image {
         &mut self.namespace
     }
 
+    /// The flash model's state saved by the last device that closed this image; None before the first.
+    pub fn media_state(&self) -> Result<Option<Vec<u8>>, ImageError> {
+        let path = self.path.join(MEDIA_STATE_FILE);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(io_error(&path)(error)),
+        }
+    }
+
     /// Gives the namespace to an owner that drives it (a simulated device); the returned lock keeps the image
     /// reserved to this process until it is dropped.
     pub fn into_namespace(self) -> (ZonedNamespace<Box<dyn MediaStore>>, ImageLock) {
-        (self.namespace, ImageLock { _file: self._lock })
+        (self.namespace, ImageLock { _file: self._lock, dir: self.path })
     }
 }

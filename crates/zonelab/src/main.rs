@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use zonelab_device::DeviceConfig;
+use zonelab_device::{DeviceBuilder, DeviceConfig, HostPath};
 use zonelab_zns::{
-    ByteSize, ConfigError, Image, ImageError, InjectError, MediaStore, NamespaceConfig, ReportFilter, Status,
-    StoreKind, ZoneSendAction, ZoneState, ZonedNamespace,
+    ByteSize, Command as ZnsCommand, Completion, ConfigError, Image, ImageError, InjectError, MediaStore,
+    NamespaceConfig, ReportFilter, Status, StoreKind, ZoneSendAction, ZoneState, ZonedNamespace,
 };
 
 #[derive(Parser)]
@@ -377,15 +377,17 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Reset(args) => zone_action(args, ZoneSendAction::Reset),
         Command::Offline(args) => zone_action(args, ZoneSendAction::Offline),
         Command::Write(args) => {
-            let mut image = Image::open(&args.image)?;
+            let image = Image::open(&args.image)?;
             let data = load_data(&image, &args.source, args.blocks)?;
-            on_image(&mut image, |namespace| namespace.write(args.lba, &data))
+            on_device(image, ZnsCommand::Write { slba: args.lba, data: &data }).map(drop)
         }
         Command::Append(args) => {
-            let mut image = Image::open(&args.image)?;
+            let image = Image::open(&args.image)?;
             let data = load_data(&image, &args.source, args.blocks)?;
             let zslba = target_lba(&image, &args.target)?;
-            let lba = on_image(&mut image, |namespace| namespace.append(zslba, &data))?;
+            let Completion::Appended { lba } = on_device(image, ZnsCommand::Append { zslba, data: &data })? else {
+                return Err(CliError::Failed("the device completed the append without an LBA".into()));
+            };
             writeln!(stdout, "appended at LBA {lba} ({lba:#x})").map_err(stdout_error)
         }
         Command::Read(args) => read(args, &mut stdout),
@@ -548,8 +550,21 @@ fn on_image<T>(
     })
 }
 
+/// Runs a command that changes an image through the emulated device over it, so that the flash model sees it:
+/// a reset erases blocks, and the image keeps their wear. A failure names the host error behind it, if any.
+fn on_device(image: Image, command: ZnsCommand<'_>) -> Result<Completion, CliError> {
+    let path = image.path().to_path_buf();
+    let built = DeviceBuilder::over_image(image, HostPath::Spdk, &path.display().to_string())
+        .map_err(|error| CliError::Failed(error.to_string()))?;
+    let mut device = built.device;
+    device.submit(0, command).result.map_err(|status| match device.take_host_fault() {
+        Some(fault) => CliError::HostFault(status, fault.describe(&path)),
+        None => CliError::Device(status),
+    })
+}
+
 fn zone_action(args: ZoneActionArgs, action: ZoneSendAction) -> Result<(), CliError> {
-    let mut image = Image::open(&args.image)?;
+    let image = Image::open(&args.image)?;
     let slba = if args.all {
         0
     } else {
@@ -560,7 +575,7 @@ fn zone_action(args: ZoneActionArgs, action: ZoneSendAction) -> Result<(), CliEr
             other => other,
         })?
     };
-    on_image(&mut image, |namespace| namespace.zone_management_send(slba, action, args.all))
+    on_device(image, ZnsCommand::ZoneManagementSend { slba, action, select_all: args.all }).map(drop)
 }
 
 fn load_data(image: &Image, source: &DataSource, blocks: Option<u64>) -> Result<Vec<u8>, CliError> {

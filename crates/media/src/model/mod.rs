@@ -31,6 +31,59 @@ pub enum WriteKind {
     Zeroes,
 }
 
+/// What the flash model keeps over a device's life, which a device image saves when its device closes: the
+/// erase counts (so wear accumulates from one process to the next) and, under `rezns`, the renewable mapping
+/// with the zone occupancy it was saved against (a mapping only fits the data it maps).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct MediaState {
+    pub policy: MappingPolicy,
+    /// Kept as runs of equal counts: most blocks of a device share their count.
+    #[serde(with = "runs")]
+    pub erase_counts: Vec<u32>,
+    pub erases_inline: u64,
+    pub erases_deferred: u64,
+    pub renewable: Option<RenewableMap>,
+    /// Host bytes written in each zone when the state was saved.
+    pub zone_written_bytes: Vec<u64>,
+}
+
+/// A list of counts as `[count, repeat]` pairs.
+mod runs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(counts: &[u32], serializer: S) -> Result<S::Ok, S::Error> {
+        let mut runs: Vec<(u32, u64)> = Vec::new();
+        for &count in counts {
+            match runs.last_mut() {
+                Some((value, repeat)) if *value == count => *repeat += 1,
+                _ => runs.push((count, 1)),
+            }
+        }
+        runs.serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u32>, D::Error> {
+        let runs = Vec::<(u32, u64)>::deserialize(deserializer)?;
+        let total = runs.iter().try_fold(0u64, |sum, &(_, repeat)| sum.checked_add(repeat));
+        // A bound on what a file may ask to allocate: far more blocks than any device has.
+        match total {
+            Some(blocks) if blocks <= 1 << 32 => {}
+            _ => return Err(serde::de::Error::custom("erase counts cover more than 2^32 blocks")),
+        }
+        Ok(runs.into_iter().flat_map(|(count, repeat)| std::iter::repeat_n(count, repeat as usize)).collect())
+    }
+}
+
+/// What `FlashModel::restore` took from a saved state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restored {
+    /// Erase counts, and the mapping if the policy has one.
+    Everything,
+    /// Erase counts only: the zones hold other data than the mapping was saved with (a process ended without
+    /// saving after writing), so zones are mapped afresh.
+    EraseCountsOnly,
+}
+
 /// The flash model of one device: its resources, its zones' placement and occupancy, and its counters.
 #[derive(Clone, Debug)]
 pub struct FlashModel {
@@ -73,6 +126,57 @@ impl FlashModel {
     /// Erase count of every block, physical zone by physical zone, plane by plane.
     pub fn erase_counts(&self) -> &[u32] {
         self.wear.erase_counts()
+    }
+
+    /// The state to save with a device image.
+    pub fn state(&self) -> MediaState {
+        let (erases_inline, erases_deferred) = self.wear.timing_counts();
+        MediaState {
+            policy: self.config.mapping.policy,
+            erase_counts: self.wear.erase_counts().to_vec(),
+            erases_inline,
+            erases_deferred,
+            renewable: self.renewable.clone(),
+            zone_written_bytes: self.zones.iter().map(|media| media.written_bytes).collect(),
+        }
+    }
+
+    /// Restores a saved state into a new model, before any zone is preconditioned or written. `written_bytes`
+    /// is what each zone holds now (as `precondition` will be told): the mapping is taken only if it equals what
+    /// the state was saved against, and only if it passes its own checks. Refused when the state belongs to
+    /// another geometry or mapping policy.
+    pub fn restore(&mut self, state: MediaState, written_bytes: &[u64]) -> Result<Restored, String> {
+        if state.policy != self.config.mapping.policy {
+            return Err(format!("saved under the {:?} policy, not {:?}", state.policy, self.config.mapping.policy));
+        }
+        if state.zone_written_bytes.len() != self.zones.len() || written_bytes.len() != self.zones.len() {
+            return Err(format!("saved for {} zones, not {}", state.zone_written_bytes.len(), self.zones.len()));
+        }
+        let fresh_wear = self.wear.clone();
+        self.wear.restore(&state.erase_counts, state.erases_inline, state.erases_deferred)?;
+        let map = match state.renewable {
+            Some(map) if map.shape() == (self.zones.len(), self.layout.units_per_zone) => map,
+            None if self.renewable.is_none() => return Ok(Restored::Everything),
+            _ => {
+                self.wear = fresh_wear;
+                return Err("the saved mapping does not fit this geometry".into());
+            }
+        };
+        if state.zone_written_bytes != written_bytes {
+            return Ok(Restored::EraseCountsOnly);
+        }
+        let fresh_map = self.renewable.replace(map);
+        let unit_bytes = self.layout.unit_bytes;
+        let fits = self.renewable.as_ref().is_some_and(|map| {
+            self.wear.cover(map.physical_zones());
+            map.check(|zone| written_bytes[zone.index()] / unit_bytes).is_ok()
+        });
+        if fits {
+            Ok(Restored::Everything)
+        } else {
+            self.renewable = fresh_map;
+            Ok(Restored::EraseCountsOnly)
+        }
     }
 
     fn zone(&self, zone: LogicalZone) -> &ZoneMedia {

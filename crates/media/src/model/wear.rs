@@ -57,6 +57,24 @@ impl Wear {
         &self.erase_counts
     }
 
+    /// Erases a reset waited for, and erases that ran after it.
+    pub fn timing_counts(&self) -> (u64, u64) {
+        (self.inline, self.deferred)
+    }
+
+    /// Takes the erase counts of an earlier life of this device (a device image's); the physical zones they
+    /// cover, overflow included, are kept. Refused when they do not fill whole zones of this geometry.
+    pub fn restore(&mut self, counts: &[u32], inline: u64, deferred: u64) -> Result<(), String> {
+        let per_zone = self.blocks_per_zone as usize;
+        if counts.len() < self.erase_counts.len() || !counts.len().is_multiple_of(per_zone.max(1)) {
+            return Err(format!("{} erase counts do not fit {} blocks per zone", counts.len(), per_zone));
+        }
+        self.cover(counts.len() / per_zone.max(1));
+        self.erase_counts.copy_from_slice(counts);
+        (self.inline, self.deferred) = (inline, deferred);
+        Ok(())
+    }
+
     /// One erase of `block`, waited for by its reset (`inline`) or not.
     pub fn record_erase(&mut self, block: usize, inline: bool) {
         self.erase_counts[block] += 1;

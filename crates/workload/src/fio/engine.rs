@@ -521,7 +521,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
     let built = DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).build().map_err(FioError::Device)?;
     let seed = first.seed.unwrap_or(default_seed);
     let slat_ns = (built.config.host.for_path(host).submit_us * 1000.0).round() as u64;
-    let Built { device, config, lock: _lock } = built;
+    let Built { device, config } = built;
     let geometry = *device.namespace().geometry();
     let zone_wps = (0..geometry.zones).map(|zone| {
         let descriptor = device.namespace().zone(zone);
