@@ -234,7 +234,7 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
             }
             ZL_MODE_VIRTUAL => {
                 let Ok(built) = builder.build() else { return ZL_EOPEN };
-                let simulation = Simulation::new(built.device, None);
+                let simulation = Simulation::over(built, None);
                 let device = VirtualDevice { simulation, done: Rc::default() };
                 VIRTUAL.with(|devices| devices.borrow_mut().insert(id, device));
             }

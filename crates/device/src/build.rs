@@ -10,14 +10,15 @@
 //! 4. **Flash model**: built from the configuration, given the state an image's last device saved (erase counts,
 //!    ReZNS's mapping), then preconditioned from the namespace's zones, so that data an earlier process wrote
 //!    reads from programmed flash, not as unwritten pages. A device over an image saves that state when dropped.
-//! 5. **Host path**: the per-command host cost on either side of the device.
+//! 5. **Host path**: how the host reaches the device and its per-command cost on either side, which the
+//!    runtimes charge (`HostSide`).
 
 use std::path::{Path, PathBuf};
 
 use zonelab_media::MediaState;
 use zonelab_zns::{Image, ImageError, MediaStore, MemoryStore, NullStore};
 
-use crate::{Device, DeviceConfig, HostPath, PresetError};
+use crate::{Device, DeviceConfig, HostPath, HostSide, PresetError};
 
 /// Which device: a preset (or TOML file) with overrides, a configuration already in hand, or a device image.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,10 +71,12 @@ pub enum BuildError {
     ImageModel { spec: String, message: String },
 }
 
-/// An opened device and its configuration. A device over an image holds the image's lock until it is dropped.
+/// An opened device, its configuration, and the host path it is reached through with that path's costs. A
+/// device over an image holds the image's lock until it is dropped.
 pub struct Built {
     pub device: Device<Box<dyn MediaStore>>,
     pub config: DeviceConfig,
+    pub host: HostSide,
 }
 
 impl std::fmt::Debug for Built {
@@ -139,8 +142,10 @@ impl DeviceBuilder {
         let saved = Self::media_state(&image, &path, label)?;
         let (namespace, lock) = image.into_namespace();
         // 4 and 5.
-        let device = Device::over_image(&config, namespace, host, lock, saved);
-        Ok(Built { device, config })
+        let device = Device::over_image(&config, namespace, lock, saved);
+        // 5.
+        let host = HostSide::new(host, &config.host);
+        Ok(Built { device, config, host })
     }
 
     /// Steps 2 to 5 for a configuration without an image.
@@ -151,8 +156,9 @@ impl DeviceBuilder {
             StoreChoice::Null => Box::new(NullStore),
             StoreChoice::Memory => Box::new(MemoryStore::new(geometry.nsze_lba << geometry.lba_shift)),
         };
-        let device = Device::new(&config, store, host).map_err(namespace_error)?;
-        Ok(Built { device, config })
+        let device = Device::new(&config, store).map_err(namespace_error)?;
+        let host = HostSide::new(host, &config.host);
+        Ok(Built { device, config, host })
     }
 
     /// The flash model's state the image's last device saved, if any.

@@ -1,5 +1,6 @@
 //! The controller: each command runs through the namespace (what happens) and the flash model (when it
-//! completes), with the host path's cost on either side.
+//! completes). Times are the device's: a command arrives at the controller at `now`, and completes when the
+//! controller posts its completion; what the host path costs on either side is the host's (`HostSide`).
 
 use serde::Serialize;
 use zonelab_media::{FlashModel, MediaState, Restored, WriteKind};
@@ -11,36 +12,7 @@ use zonelab_zns::{
 use crate::queue::SubmissionQueue;
 use crate::DeviceConfig;
 
-/// How the host reaches the device; each path adds its own per-command cost.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HostPath {
-    /// User-space driver: the least host overhead; carries zone append.
-    Spdk,
-    /// io_uring on the block device: no zone append.
-    IoUring,
-    /// io_uring NVMe passthrough: carries zone append.
-    IoUringCmd,
-    /// The kernel block layer (psync, libaio): no zone append from user space.
-    Kernel,
-}
-
-impl HostPath {
-    pub fn name(self) -> &'static str {
-        match self {
-            HostPath::Spdk => "spdk",
-            HostPath::IoUring => "io_uring",
-            HostPath::IoUringCmd => "io_uring_cmd",
-            HostPath::Kernel => "kernel",
-        }
-    }
-
-    pub fn carries_append(self) -> bool {
-        matches!(self, HostPath::Spdk | HostPath::IoUringCmd)
-    }
-}
-
-/// A submitted command's outcome and when the host sees it.
+/// A submitted command's outcome and when the device completes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Submitted {
     pub complete_ns: u64,
@@ -85,10 +57,6 @@ enum Timing {
     Report,
 }
 
-fn ns(us: f64) -> u64 {
-    (us * 1000.0).round() as u64
-}
-
 /// What a device has done over its life so far: its commands, its flash operations with their energy, and the
 /// wear of its blocks.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -107,10 +75,6 @@ pub struct Device<S> {
     name: String,
     namespace: ZonedNamespace<S>,
     media: FlashModel,
-    host: HostPath,
-    /// The host path's per-command cost before and after the device, converted once.
-    host_submit_ns: u64,
-    host_complete_ns: u64,
     power_loss_protection: bool,
     counters: DeviceCounters,
     trace: Option<Vec<TraceEvent>>,
@@ -135,15 +99,15 @@ struct ZombieScan {
 }
 
 impl<S: MediaStore> Device<S> {
-    /// A device as `config` describes it, over `store`, reached through `host`.
-    pub fn new(config: &DeviceConfig, store: S, host: HostPath) -> Result<Device<S>, zonelab_zns::ConfigError> {
+    /// A device as `config` describes it, over `store`.
+    pub fn new(config: &DeviceConfig, store: S) -> Result<Device<S>, zonelab_zns::ConfigError> {
         let namespace = ZonedNamespace::new(config.namespace.clone(), store)?;
-        Ok(Device::with_namespace(config, namespace, host))
+        Ok(Device::with_namespace(config, namespace))
     }
 
     /// A device over an existing namespace.
-    pub fn with_namespace(config: &DeviceConfig, namespace: ZonedNamespace<S>, host: HostPath) -> Device<S> {
-        Device::assemble(config, namespace, host, None)
+    pub fn with_namespace(config: &DeviceConfig, namespace: ZonedNamespace<S>) -> Device<S> {
+        Device::assemble(config, namespace, None)
     }
 
     /// A device over a device image's namespace: the flash model takes up the state (wear, ReZNS's mapping) the
@@ -151,21 +115,15 @@ impl<S: MediaStore> Device<S> {
     pub fn over_image(
         config: &DeviceConfig,
         namespace: ZonedNamespace<S>,
-        host: HostPath,
         lock: ImageLock,
         saved: Option<MediaState>,
     ) -> Device<S> {
-        let mut device = Device::assemble(config, namespace, host, saved);
+        let mut device = Device::assemble(config, namespace, saved);
         device.image = Some((lock, encoded_state(&device.media)));
         device
     }
 
-    fn assemble(
-        config: &DeviceConfig,
-        namespace: ZonedNamespace<S>,
-        host: HostPath,
-        saved: Option<MediaState>,
-    ) -> Device<S> {
+    fn assemble(config: &DeviceConfig, namespace: ZonedNamespace<S>, saved: Option<MediaState>) -> Device<S> {
         let geometry = *namespace.geometry();
         let zone_cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
         let mut media = FlashModel::new(config.media.clone(), geometry.zones, zone_cap_bytes);
@@ -184,14 +142,10 @@ impl<S: MediaStore> Device<S> {
                 media.precondition(zone, bytes);
             }
         }
-        let host_cost = config.host.for_path(host);
         Device {
             name: config.name.clone(),
             namespace,
             media,
-            host,
-            host_submit_ns: ns(host_cost.submit_us),
-            host_complete_ns: ns(host_cost.complete_us),
             power_loss_protection: config.power_loss_protection,
             counters: DeviceCounters::default(),
             trace: None,
@@ -226,10 +180,6 @@ impl<S: MediaStore> Device<S> {
 
     pub fn media(&self) -> &FlashModel {
         &self.media
-    }
-
-    pub fn host_path(&self) -> HostPath {
-        self.host
     }
 
     pub fn stats(&self) -> DeviceStats {
@@ -268,21 +218,18 @@ impl<S: MediaStore> Device<S> {
         Ok(())
     }
 
-    /// Runs `command`, submitted by the host at `now`: the namespace decides what happens, the flash model when
-    /// the device is done, and the host path adds its cost on both sides.
+    /// Runs `command`, arrived at the controller at `now`: the namespace decides what happens, the flash model
+    /// when the device is done.
     pub fn submit(&mut self, now: u64, command: Command<'_>) -> Submitted {
-        let arrival = now + self.host_submit_ns;
         let (opcode, slba, nlb) = describe(&command, self.namespace.geometry().lba_shift);
-        let outcome = self.scan_for_zombies(arrival).and_then(|()| self.run(arrival, command));
-        self.complete(now, arrival, (opcode, slba, nlb), outcome)
+        let outcome = self.scan_for_zombies(now).and_then(|()| self.run(now, command));
+        self.complete(now, (opcode, slba, nlb), outcome)
     }
 
-    /// The host-side end of a command: errors complete as soon as the device has them, then the host path's
-    /// completion cost; the trace records it.
+    /// The end of a command: errors complete as soon as the device has them; the trace records it.
     fn complete(
         &mut self,
         now: u64,
-        arrival: u64,
         described: (u8, u64, u64),
         outcome: Result<(u64, Completion), Status>,
     ) -> Submitted {
@@ -290,11 +237,10 @@ impl<S: MediaStore> Device<S> {
             Ok((done, completion)) => (done, Ok(completion)),
             Err(status) => {
                 self.counters.errors += 1;
-                (arrival, Err(status))
+                (now, Err(status))
             }
         };
-        let complete_ns = device_done.max(arrival) + self.host_complete_ns;
-        debug_assert!(complete_ns >= now, "a command completes no earlier than it is submitted");
+        let complete_ns = device_done.max(now);
         if let Some(trace) = &mut self.trace {
             let (opcode, slba, nlb) = described;
             let status = result.err().map_or(0, Status::code);
@@ -307,7 +253,6 @@ impl<S: MediaStore> Device<S> {
     fn run(&mut self, at: u64, command: Command<'_>) -> Result<(u64, Completion), Status> {
         let lba_shift = self.namespace.geometry().lba_shift;
         let timing = match &command {
-            Command::Append { .. } if !self.host.carries_append() => return Err(Status::InvalidOpcode),
             Command::Read { slba, buf } => Timing::Read { slba: *slba, nlb: buf.len() as u64 >> lba_shift },
             Command::ReadDiscard { slba, nlb } => Timing::Read { slba: *slba, nlb: *nlb },
             Command::Write { .. } => Timing::Write(WriteKind::Write),

@@ -1,8 +1,9 @@
 //! # zonelab-device: the emulated controller
 //!
 //! Layer 3 of `../shared/DESIGN.md`: one emulated ZNS controller that runs each command through the zoned
-//! namespace (what happens) and the flash model (when it completes), behind a host path (SPDK, io_uring,
-//! io_uring passthrough, the kernel block layer) that adds its own per-command cost. It also models power loss
+//! namespace (what happens) and the flash model (when it completes). A host path (SPDK, io_uring, io_uring
+//! passthrough, the kernel block layer) and its per-command cost are the host's side (`HostSide`), which the
+//! runtimes charge around each command. It also models power loss
 //! (without power-loss protection, what sat in the write buffer unprogrammed is lost and write pointers roll
 //! back), keeps counters, and records per-command trace events on request. Presets (`presets/*.toml`) describe
 //! whole devices.
@@ -10,12 +11,14 @@
 mod build;
 mod command;
 mod device;
+mod host;
 mod preset;
 mod queue;
 pub mod rng;
 
 pub use build::{BuildError, Built, DeviceBuilder, DeviceSpec, StoreChoice};
 pub use command::{IoData, Output, QueuedCommand};
-pub use device::{Device, DeviceCounters, DeviceStats, HostPath, Submitted, TraceEvent};
+pub use device::{Device, DeviceCounters, DeviceStats, Submitted, TraceEvent};
+pub use host::{HostPath, HostSide};
 pub use preset::{apply_override, DeviceConfig, HostCost, HostCosts, PresetError, PRESETS};
 pub use queue::{QueueFull, SUBMISSION_QUEUE_ENTRIES};

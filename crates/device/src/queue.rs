@@ -113,13 +113,13 @@ impl<S: MediaStore> Device<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DeviceConfig, HostPath};
+    use crate::DeviceConfig;
     use zonelab_zns::NullStore;
 
     #[test]
     fn a_full_submission_queue_hands_the_command_back() {
         let config = DeviceConfig::load("instant", &["namespace.zones=4".into()]).expect("preset");
-        let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+        let mut device = Device::new(&config, NullStore).expect("device");
         for tag in 0..SUBMISSION_QUEUE_ENTRIES as u64 {
             device.enqueue(tag, QueuedCommand::Flush).expect("room");
         }

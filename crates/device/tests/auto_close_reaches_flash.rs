@@ -2,14 +2,14 @@
 //! pays for that close on the controller (its effects name the victim), where the same write with room to open
 //! its zone does not.
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_zns::{Command, NullStore, ZoneState};
 
 /// Completion latency of a 4 KiB write to zone 1 after a write to zone 0, on a device with `max_open` zones.
 fn second_write_latency(max_open: u32) -> (u64, ZoneState) {
     let overrides = ["namespace.zones=8".to_string(), format!("namespace.max-open={max_open}")];
     let config = DeviceConfig::load("zn540", &overrides).expect("preset");
-    let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let mut device = Device::new(&config, NullStore).expect("device");
     let block = vec![0u8; 4096];
     device.submit(0, Command::Write { slba: 0, data: &block }).result.expect("zone 0");
     let at = 1_000_000_000;

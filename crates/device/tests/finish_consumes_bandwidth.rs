@@ -1,7 +1,7 @@
 //! Finish writes padding for the rest of the zone through the same write budget as host writes, so writes to
 //! other zones slow down while a finish runs.
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_zns::{Command, NullStore, ZoneSendAction};
 
 /// Completion time of 64 back-to-back 128 KiB writes to zone 1, starting at `start`.
@@ -20,10 +20,10 @@ fn write_burst(device: &mut Device<NullStore>, start: u64) -> u64 {
 #[test]
 fn writes_slow_down_while_a_finish_pads_its_zone() {
     let config = DeviceConfig::load("zn540", &["namespace.zones=8".into()]).expect("preset");
-    let mut quiet = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let mut quiet = Device::new(&config, NullStore).expect("device");
     let alone = write_burst(&mut quiet, 0);
 
-    let mut busy = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let mut busy = Device::new(&config, NullStore).expect("device");
     busy.submit(0, Command::Write { slba: 0, data: &[0u8; 4096] });
     let finish =
         busy.submit(1_000, Command::ZoneManagementSend { slba: 0, action: ZoneSendAction::Finish, select_all: false });

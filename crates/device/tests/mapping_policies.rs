@@ -2,7 +2,7 @@
 //! appends, finishes and resets gives the same statuses, LBAs and zone reports under every policy, while
 //! ReZNS's renewable zones erase less than the static policies.
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_zns::{
     zone_attrs, Command, Completion, NullStore, ReceiveAction, ReportFilter, Status, ZoneDescriptor, ZoneReport,
     ZoneSendAction, ZoneState,
@@ -19,7 +19,7 @@ struct Run {
 fn run(policy: &str, seed: u64) -> Run {
     let overrides = ["namespace.zones=12".to_string(), format!("media.mapping.policy={policy:?}")];
     let config = DeviceConfig::load("nvmevirt-rezns", &overrides).expect("preset");
-    let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let mut device = Device::new(&config, NullStore).expect("device");
     let geometry = *device.namespace().geometry();
     let mut state = seed;
     let mut next = move || {
@@ -90,7 +90,7 @@ fn the_zombie_scan_finishes_idle_open_zones_and_recycles_their_rest() {
     ]
     .map(String::from);
     let config = DeviceConfig::load("nvmevirt-rezns", &overrides).expect("preset");
-    let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let mut device = Device::new(&config, NullStore).expect("device");
     let geometry = *device.namespace().geometry();
     let data = vec![1u8; 256 << 10];
     let second = 1_000_000_000u64;

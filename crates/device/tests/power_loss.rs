@@ -1,14 +1,14 @@
 //! Power loss: with power-loss protection everything acknowledged survives; without it, what sat in the
 //! write buffer unprogrammed is lost and the zone's write pointer rolls back to what was durable.
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_zns::{Command, MemoryStore, ZoneState};
 
 fn device(protected: bool) -> Device<MemoryStore> {
     let overrides = ["namespace.zones=4".to_string(), format!("power-loss-protection={protected}")];
     let config = DeviceConfig::load("zn540", &overrides).expect("preset");
     let geometry = config.namespace.validate().expect("geometry");
-    Device::new(&config, MemoryStore::new(geometry.nsze_lba << geometry.lba_shift), HostPath::Spdk).expect("device")
+    Device::new(&config, MemoryStore::new(geometry.nsze_lba << geometry.lba_shift)).expect("device")
 }
 
 /// Writes 40 x 64 KiB of 0xab to zone 0 back to back; returns when the last was acknowledged.

@@ -30,7 +30,7 @@ fn a_reopened_image_reads_like_a_preconditioned_device() {
     }
     let mut reopened =
         DeviceBuilder::new(DeviceSpec::Image(path.clone())).host(HostPath::Spdk).build().expect("open image");
-    let mut preconditioned = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let mut preconditioned = Device::new(&config, NullStore).expect("device");
     preconditioned.precondition(1, half_zone_lba << 12).expect("precondition");
     let (reopened_ns, preconditioned_ns) = (read_latency(&mut reopened.device), read_latency(&mut preconditioned));
     assert_eq!(reopened_ns, preconditioned_ns, "the image's data reads from programmed flash");

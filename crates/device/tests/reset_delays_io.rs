@@ -1,12 +1,12 @@
 //! A zone reset erases blocks on the dies that hold them, so a read that needs one of those dies waits: the
 //! interference comes out of the reservations, with no special case for it.
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_zns::{Command, NullStore, ZoneSendAction};
 
 fn device() -> Device<NullStore> {
     let config = DeviceConfig::load("zn540", &["namespace.zones=8".into()]).expect("preset");
-    let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let mut device = Device::new(&config, NullStore).expect("device");
     let cap = device.namespace().geometry().zone_cap_lba << 12;
     device.precondition(0, cap).expect("fill zone 0");
     device.precondition(1, cap).expect("fill zone 1");
@@ -46,7 +46,7 @@ fn a_read_on_a_die_being_erased_waits_for_the_erase() {
 fn rezns_reset(policy: &str, written: u64) -> (u64, zonelab_media::EraseSummary) {
     let overrides = ["namespace.zones=4".to_string(), format!("media.mapping.policy={policy:?}")];
     let config = DeviceConfig::load("nvmevirt-rezns", &overrides).expect("preset");
-    let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let mut device = Device::new(&config, NullStore).expect("device");
     device.precondition(0, written).expect("write zone 0");
     let start = 10_000_000_000;
     let reset =

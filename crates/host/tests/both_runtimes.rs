@@ -57,7 +57,7 @@ fn check(results: &[Result<(), Status>], data: &[u8]) {
 
 #[test]
 fn the_same_scheduler_scenario_passes_in_virtual_and_real_time() {
-    let mut simulation = Simulation::new(builder().build().expect("device").device, Some(5));
+    let mut simulation = Simulation::over(builder().build().expect("device"), Some(5));
     let host = simulation.host();
     let (tasks, out) = scenario(host.clone());
     for task in tasks {
@@ -85,7 +85,7 @@ fn the_same_scheduler_scenario_passes_in_virtual_and_real_time() {
 #[test]
 fn no_completion_arrives_before_its_modelled_time() {
     // The modelled latency of the first command on a fresh device, in virtual time.
-    let mut simulation = Simulation::new(builder().build().expect("device").device, None);
+    let mut simulation = Simulation::over(builder().build().expect("device"), None);
     let host = simulation.host();
     let latency = Rc::new(RefCell::new(0));
     let seen = Rc::clone(&latency);
@@ -146,7 +146,7 @@ async fn wal_round_trip<Q: CommandQueue + Clone + 'static>(queue: Q) -> (Vec<Vec
 #[test]
 fn the_same_wal_appends_and_recovers_in_virtual_and_real_time() {
     let spdk = || builder().host(HostPath::Spdk);
-    let mut simulation = Simulation::new(spdk().build().expect("device").device, Some(11));
+    let mut simulation = Simulation::over(spdk().build().expect("device"), Some(11));
     let host = simulation.host();
     let out = Rc::new(RefCell::new(None));
     let sink = Rc::clone(&out);

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_host::{Scheduled, SchedulerKind};
 use zonelab_runtime::{HostExt, IoData, Simulation};
 use zonelab_zns::{NullStore, Status};
@@ -18,7 +18,7 @@ fn run(
     seed: u64,
 ) -> (Vec<Result<(), Status>>, zonelab_host::SchedulerCounters) {
     let config = DeviceConfig::load("zn540", &["namespace.zones=4".into()]).expect("preset");
-    let device = Device::new(&config, NullStore, HostPath::Kernel).expect("device");
+    let device = Device::new(&config, NullStore).expect("device");
     let mut simulation = Simulation::new(device, Some(seed));
     let queue = Scheduled::new(simulation.host(), kind, 1280 << 10);
     let cursor = Rc::new(RefCell::new(0u64));
@@ -71,7 +71,7 @@ fn mq_deadline_never_fails_and_merges() {
 #[test]
 fn merges_stay_within_the_request_size_limit() {
     let config = DeviceConfig::load("zn540", &["namespace.zones=4".into()]).expect("preset");
-    let device = Device::new(&config, NullStore, HostPath::Kernel).expect("device");
+    let device = Device::new(&config, NullStore).expect("device");
     let mut simulation = Simulation::new(device, None);
     let queue = Scheduled::new(simulation.host(), SchedulerKind::MqDeadline, 16 << 10);
     for writer in 0..32u64 {

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_host::{Wal, WalConfig, WalDesign};
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::Simulation;
@@ -22,7 +22,7 @@ fn device(protected: bool) -> Device<MemoryStore> {
     ];
     let config = DeviceConfig::load("zn540", &overrides).expect("preset");
     let geometry = config.namespace.validate().expect("geometry");
-    Device::new(&config, MemoryStore::new(geometry.nsze_lba << geometry.lba_shift), HostPath::Spdk).expect("device")
+    Device::new(&config, MemoryStore::new(geometry.nsze_lba << geometry.lba_shift)).expect("device")
 }
 
 struct Case {

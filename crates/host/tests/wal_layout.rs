@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::rc::Rc;
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_host::{Wal, WalConfig, WalDesign, WalError, WalStats};
 use zonelab_runtime::{Host, Simulation};
 use zonelab_zns::MemoryStore;
@@ -19,8 +19,7 @@ fn with_wal<T: 'static>(
         ["namespace.zones=8", "namespace.zone-size=\"1MiB\"", "namespace.zone-cap=\"768KiB\""].map(String::from);
     let preset = DeviceConfig::load("zn540", &overrides).expect("preset");
     let geometry = preset.namespace.validate().expect("geometry");
-    let device = Device::new(&preset, MemoryStore::new(geometry.nsze_lba << geometry.lba_shift), HostPath::Spdk)
-        .expect("device");
+    let device = Device::new(&preset, MemoryStore::new(geometry.nsze_lba << geometry.lba_shift)).expect("device");
     let mut simulation = Simulation::new(device, Some(3));
     let wal = Wal::new(simulation.host(), config).expect("configuration");
     let out = Rc::new(RefCell::new(None));
@@ -113,7 +112,7 @@ fn delete_starts_a_new_log() {
 #[test]
 fn bad_configurations_are_refused() {
     let preset = DeviceConfig::load("instant", &[]).expect("preset");
-    let device = Device::new(&preset, MemoryStore::new(16 << 24), HostPath::Spdk).expect("device");
+    let device = Device::new(&preset, MemoryStore::new(16 << 24)).expect("device");
     let simulation = Simulation::new(device, None);
     let refuse = |config: WalConfig| Wal::new(simulation.host(), config).err().expect("refused").to_string();
     assert!(refuse(WalConfig { zones: vec![99], ..zwal(4096, 0) }).contains("zones [99]"));

@@ -4,7 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_host::{Scheduled, SchedulerKind, ZincConfig};
 use zonelab_runtime::{CommandQueue, HostExt, IoData, Simulation};
 use zonelab_zns::{NullStore, ZoneSendAction};
@@ -17,7 +17,7 @@ fn simulation() -> Simulation<NullStore> {
         &["namespace.zones=32".into(), "namespace.max-open=0".into(), "namespace.max-active=0".into()],
     )
     .expect("preset");
-    let mut device = Device::new(&config, NullStore, HostPath::Kernel).expect("device");
+    let mut device = Device::new(&config, NullStore).expect("device");
     device.enable_trace();
     for zone in 16..32 {
         let cap = device.namespace().geometry().zone_cap_lba << 12;

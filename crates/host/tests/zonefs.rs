@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_host::{FsError, ZoneFs};
 use zonelab_runtime::{Host, IoData, Simulation};
 use zonelab_zns::MemoryStore;
@@ -19,7 +19,7 @@ fn simulation() -> Simulation<MemoryStore> {
     let config = DeviceConfig::load("instant", &overrides).expect("preset");
     let geometry = config.namespace.validate().expect("geometry");
     let store = MemoryStore::new(geometry.nsze_lba << geometry.lba_shift);
-    Simulation::new(Device::new(&config, store, HostPath::Spdk).expect("device"), Some(1))
+    Simulation::new(Device::new(&config, store).expect("device"), Some(1))
 }
 
 /// Mounts the file system in the simulation and runs `body` on it to the end.

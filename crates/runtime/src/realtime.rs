@@ -18,7 +18,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use zonelab_device::{BuildError, Device, DeviceBuilder, DeviceCounters, DeviceStats, SUBMISSION_QUEUE_ENTRIES};
+use zonelab_device::{
+    BuildError, Device, DeviceBuilder, DeviceCounters, DeviceStats, HostSide, SUBMISSION_QUEUE_ENTRIES,
+};
 use zonelab_zns::{Command, Geometry, MediaStore, Status};
 
 use crate::api::{CommandQueue, Output, QueuedCommand};
@@ -211,7 +213,7 @@ struct Due {
 /// The device thread: take submissions, execute them at the instant they are seen, deliver completions at
 /// their modelled times.
 fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
-    let device = &mut built.device;
+    let (device, host) = (&mut built.device, built.host);
     let mut due: Timers<Due> = Timers::new();
     let mut cells: Vec<Option<Arc<Cell>>> = Vec::new();
     let mut pacing = Pacing::default();
@@ -226,8 +228,14 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
         for request in batch.drain(..) {
             match request {
                 Request::Command(command, cell) => {
+                    if !host.carries(&command) {
+                        let arrival = host.arrival_ns(now);
+                        let result = Err(Status::InvalidOpcode);
+                        due.set(host.completion_ns(arrival, arrival), Due { cell, result, is_command: true });
+                        continue;
+                    }
                     if device.queued() == SUBMISSION_QUEUE_ENTRIES {
-                        process(device, now, &mut cells, &mut due);
+                        process(device, host, now, &mut cells, &mut due);
                     }
                     cells.push(Some(cell));
                     let queued = device.enqueue(cells.len() as u64 - 1, command);
@@ -241,7 +249,7 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
                 }
             }
         }
-        process(device, now, &mut cells, &mut due);
+        process(device, host, now, &mut cells, &mut due);
         // Deliver what is due.
         let now = shared.now_ns();
         while let Some((at_ns, next)) = due.pop_due(now) {
@@ -275,16 +283,19 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
     Stopped { counters: device.counters().clone(), pacing, flushed }
 }
 
-/// Executes the queued commands at `now`; their completions wait in `due` for their times.
+/// Executes the commands queued at `now`, which reach the device after the host path's submission cost; their
+/// completions, with the path's completion cost, wait in `due` for their times.
 fn process(
     device: &mut Device<Box<dyn MediaStore>>,
+    host: HostSide,
     now: u64,
     cells: &mut Vec<Option<Arc<Cell>>>,
     due: &mut Timers<Due>,
 ) {
-    device.process_queue(now, |tag, complete_ns, result| {
+    let arrival = host.arrival_ns(now);
+    device.process_queue(arrival, |tag, device_ns, result| {
         let cell = cells[tag as usize].take().expect("each tag completes once");
-        due.set(complete_ns, Due { cell, result, is_command: true });
+        due.set(host.completion_ns(arrival, device_ns), Due { cell, result, is_command: true });
     });
     cells.clear();
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::task::{Context, Poll, Wake, Waker};
 
-use zonelab_device::{Device, QueueFull};
+use zonelab_device::{Built, Device, HostSide, QueueFull};
 use zonelab_zns::{MediaStore, Status};
 
 use crate::api::{CommandQueue, Output, QueuedCommand};
@@ -85,6 +85,8 @@ enum Target {
 
 struct Shared<S> {
     device: Device<S>,
+    /// What the host path costs on either side of the device.
+    host: HostSide,
     now_ns: u64,
     timers: Timers<Target>,
     slots: Vec<Slot>,
@@ -113,11 +115,13 @@ impl<S: MediaStore> Shared<S> {
         self.timers.set(at_ns, target);
     }
 
-    /// Hands the commands queued at this instant to the device; each completion becomes a timer.
+    /// Hands the commands queued at this instant to the device, which has them once the host path's submission
+    /// cost has passed; each completion, with the path's completion cost, becomes a timer.
     fn dispatch(&mut self) {
-        let now = self.now_ns;
+        let (host, arrival) = (self.host, self.host.arrival_ns(self.now_ns));
         let (slots, timers) = (&mut self.slots, &mut self.timers);
-        self.device.process_queue(now, |tag, complete_ns, result| {
+        self.device.process_queue(arrival, |tag, device_ns, result| {
+            let complete_ns = host.completion_ns(arrival, device_ns);
             let slot = tag as usize;
             let Slot::Queued { wakee } = std::mem::replace(&mut slots[slot], Slot::Free) else {
                 unreachable!("only queued slots reach the device")
@@ -172,6 +176,15 @@ impl<S: MediaStore> Future for CommandFuture<S> {
                 shared.slots.push(Slot::Free);
                 shared.slots.len() - 1
             });
+            if !shared.host.carries(&command) {
+                let arrival = shared.host.arrival_ns(shared.now_ns);
+                let complete_ns = shared.host.completion_ns(arrival, arrival);
+                let wakee = shared.wakee(context);
+                shared.slots[slot] = Slot::Done { complete_ns, result: Err(Status::InvalidOpcode), wakee };
+                shared.set_timer(complete_ns, Target::Slot(slot));
+                this.slot = Some(slot);
+                return Poll::Pending;
+            }
             match shared.device.enqueue(slot as u64, command) {
                 Ok(()) => {
                     shared.slots[slot] = Slot::Queued { wakee: shared.wakee(context) };
@@ -275,13 +288,27 @@ pub struct Simulation<S> {
     woken: WokenList,
 }
 
+impl Simulation<Box<dyn MediaStore>> {
+    /// A simulation of a device the composition root opened, reached through the host path it was opened for.
+    pub fn over(built: Built, reorder_seed: Option<u64>) -> Simulation<Box<dyn MediaStore>> {
+        Simulation::with_host(built.device, built.host, reorder_seed)
+    }
+}
+
 impl<S: MediaStore + 'static> Simulation<S> {
-    /// A simulation of `device` from time 0. `reorder_seed` turns on the device's seeded reordering of the
-    /// commands outstanding together.
-    pub fn new(mut device: Device<S>, reorder_seed: Option<u64>) -> Simulation<S> {
+    /// A simulation of `device` alone from time 0, reached at no host cost. `reorder_seed` turns on the
+    /// device's seeded reordering of the commands outstanding together.
+    pub fn new(device: Device<S>, reorder_seed: Option<u64>) -> Simulation<S> {
+        Simulation::with_host(device, HostSide::free(), reorder_seed)
+    }
+
+    /// A simulation of `device` reached through `host`, which costs each command its submission and
+    /// completion time.
+    pub fn with_host(mut device: Device<S>, host: HostSide, reorder_seed: Option<u64>) -> Simulation<S> {
         device.set_reordering(reorder_seed);
         let shared = Shared {
             device,
+            host,
             now_ns: 0,
             timers: Timers::new(),
             slots: Vec::new(),

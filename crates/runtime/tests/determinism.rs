@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, HostExt, IoData, Simulation};
 use zonelab_zns::{NullStore, ReportFilter, ZoneSendAction};
@@ -12,7 +12,7 @@ use zonelab_zns::{NullStore, ReportFilter, ZoneSendAction};
 /// and what the tasks saw, as text.
 fn run(seed: u64, reorder: Option<u64>) -> String {
     let config = DeviceConfig::load("zn540", &["namespace.zones=16".into()]).expect("preset");
-    let mut device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let mut device = Device::new(&config, NullStore).expect("device");
     device.enable_trace();
     let mut simulation = Simulation::new(device, reorder);
     let seen = Rc::new(RefCell::new(Vec::new()));
@@ -65,7 +65,7 @@ fn the_clock_only_moves_forward() {
 #[test]
 fn sleep_and_run_until() {
     let config = DeviceConfig::load("instant", &[]).expect("preset");
-    let device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let device = Device::new(&config, NullStore).expect("device");
     let mut simulation = Simulation::new(device, None);
     let host = simulation.host();
     let woke = Rc::new(RefCell::new(Vec::new()));

@@ -4,14 +4,14 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_runtime::{HostExt, IoData, Simulation};
 use zonelab_zns::NullStore;
 
 /// LBA each of 16 tasks' 8 KiB append landed at, by task.
 fn landed(reorder: Option<u64>) -> Vec<u64> {
     let config = DeviceConfig::load("zn540", &["namespace.zones=4".into()]).expect("preset");
-    let device = Device::new(&config, NullStore, HostPath::Spdk).expect("device");
+    let device = Device::new(&config, NullStore).expect("device");
     let mut simulation = Simulation::new(device, reorder);
     let lbas = Rc::new(RefCell::new(vec![u64::MAX; 16]));
     for task in 0..16 {

@@ -9,14 +9,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use zonelab_device::{Device, DeviceConfig, HostPath};
+use zonelab_device::{Device, DeviceConfig};
 use zonelab_runtime::sync::{Channel, Mutex, Notify};
 use zonelab_runtime::{CommandQueue, HostExt, IoData, Simulation};
 use zonelab_zns::{MemoryStore, NullStore};
 
 fn simulation() -> Simulation<NullStore> {
     let config = DeviceConfig::load("zn540", &["namespace.zones=4".into()]).expect("preset");
-    Simulation::new(Device::new(&config, NullStore, HostPath::Spdk).expect("device"), None)
+    Simulation::new(Device::new(&config, NullStore).expect("device"), None)
 }
 
 /// A waker that counts its wakes and passes them on to another.
@@ -144,7 +144,7 @@ fn host_code_reads_what_it_wrote_through_the_device_queue() {
     let config = DeviceConfig::load("zn540", &["namespace.zones=4".into()]).expect("preset");
     let geometry = config.namespace.validate().expect("geometry");
     let store = MemoryStore::new(geometry.nsze_lba << geometry.lba_shift);
-    let mut simulation = Simulation::new(Device::new(&config, store, HostPath::Spdk).expect("device"), Some(9));
+    let mut simulation = Simulation::new(Device::new(&config, store).expect("device"), Some(9));
     let host = simulation.host();
     let back = Rc::new(RefCell::new(Vec::new()));
     let out = Rc::clone(&back);

@@ -2,7 +2,7 @@
 //! measurement, point by point, with the error distribution.
 
 use serde::Serialize;
-use zonelab_device::{Device, DeviceBuilder, DeviceConfig, DeviceSpec, HostPath};
+use zonelab_device::{Built, DeviceBuilder, DeviceConfig, DeviceSpec, HostPath};
 use zonelab_runtime::{CommandQueue, HostExt, Simulation};
 use zonelab_zns::{MediaStore, Status, ZoneSendAction};
 
@@ -119,17 +119,17 @@ fn percentile(values: &mut [f64], fraction: f64) -> f64 {
     values[rank]
 }
 
-fn fresh_device(config: &DeviceConfig, host: HostPath) -> Device<Box<dyn MediaStore>> {
+fn fresh_device(config: &DeviceConfig, host: HostPath) -> Built {
     DeviceBuilder::new(DeviceSpec::Config(Box::new(config.clone())))
         .host(host)
         .build()
         .expect("a validated preset builds a device")
-        .device
 }
 
 /// Replays one grid row in a fresh simulation. `scale` multiplies the number of measured operations.
 fn replay(config: &DeviceConfig, host: HostPath, row: &GridRow, scale: f64) -> Result<Point, CalibrationError> {
-    let mut device = fresh_device(config, host);
+    let mut built = fresh_device(config, host);
+    let device = &mut built.device;
     let geometry = *device.namespace().geometry();
     let zone_cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
     let jobs = u64::from(row.zones * row.qd);
@@ -154,7 +154,7 @@ fn replay(config: &DeviceConfig, host: HostPath, row: &GridRow, scale: f64) -> R
         measured: operations - warmup,
         seed: 1,
     };
-    let mut simulation = Simulation::new(device, None);
+    let mut simulation = Simulation::over(built, None);
     let stats = run_closed_loop(&mut simulation, &spec).map_err(device_error)?;
     let model_lat_us = stats.mean_latency_ns / 1000.0;
     Ok(Point {
@@ -191,7 +191,8 @@ fn management_latency(
     op: &str,
     occupancy: &str,
 ) -> Result<f64, CalibrationError> {
-    let mut device = fresh_device(config, host);
+    let mut built = fresh_device(config, host);
+    let device = &mut built.device;
     let geometry = *device.namespace().geometry();
     let lba_bytes = u64::from(geometry.lba_size);
     let bad = |reason: &str| CalibrationError::Reference {
@@ -204,7 +205,7 @@ fn management_latency(
     let what = format!("{op} at {occupancy}");
     let device_error = |status| CalibrationError::Device { what: what.clone(), status };
     device.precondition(0, bytes).map_err(device_error)?;
-    let mut simulation = Simulation::new(device, None);
+    let mut simulation = Simulation::over(built, None);
     let host_handle = simulation.host();
     let op = op.to_string();
     let outcome = std::rc::Rc::new(std::cell::Cell::new(Err(Status::InvalidOpcode)));

@@ -142,7 +142,7 @@ pub struct FileChurnResult {
 /// Runs the benchmark.
 pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset)).host(HostPath::IoUring).build()?;
-    let (mut device, config) = (built.device, built.config);
+    let (mut device, config, host_side) = (built.device, built.config, built.host);
     let geometry = *device.namespace().geometry();
     let capacity = geometry.zone_cap_lba << geometry.lba_shift;
     let prefilled = (f64::from(geometry.zones) * spec.prefill) as u32;
@@ -160,7 +160,7 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     for zone in 0..prefilled {
         device.precondition(zone, capacity).map_err(|status| ToolError::Prefill { zone, status })?;
     }
-    let mut simulation = Simulation::new(device, Some(spec.seed));
+    let mut simulation = Simulation::with_host(device, host_side, Some(spec.seed));
     let host = simulation.host();
     let mounted: Slot<Rc<ZoneFs<_>>> = Rc::new(RefCell::new(None));
     let sink = Rc::clone(&mounted);

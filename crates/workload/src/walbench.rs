@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::json;
-use zonelab_device::{Device, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_device::{Device, DeviceBuilder, DeviceSpec, HostPath, HostSide, StoreChoice};
 use zonelab_host::{RecoveryStats, Wal, WalConfig, WalDesign, WalStats};
 use zonelab_runtime::{CommandQueue, Simulation};
 use zonelab_zns::MediaStore;
@@ -109,10 +109,14 @@ pub struct WalBenchResult {
 pub fn run(spec: &WalBenchSpec) -> Result<WalBenchResult, ToolError> {
     let store = if spec.recover { StoreChoice::Memory } else { StoreChoice::Null };
     let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset)).host(HostPath::IoUringCmd).store(store).build()?;
-    run_on(built.device, spec)
+    run_on(built.device, built.host, spec)
 }
 
-fn run_on<S: MediaStore + 'static>(device: Device<S>, spec: &WalBenchSpec) -> Result<WalBenchResult, ToolError> {
+fn run_on<S: MediaStore + 'static>(
+    device: Device<S>,
+    host_side: HostSide,
+    spec: &WalBenchSpec,
+) -> Result<WalBenchResult, ToolError> {
     let geometry = *device.namespace().geometry();
     let zone_cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
     let estimate = spec.records * (spec.record_bytes + 4) * 2 + zone_cap_bytes;
@@ -124,7 +128,7 @@ fn run_on<S: MediaStore + 'static>(device: Device<S>, spec: &WalBenchSpec) -> Re
         queue_depth: spec.queue_depth,
         barrier_bytes: spec.barrier_bytes.unwrap_or(zone_cap_bytes),
     };
-    let mut simulation = Simulation::new(device, Some(spec.seed));
+    let mut simulation = Simulation::with_host(device, host_side, Some(spec.seed));
     let host = simulation.host();
     let mut wal = Wal::new(host.clone(), config.clone())?;
     let outcome: Slot<(u64, LatencyStats, WalStats)> = Rc::new(RefCell::new(None));

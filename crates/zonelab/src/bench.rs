@@ -192,17 +192,17 @@ fn sim(preset: &str, runs: usize, commands: u64, json: bool, out: &mut impl Writ
         let mut rates = Vec::new();
         let mut speedup = 0.0;
         for _ in 0..runs {
-            let mut device = DeviceBuilder::new(DeviceSpec::Config(Box::new(config.clone())))
+            let mut built = DeviceBuilder::new(DeviceSpec::Config(Box::new(config.clone())))
                 .build()
-                .map_err(|error| CliError::Config(error.to_string()))?
-                .device;
+                .map_err(|error| CliError::Config(error.to_string()))?;
+            let device = &mut built.device;
             let zones = zones.min(config.namespace.zones);
             if operation == Operation::RandRead {
                 let geometry = *device.namespace().geometry();
                 device.precondition(0, geometry.zone_cap_lba << geometry.lba_shift)?;
             }
             let spec = LoopSpec { operation, bs_bytes, zones, qd_per_zone, warmup: 0, measured: commands, seed: 1 };
-            let mut simulation = Simulation::new(device, None);
+            let mut simulation = Simulation::over(built, None);
             let started = Instant::now();
             run_closed_loop(&mut simulation, &spec)?;
             let wall = started.elapsed().as_secs_f64();

@@ -520,8 +520,8 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
     // `preset:NAME[,key=value...]` is an ephemeral device with the null store; anything else is a device image.
     let built = DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).build().map_err(FioError::Device)?;
     let seed = first.seed.unwrap_or(default_seed);
-    let slat_ns = (built.config.host.for_path(host).submit_us * 1000.0).round() as u64;
-    let Built { device, config } = built;
+    let Built { device, config, host: host_side } = built;
+    let slat_ns = host_side.submit_ns;
     let geometry = *device.namespace().geometry();
     let zone_wps = (0..geometry.zones).map(|zone| {
         let descriptor = device.namespace().zone(zone);
@@ -531,7 +531,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
         }
     });
     let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps.collect(), geometry)));
-    let simulation = Simulation::new(device, Some(seed));
+    let simulation = Simulation::with_host(device, host_side, Some(seed));
     // One scheduler per device, as the block layer has: the first job's.
     let scheduled = Scheduled::new(simulation.host(), first.scheduler, 1280 << 10);
     if let Some(other) = invocation.jobs.iter().find(|job| job.scheduler != first.scheduler) {
