@@ -410,7 +410,12 @@ impl<S: MediaStore + 'static> Simulation<S> {
 
     fn adopt_spawned(&mut self) {
         let mut shared = self.shared.borrow_mut();
-        for task in std::mem::take(&mut shared.spawned) {
+        if shared.spawned.is_empty() {
+            return;
+        }
+        // Drained, not taken, so that the list keeps its allocation for the next spawns.
+        let mut spawned = std::mem::take(&mut shared.spawned);
+        for task in spawned.drain(..) {
             let id = self.tasks.len();
             let waker = Waker::from(Arc::new(TaskWaker { task: id, woken: Arc::clone(&self.woken) }));
             shared.task_wakers.push(waker.clone());
@@ -418,6 +423,7 @@ impl<S: MediaStore + 'static> Simulation<S> {
             self.tasks.push(Some(task));
             self.ready.push_back(id);
         }
+        shared.spawned = spawned;
     }
 
     /// Tasks that have not finished (after `run`, those waiting on something that will never come).
