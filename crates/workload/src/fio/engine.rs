@@ -157,8 +157,6 @@ struct JobState {
     cursor_lba: u64,
     cursor_zone: u32,
     open_zones: Vec<u32>,
-    /// Zones fio resets before a write job starts: every zone of its range that holds data.
-    pending_resets: Vec<u32>,
     writes_since_reset: u64,
     /// The zones this job may read (written at least one block size), as of a `ZoneCache` version.
     readable: (u64, Vec<u32>),
@@ -286,10 +284,6 @@ impl JobState {
         } else {
             (self.still_at_ns, self.still_ios) = (now, 1);
         }
-        if let Some(zone) = self.pending_resets.pop() {
-            zones.set_wp(zone, self.geometry.zone_start_lba(zone));
-            return Some(Io::Reset { zone_start: self.geometry.zone_start_lba(zone) });
-        }
         if !self.options.time_based && self.issued_bytes >= self.budget_bytes {
             return None;
         }
@@ -303,7 +297,11 @@ impl JobState {
             _ if reading => self.next_read(zones)?,
             _ => self.next_write(zones),
         };
-        self.issued_bytes += io.bytes(&self.geometry);
+        // A reset a writer issues before writing a full zone is fio's own, not an I/O of the job's size.
+        let trims = matches!(self.options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish);
+        if trims || !matches!(io, Io::Reset { .. }) {
+            self.issued_bytes += io.bytes(&self.geometry);
+        }
         Some(io)
     }
 
@@ -382,7 +380,7 @@ impl JobState {
             let lba = self.unzoned_lba();
             return Io::Write { lba, blocks: bs };
         }
-        let zone = self.write_zone(zones);
+        let zone = self.write_zone();
         let start = self.geometry.zone_start_lba(zone);
         if zones.full(zone) || self.reset_due(zones) && zones.written(zone) > 0 {
             zones.set_wp(zone, start);
@@ -396,6 +394,10 @@ impl JobState {
         self.writes_since_reset += 1;
         if zones.full(zone) {
             self.open_zones.retain(|&open| open != zone);
+            // fio's sequential offset moves on to the next zone once this one is written to its capacity.
+            if !self.options.rw.is_random() {
+                self.cursor_zone = if zone + 1 >= self.end_zone { self.first_zone } else { zone + 1 };
+            }
         }
         if self.options.zone_append {
             Io::Append { zone_start: start, blocks }
@@ -405,14 +407,11 @@ impl JobState {
     }
 
     /// The zone the next write goes to: the sequential cursor, or for random writes a random zone among at
-    /// most `max_open_zones` open ones.
-    fn write_zone(&mut self, zones: &ZoneCache) -> u32 {
+    /// most `max_open_zones` open ones. Writes go to the zone's write pointer and a full zone is reset first
+    /// (fio's `zbd_adjust_block`); fio resets the zones of a job's range when it starts only for verification,
+    /// which zonelab fio does not do.
+    fn write_zone(&mut self) -> u32 {
         if !self.options.rw.is_random() {
-            // A full zone is left for the next one; coming round to a full zone again, it is reset first.
-            if zones.full(self.cursor_zone) {
-                self.cursor_zone =
-                    if self.cursor_zone + 1 >= self.end_zone { self.first_zone } else { self.cursor_zone + 1 };
-            }
             return self.cursor_zone;
         }
         let limit = if self.options.max_open_zones == 0 { u32::MAX } else { self.options.max_open_zones } as usize;
@@ -666,7 +665,6 @@ impl JobState {
         instance: u32,
         geometry: Geometry,
         (start_lba, end_lba): (u64, u64),
-        zones: &ZoneCache,
         group_start: u64,
         slat_ns: u64,
     ) -> JobState {
@@ -682,11 +680,6 @@ impl JobState {
         let budget_bytes =
             job.io_size.map_or(range_lbas << geometry.lba_shift, |io| io.resolve(device_bytes, zone_bytes));
         let runtime = job.runtime_ns.unwrap_or(u64::MAX / 4);
-        let pending_resets = if job.zonemode_zbd && job.rw.writes() {
-            (first_zone..=last_zone).rev().filter(|&zone| zones.written(zone) > 0).collect()
-        } else {
-            Vec::new()
-        };
         JobState {
             options: job.clone(),
             geometry,
@@ -700,7 +693,6 @@ impl JobState {
             cursor_lba: start_lba,
             cursor_zone: first_zone,
             open_zones: Vec::new(),
-            pending_resets,
             writes_since_reset: 0,
             readable: (u64::MAX, Vec::new()),
             deadline_ns: group_start.saturating_add(job.ramp_time_ns).saturating_add(runtime),
@@ -790,8 +782,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 if let Some(fill) = job.prefill {
                     self.prefill(job, fill, range)?;
                 }
-                let state =
-                    JobState::new(job, instance, geometry, range, &self.zones.borrow(), group_start, self.slat_ns);
+                let state = JobState::new(job, instance, geometry, range, group_start, self.slat_ns);
                 let state = Rc::new(RefCell::new(state));
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
                 for _ in 0..depth {
