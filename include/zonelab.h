@@ -284,6 +284,22 @@ int32_t zl_poll(uint64_t handle,
                 uint32_t *count);
 
 /**
+ * As `zl_poll`, but for the commands the calling thread submitted only, and it first waits, asleep, until at
+ * least `min` of them have completed (at most `max`), until none is in flight, or until `timeout_ns`
+ * nanoseconds have passed (0: no limit); `*count` may then be below `min`. What an I/O engine's "get events"
+ * needs when several threads share a device: fio's external engine uses it.
+ *
+ * # Safety
+ * `completions` points to `max` writable `zl_completion`s; `count` is writable.
+ */
+int32_t zl_poll_wait(uint64_t handle,
+                     struct zl_completion *completions,
+                     uint32_t max,
+                     uint32_t min,
+                     uint64_t timeout_ns,
+                     uint32_t *count);
+
+/**
  * Writes the device's statistics as a NUL-terminated JSON object into `buf` (`len` bytes): command
  * counters, flash operations by source, total energy in joules and wear (erase counts per block). Sets
  * `*needed` to the bytes the whole text takes with its NUL; a `len` below that is `ZL_EINVAL` and writes nothing.
@@ -295,6 +311,12 @@ int32_t zl_stats_json(uint64_t handle,
                       char *buf,
                       size_t len,
                       size_t *needed);
+
+/**
+ * The errno a Linux host would see for any code this library returns: for an NVMe status as the kernel maps
+ * it (Too Many Active Zones: EOVERFLOW; Too Many Open Zones: ETOOMANYREFS; any other: EIO), 0 for ZL_OK.
+ */
+int32_t zl_errno(int32_t code);
 
 /**
  * A static, NUL-terminated description of any code this library returns.

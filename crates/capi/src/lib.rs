@@ -18,6 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_runtime::{block_on, CommandQueue, IoData, Output, QueuedCommand, RealTime, RealTimeHost, Simulation};
@@ -118,10 +119,12 @@ pub struct zl_completion {
     pub lba: u64,
 }
 
-/// A submitted command waiting to be polled: its tag, where a read's data goes, and its result or future.
+/// A submitted command waiting to be polled: its tag, where a read's data goes, the thread that submitted it,
+/// and its result or future.
 struct Inflight<F> {
     tag: u64,
     read_into: Option<usize>,
+    submitter: std::thread::ThreadId,
     pending: F,
 }
 
@@ -478,16 +481,18 @@ pub unsafe extern "C" fn zl_submit(handle: u64, io: *const zl_io, tag: u64) -> i
         };
         if let Some(device) = real(handle) {
             let pending = Box::pin(queue_pair(handle, &device).submit_pending(command));
-            lock(&device.inflight).push(Inflight { tag, read_into, pending });
+            let submitter = std::thread::current().id();
+            lock(&device.inflight).push(Inflight { tag, read_into, submitter, pending });
             return ZL_OK;
         }
         VIRTUAL.with(|devices| {
             let devices = devices.borrow();
             let Some(device) = devices.get(&handle) else { return ZL_EHANDLE };
             let (host, done) = (device.simulation.host(), Rc::clone(&device.done));
+            let submitter = std::thread::current().id();
             device.simulation.host().spawn(async move {
                 let pending = host.submit(command).await;
-                done.borrow_mut().push(Inflight { tag, read_into, pending });
+                done.borrow_mut().push(Inflight { tag, read_into, submitter, pending });
             });
             ZL_OK
         })
@@ -503,51 +508,148 @@ pub unsafe extern "C" fn zl_submit(handle: u64, io: *const zl_io, tag: u64) -> i
 #[no_mangle]
 pub unsafe extern "C" fn zl_poll(handle: u64, completions: *mut zl_completion, max: u32, count: *mut u32) -> i32 {
     guard(|| {
-        if completions.is_null() || count.is_null() {
-            return ZL_EINVAL;
+        let waker = std::task::Waker::noop();
+        match take_completed(handle, max as usize, waker, None) {
+            // SAFETY: the caller's promises are `deliver`'s.
+            Ok((ready, _)) => unsafe { deliver(&ready, completions, max, count) },
+            Err(code) => code,
         }
-        let ready = match take_completed(handle, max as usize) {
-            Ok(ready) => ready,
-            Err(code) => return code,
-        };
-        // SAFETY: the caller passes room for `max` completions; `ready` holds at most `max`.
-        let out = unsafe { std::slice::from_raw_parts_mut(completions, max as usize) };
-        for (slot, done) in out.iter_mut().zip(&ready) {
-            *slot = zl_completion { tag: done.tag, status: ZL_OK, lba: 0 };
-            match &done.pending {
-                Ok(Output::Appended(lba)) => slot.lba = *lba,
-                Ok(Output::Data(data)) => {
-                    if let Some(address) = done.read_into {
-                        // SAFETY: the caller keeps the read's buffer, of the read's size, valid until now.
-                        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), address as *mut u8, data.len()) };
-                    }
-                }
-                Ok(_) => {}
-                Err(status) => slot.status = status_code(*status),
-            }
-        }
-        // SAFETY: checked non-null; writable as the caller promises.
-        unsafe { *count = ready.len() as u32 };
-        ZL_OK
     })
 }
 
-/// Up to `max` completed commands of the device behind `handle`, removed from its in-flight list.
-fn take_completed(handle: u64, max: usize) -> Result<Vec<Completed>, i32> {
+/// As `zl_poll`, but for the commands the calling thread submitted only, and it first waits, asleep, until at
+/// least `min` of them have completed (at most `max`), until none is in flight, or until `timeout_ns`
+/// nanoseconds have passed (0: no limit); `*count` may then be below `min`. What an I/O engine's "get events"
+/// needs when several threads share a device: fio's external engine uses it.
+///
+/// # Safety
+/// `completions` points to `max` writable `zl_completion`s; `count` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn zl_poll_wait(
+    handle: u64,
+    completions: *mut zl_completion,
+    max: u32,
+    min: u32,
+    timeout_ns: u64,
+    count: *mut u32,
+) -> i32 {
+    guard(|| {
+        if completions.is_null() || count.is_null() || min > max {
+            return ZL_EINVAL;
+        }
+        let deadline = (timeout_ns > 0).then(|| Instant::now() + Duration::from_nanos(timeout_ns));
+        let waker = std::task::Waker::from(Arc::new(Unparker(std::thread::current())));
+        let mut ready = Vec::new();
+        let spin_until = Instant::now() + SPIN_BEFORE_PARK;
+        loop {
+            let me = Some(std::thread::current().id());
+            let left = match take_completed(handle, max as usize - ready.len(), &waker, me) {
+                Ok((more, left)) => {
+                    ready.extend(more);
+                    left
+                }
+                Err(code) => return code,
+            };
+            let now = Instant::now();
+            if ready.len() >= min as usize || left == 0 || deadline.is_some_and(|deadline| now >= deadline) {
+                break;
+            }
+            // A completion due soon is caught by looking again at once for a short while, which on an idle core
+            // costs less than being woken; after that, the device thread wakes this one.
+            if now < spin_until {
+                std::hint::spin_loop();
+                continue;
+            }
+            std::thread::park_timeout(deadline.map_or(WAIT_SLICE, |deadline| (deadline - now).min(WAIT_SLICE)));
+        }
+        // SAFETY: the caller's promises are `deliver`'s.
+        unsafe { deliver(&ready, completions, max, count) }
+    })
+}
+
+/// Writes `ready` into the caller's `completions` (copying read data into the callers' buffers) and its length
+/// into `*count`.
+///
+/// # Safety
+/// `completions` points to `max` writable `zl_completion`s, `max >= ready.len()`; `count` is writable; each
+/// read's buffer is still valid.
+unsafe fn deliver(ready: &[Completed], completions: *mut zl_completion, max: u32, count: *mut u32) -> i32 {
+    if completions.is_null() || count.is_null() {
+        return ZL_EINVAL;
+    }
+    // SAFETY: the caller passes room for `max` completions; `ready` holds at most `max`.
+    let out = unsafe { std::slice::from_raw_parts_mut(completions, max as usize) };
+    for (slot, done) in out.iter_mut().zip(ready) {
+        *slot = zl_completion { tag: done.tag, status: ZL_OK, lba: 0 };
+        match &done.pending {
+            Ok(Output::Appended(lba)) => slot.lba = *lba,
+            Ok(Output::Data(data)) => {
+                if let Some(address) = done.read_into {
+                    // SAFETY: the caller keeps the read's buffer, of the read's size, valid until now.
+                    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), address as *mut u8, data.len()) };
+                }
+            }
+            Ok(_) => {}
+            Err(status) => slot.status = status_code(*status),
+        }
+    }
+    // SAFETY: checked non-null; writable as the caller promises.
+    unsafe { *count = ready.len() as u32 };
+    ZL_OK
+}
+
+/// How long a waiting poll keeps looking before it sleeps.
+const SPIN_BEFORE_PARK: Duration = Duration::from_micros(250);
+
+/// The longest a waiting poll sleeps before it looks again (a bound, in case a wake-up is missed).
+const WAIT_SLICE: Duration = Duration::from_millis(10);
+
+/// Wakes a thread parked in `zl_poll_wait`.
+struct Unparker(std::thread::Thread);
+
+impl std::task::Wake for Unparker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Up to `max` completed commands of the device behind `handle` (of those `only` submitted, if given), removed
+/// from its in-flight list, and how many of those are still in flight; they wake `waker` when they complete
+/// (real time). Another thread's commands are not polled, so that their wakers stay theirs.
+fn take_completed(
+    handle: u64,
+    max: usize,
+    waker: &std::task::Waker,
+    only: Option<std::thread::ThreadId>,
+) -> Result<(Vec<Completed>, usize), i32> {
+    let mine = |submitter: std::thread::ThreadId| only.is_none_or(|thread| thread == submitter);
     if let Some(device) = real(handle) {
         let mut inflight = lock(&device.inflight);
-        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-        let (mut ready, mut index) = (Vec::new(), 0);
+        let mut context = std::task::Context::from_waker(waker);
+        let (mut ready, mut index, mut left) = (Vec::new(), 0, 0);
         while index < inflight.len() && ready.len() < max {
+            if !mine(inflight[index].submitter) {
+                index += 1;
+                continue;
+            }
             match inflight[index].pending.as_mut().poll(&mut context) {
                 std::task::Poll::Ready(result) => {
                     let done = inflight.remove(index);
-                    ready.push(Inflight { tag: done.tag, read_into: done.read_into, pending: result });
+                    let (tag, read_into, submitter) = (done.tag, done.read_into, done.submitter);
+                    ready.push(Inflight { tag, read_into, submitter, pending: result });
                 }
-                std::task::Poll::Pending => index += 1,
+                std::task::Poll::Pending => {
+                    index += 1;
+                    left += 1;
+                }
             }
         }
-        return Ok(ready);
+        left += inflight[index..].iter().filter(|command| mine(command.submitter)).count();
+        return Ok((ready, left));
     }
     VIRTUAL.with(|devices| {
         let mut devices = devices.borrow_mut();
@@ -555,7 +657,7 @@ fn take_completed(handle: u64, max: usize) -> Result<Vec<Completed>, i32> {
         device.simulation.run();
         let mut done = device.done.borrow_mut();
         let take = done.len().min(max);
-        Ok(done.drain(..take).collect())
+        Ok((done.drain(..take).collect(), done.len()))
     })
 }
 
@@ -605,6 +707,19 @@ pub unsafe extern "C" fn zl_stats_json(handle: u64, buf: *mut c_char, len: usize
         }
         ZL_OK
     })
+}
+
+/// The errno a Linux host would see for any code this library returns: for an NVMe status as the kernel maps
+/// it (Too Many Active Zones: EOVERFLOW; Too Many Open Zones: ETOOMANYREFS; any other: EIO), 0 for ZL_OK.
+#[no_mangle]
+pub extern "C" fn zl_errno(code: i32) -> i32 {
+    match code {
+        ZL_OK => 0,
+        ZL_EHANDLE => libc::EBADF,
+        ZL_EINVAL => libc::EINVAL,
+        ZL_EOPEN => libc::ENODEV,
+        code => u16::try_from(code).ok().and_then(Status::from_code).map_or(libc::EIO, Status::errno),
+    }
 }
 
 /// A static, NUL-terminated description of any code this library returns.

@@ -204,14 +204,9 @@ impl Shared {
     }
 }
 
-/// The errno Linux returns for an NVMe status: `nvme_error_status` maps the zone resource errors to their own
-/// block statuses and `blk_errors` to EOVERFLOW and ETOOMANYREFS; everything else is an I/O error.
+/// The errno Linux returns for an NVMe status (`Status::errno`).
 fn errno_of(status: Status) -> Errno {
-    match status {
-        Status::TooManyActiveZones => Errno::from_i32(libc::EOVERFLOW),
-        Status::TooManyOpenZones => Errno::from_i32(libc::ETOOMANYREFS),
-        _ => Errno::EIO,
-    }
+    Errno::from_i32(status.errno())
 }
 
 fn fs_errno(error: &FsError) -> Errno {

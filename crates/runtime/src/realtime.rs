@@ -30,6 +30,9 @@ use crate::timers::Timers;
 /// microseconds on a loaded Linux host, a spin by well under one.
 const SPIN_BELOW_NS: u64 = 60_000;
 
+/// How long the device thread keeps looking for submissions after its last work before it parks.
+const IDLE_SPIN_NS: u64 = 100_000;
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -219,6 +222,7 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
     let mut pacing = Pacing::default();
     let mut batch = Vec::new();
     let mut to_wake = Vec::new();
+    let mut last_busy_ns = 0;
     loop {
         // Take what every queue pair holds; each pair's lock is held only to drain its queue.
         for pair in lock(&shared.pairs).iter() {
@@ -249,6 +253,9 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
                 }
             }
         }
+        if !cells.is_empty() || due.next_ns().is_some() {
+            last_busy_ns = now;
+        }
         process(device, host, now, &mut cells, &mut due);
         // Deliver what is due.
         let now = shared.now_ns();
@@ -268,6 +275,9 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
         // A submission that arrives from here on rings the doorbell, and a park after an unpark returns at once.
         match due.next_ns() {
             None if shared.stop.load(Ordering::SeqCst) && !shared.submissions_waiting() => break,
+            // A host that just had a completion often submits its next command within microseconds: looking
+            // again for a while costs less than the wake-up of a parked thread on an idle core.
+            None if shared.now_ns().saturating_sub(last_busy_ns) < IDLE_SPIN_NS => std::hint::spin_loop(),
             None => std::thread::park_timeout(Duration::from_millis(10)),
             Some(at_ns) => {
                 let wait = at_ns.saturating_sub(shared.now_ns());
