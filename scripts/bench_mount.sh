@@ -4,7 +4,7 @@
 set -euo pipefail
 Z=${ZONELAB:-target/release/zonelab}
 preset=$1
-size=${2:-16M}
+size=${2:-64M}
 dir=$(mktemp -d)
 "$Z" mount "$preset" "$dir" 2>/dev/null </dev/null >/dev/null &
 pid=$!

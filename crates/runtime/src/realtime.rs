@@ -28,7 +28,14 @@ use crate::timers::Timers;
 
 /// Below this much time to go, the device thread spins instead of sleeping: a sleep overshoots by tens of
 /// microseconds on a loaded Linux host, a spin by well under one.
-const SPIN_BELOW_NS: u64 = 60_000;
+const SPIN_BELOW_NS: u64 = 150_000;
+
+/// A completion delivered more than this after its time counts as late.
+const LATE_AFTER_NS: u64 = 15_000;
+
+/// Until this close to a completion's time the device thread yields its core while it waits (a host thread may
+/// need it), then spins.
+const YIELD_ABOVE_NS: u64 = 5_000;
 
 /// How long the device thread keeps looking for submissions after its last work before it parks.
 const IDLE_SPIN_NS: u64 = 100_000;
@@ -265,7 +272,7 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
                 pacing.completions += 1;
                 pacing.errors_ns.push(delivered.saturating_sub(at_ns));
                 // Late: the device thread reached it only after its time had passed by more than a spin's slack.
-                if delivered > at_ns + SPIN_BELOW_NS / 4 {
+                if delivered > at_ns + LATE_AFTER_NS {
                     pacing.late += 1;
                 }
             }
@@ -277,12 +284,16 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
             None if shared.stop.load(Ordering::SeqCst) && !shared.submissions_waiting() => break,
             // A host that just had a completion often submits its next command within microseconds: looking
             // again for a while costs less than the wake-up of a parked thread on an idle core.
-            None if shared.now_ns().saturating_sub(last_busy_ns) < IDLE_SPIN_NS => std::hint::spin_loop(),
+            // Yielding, not spinning, so that a host thread that needs this core (to take the completion and
+            // submit again) gets it.
+            None if shared.now_ns().saturating_sub(last_busy_ns) < IDLE_SPIN_NS => std::thread::yield_now(),
             None => std::thread::park_timeout(Duration::from_millis(10)),
             Some(at_ns) => {
                 let wait = at_ns.saturating_sub(shared.now_ns());
                 if wait > SPIN_BELOW_NS {
                     std::thread::park_timeout(Duration::from_nanos(wait - SPIN_BELOW_NS));
+                } else if wait > YIELD_ABOVE_NS {
+                    std::thread::yield_now();
                 } else {
                     std::hint::spin_loop();
                 }
