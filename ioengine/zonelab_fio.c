@@ -118,6 +118,13 @@ static struct zonelab_device *file_device(struct fio_file *f)
 	return FILE_ENG_DATA(f);
 }
 
+/* A file is as large as its device's namespace. */
+static void set_file_size(struct fio_file *f, const struct zonelab_device *device)
+{
+	f->real_file_size = device->geometry.namespace_size_lba * lba_bytes(device);
+	fio_file_set_size_known(f);
+}
+
 /* Runs in fio's main thread for each job before the jobs start: attaches each file to its device. */
 static int zonelab_setup(struct thread_data *td)
 {
@@ -140,8 +147,7 @@ static int zonelab_setup(struct thread_data *td)
 			}
 			FILE_SET_ENG_DATA(f, device);
 		}
-		f->real_file_size = device->geometry.namespace_size_lba * lba_bytes(device);
-		fio_file_set_size_known(f);
+		set_file_size(f, device);
 		/* A zoned block device, not a regular file in which fio would emulate zones. */
 		f->filetype = FIO_TYPE_BLOCK;
 	}
@@ -218,8 +224,7 @@ static int zonelab_get_file_size(struct thread_data *td, struct fio_file *f)
 	(void)td;
 	if (!device)
 		return ENODEV;
-	f->real_file_size = device->geometry.namespace_size_lba * lba_bytes(device);
-	fio_file_set_size_known(f);
+	set_file_size(f, device);
 	return 0;
 }
 
