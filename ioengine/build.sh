@@ -6,21 +6,22 @@
 #
 #   ioengine/build.sh [FIO_SOURCE_DIR] [OUT_DIR] [PROFILE]
 #
-# FIO_SOURCE_DIR defaults to $ZONELAB_FIO_SRC, else target/fio-src/fio-<version of the installed fio>, fetched
-# there if missing; OUT_DIR to target/<PROFILE>; PROFILE (the cargo profile libzonelab.so is built with) to
-# release. Prints the path of the engine it built.
+# FIO_SOURCE_DIR (empty: the default) defaults to $ZONELAB_FIO_SRC, else target/fio-src/fio-<version of the
+# installed fio>, fetched there if missing; OUT_DIR to target/<PROFILE>; PROFILE (the cargo profile
+# libzonelab.so is built with) to release. Prints the path of the engine it built.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 profile="${3:-release}"
 out="${2:-$root/target/$profile}"
 
 version="$(fio --version | sed 's/^fio-//')"
-src="${1:-${ZONELAB_FIO_SRC:-$root/target/fio-src/fio-$version}}"
-if [ ! -f "$src/fio.h" ]; then
-    parent="$(dirname "$src")"
-    mkdir -p "$parent"
-    echo "fetching fio $version's source into $parent (apt-get source fio)" >&2
-    (cd "$parent" && apt-get source "fio=$(dpkg-query -W -f='${Version}' fio)" >&2)
+default_src="$root/target/fio-src/fio-$version"
+src="${1:-${ZONELAB_FIO_SRC:-$default_src}}"
+# Only the default place is filled by fetching; a source tree named by the caller must be one.
+if [ "$src" = "$default_src" ] && [ ! -f "$src/fio.h" ]; then
+    mkdir -p "$root/target/fio-src"
+    echo "fetching fio $version's source into target/fio-src (apt-get source fio)" >&2
+    (cd "$root/target/fio-src" && apt-get source "fio=$(dpkg-query -W -f='${Version}' fio)" >&2)
 fi
 if [ ! -f "$src/fio.h" ]; then
     echo "error: no fio source at $src (apt-get source fio needs a deb-src entry and dpkg-dev)" >&2
