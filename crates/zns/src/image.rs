@@ -137,9 +137,53 @@ fn lock(dir: &Path, journal_path: &Path) -> Result<fs::File, ImageError> {
     Ok(file)
 }
 
+/// The directory beside `dir` that a creation by process `pid` builds in, and where the image it replaces
+/// goes before it is removed: `.NAME.zonelab-new-PID`.
+fn sibling(dir: &Path, pid: u32) -> PathBuf {
+    let name = dir.file_name().map_or_else(|| "image".into(), |name| name.to_string_lossy().into_owned());
+    dir.with_file_name(format!(".{name}.zonelab-new-{pid}"))
+}
+
+/// Exchanges two directories at once, so that no instant sees neither.
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let (a, b) = (std::ffi::CString::new(a.as_os_str().as_bytes())?, std::ffi::CString::new(b.as_os_str().as_bytes())?);
+    // SAFETY: both paths are NUL-terminated strings that live across the call.
+    let result =
+        unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Removes what creations of `dir` by processes no longer running left beside it.
+fn remove_leftovers(dir: &Path) {
+    let Some(name) = dir.file_name().map(|name| name.to_string_lossy().into_owned()) else { return };
+    let parent = match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(entries) = fs::read_dir(&parent) else { return };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file_name.strip_prefix(&format!(".{name}.zonelab-new-")) else { continue };
+        let running = pid.parse::<u32>().is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        if !running {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 impl Image {
     /// Creates an image at `dir` with every zone EMPTY. An existing image is replaced only with `force`, and
     /// a directory that is not an image is never replaced.
+    ///
+    /// The new image is built in a directory beside `dir` and renamed into place only when it is complete, so
+    /// a failed or killed creation leaves what was at `dir` as it was. Replacing an image holds its lock from
+    /// before the new one is built until the old one is gone: a second creation racing it gets "in use". What a
+    /// killed creation left beside `dir` is removed by the next one.
     pub fn create(
         dir: &Path,
         store: StoreKind,
@@ -148,9 +192,9 @@ impl Image {
         force: bool,
     ) -> Result<Image, ImageError> {
         let geometry = namespace.validate()?;
-        let config_path = dir.join(CONFIG_FILE);
+        let (mut _old_lock, mut replace) = (None, false);
         if dir.exists() {
-            let is_image = config_path.exists();
+            let is_image = dir.join(CONFIG_FILE).exists();
             let is_empty_dir = fs::read_dir(dir).map(|mut entries| entries.next().is_none()).unwrap_or(false);
             if !is_image && !is_empty_dir {
                 return Err(ImageError::NotAnImage(dir.to_path_buf()));
@@ -158,26 +202,66 @@ impl Image {
             if is_image && !force {
                 return Err(ImageError::Exists(dir.to_path_buf()));
             }
-            if is_image {
-                let journal_path = dir.join(JOURNAL_FILE);
-                let _in_use_check = if journal_path.exists() { Some(lock(dir, &journal_path)?) } else { None };
-                fs::remove_file(&config_path).map_err(io_error(&config_path))?;
-                for stale in [JOURNAL_FILE, DATA_FILE, MEDIA_STATE_FILE] {
-                    let _ = fs::remove_file(dir.join(stale));
-                }
+            let journal_path = dir.join(JOURNAL_FILE);
+            if is_image && journal_path.exists() {
+                _old_lock = Some(lock(dir, &journal_path)?);
             }
+            replace = is_image;
         }
+        remove_leftovers(dir);
+        let building = sibling(dir, std::process::id());
+        // Errors name the image's own files, not the directory it is built in.
+        let built = Image::build(&building, store, &geometry, namespace, device).map_err(|error| match error {
+            ImageError::Io { path, source } => {
+                let path = path.strip_prefix(&building).map_or(path.clone(), |file| dir.join(file));
+                ImageError::Io { path, source }
+            }
+            other => other,
+        });
+        let placed = built.and_then(|()| Image::put_in_place(&building, dir, replace));
+        if placed.is_err() {
+            let _ = fs::remove_dir_all(&building);
+        }
+        placed?;
+        drop(_old_lock);
+        Image::open(dir)
+    }
+
+    /// Writes a complete image (data file, journal, then configuration) into the new directory `dir`.
+    fn build(
+        dir: &Path,
+        store: StoreKind,
+        geometry: &crate::Geometry,
+        namespace: NamespaceConfig,
+        device: Option<toml::Table>,
+    ) -> Result<(), ImageError> {
         fs::create_dir_all(dir).map_err(io_error(dir))?;
-        let size_bytes = geometry.nsze_lba << geometry.lba_shift;
         if store == StoreKind::File {
             let data_path = dir.join(DATA_FILE);
-            FileStore::create(&data_path, size_bytes).map_err(io_error(&data_path))?;
+            FileStore::create(&data_path, geometry.nsze_lba << geometry.lba_shift).map_err(io_error(&data_path))?;
         }
-        ZoneJournal::create(&dir.join(JOURNAL_FILE), &geometry)?;
+        ZoneJournal::create(&dir.join(JOURNAL_FILE), geometry)?;
         let config = ImageConfig { format_version: IMAGE_FORMAT_VERSION, store, namespace, device };
         let text = toml::to_string(&config).expect("an image configuration always serializes");
+        let config_path = dir.join(CONFIG_FILE);
         fs::write(&config_path, text).map_err(io_error(&config_path))?;
-        Image::open(dir)
+        fs::File::open(dir).and_then(|handle| handle.sync_all()).map_err(io_error(dir))
+    }
+
+    /// Moves the complete image at `building` to `dir`: over nothing or an empty directory, or, with
+    /// `replace`, over the old image, exchanging the two at once (`renameat2(RENAME_EXCHANGE)`), then removing
+    /// the old one.
+    fn put_in_place(building: &Path, dir: &Path, replace: bool) -> Result<(), ImageError> {
+        let taken = |error: io::Error| match error.raw_os_error() {
+            Some(libc::ENOTEMPTY) | Some(libc::EEXIST) => ImageError::Exists(dir.to_path_buf()),
+            _ => io_error(dir)(error),
+        };
+        if !replace {
+            return fs::rename(building, dir).map_err(taken);
+        }
+        exchange(building, dir).map_err(io_error(dir))?;
+        let _ = fs::remove_dir_all(building);
+        Ok(())
     }
 
     /// Opens an image, completing any many-zone command a crash interrupted.

@@ -95,6 +95,55 @@ fn create_does_not_replace_without_force_or_clobber_other_directories() {
 }
 
 #[test]
+fn a_failed_create_force_leaves_the_old_image_and_nothing_beside_it() {
+    let img = image(&[]);
+    ok(&["write", img.s(), "--lba", "0", "--pattern", "7", "--blocks", "2"]);
+    let before = snapshot(&img.path);
+    let run = zonelab(&["create", img.s(), "--force", "--zones", "4294967295"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains(&format!("{}/data", img.s())), "names the image's file: {}", run.stderr);
+    assert_eq!(snapshot(&img.path), before, "the old image is as it was");
+    let parent = img.path.parent().expect("parent");
+    let beside: Vec<String> = std::fs::read_dir(parent)
+        .expect("read dir")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(beside, ["img"], "nothing left beside the image");
+
+    // What a killed creation (a process no longer running) left beside the image is removed by the next one.
+    let leftover = parent.join(".img.zonelab-new-4294967");
+    std::fs::create_dir(&leftover).expect("leftover");
+    ok(&["create", img.s(), "--force", "--zones", "2"]);
+    assert!(!leftover.exists());
+    assert_eq!(zone_state(&img, 1), "empty");
+}
+
+#[test]
+fn concurrent_creates_of_one_image_never_corrupt_it() {
+    let img = image(&[]);
+    for round in 0..8 {
+        let spawn = |extra: &[&str]| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_zonelab"))
+                .args(["create", img.s(), "--force"])
+                .args(extra)
+                .output()
+                .expect("run zonelab")
+        };
+        let (first, second) = std::thread::scope(|scope| {
+            let first = scope.spawn(|| spawn(&["--zones", "8", "--zone-size", "64k"]));
+            let second = scope.spawn(|| spawn(&["--zones", "16", "--zone-size", "128k", "--lba-size", "512"]));
+            (first.join().expect("first"), second.join().expect("second"))
+        });
+        for output in [&first, &second] {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success() || stderr.contains("in use"), "round {round}: {stderr}");
+        }
+        assert!(first.status.success() || second.status.success(), "round {round}: one of them replaced it");
+        ok(&["report", img.s()]);
+    }
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let img = image(&[]);
     usage_error(&["open", img.s()], "--zone");
