@@ -238,7 +238,7 @@ impl<S: MediaStore> Future for Sleep<S> {
             Some(until) if now >= until => Poll::Ready(()),
             Some(_) => Poll::Pending,
             None => {
-                let until = now + self.duration_ns;
+                let until = now.saturating_add(self.duration_ns);
                 let wakee = shared.wakee(context);
                 let target = match wakee {
                     Wakee::Task(task) => Target::Task(task),

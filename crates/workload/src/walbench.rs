@@ -16,6 +16,14 @@ use zonelab_zns::MediaStore;
 use crate::args::{take, Slot, ToolError, ToolOption};
 use crate::fio::LatencyStats;
 
+/// Limits of the options, checked before anything is allocated: a record is built in memory once, and the
+/// device time of a run (records x put cost) stays far below 2^64 ns.
+const MAX_RECORD_BYTES: u64 = 64 << 20;
+const MAX_RECORDS: u64 = 1 << 32;
+const MAX_BUFFER_BYTES: u64 = 1 << 30;
+const MAX_QUEUE_DEPTH: u64 = 65_536;
+const MAX_PUT_COST_US: f64 = 1e6;
+
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct WalBenchSpec {
@@ -76,7 +84,15 @@ pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, ToolError> {
             "barrier" => spec.barrier_bytes = if option.value()? == "zone" { None } else { Some(option.bytes()?) },
             "record-size" => spec.record_bytes = option.bytes()?,
             "records" => spec.records = option.number()?,
-            "put-cost-us" => spec.put_cost_ns = (option.number::<f64>()? * 1000.0) as u64,
+            "put-cost-us" => {
+                let us = option.number::<f64>()?;
+                if !(0.0..=MAX_PUT_COST_US).contains(&us) {
+                    return Err(ToolError::Usage(format!(
+                        "option put-cost-us: {us} is not a time from 0 to {MAX_PUT_COST_US} microseconds"
+                    )));
+                }
+                spec.put_cost_ns = (us * 1000.0).round() as u64;
+            }
             "sync-every" => spec.sync_every = option.number()?,
             "recover" => spec.recover = true,
             "seed" => spec.seed = option.number()?,
@@ -86,6 +102,16 @@ pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, ToolError> {
     }
     if spec.records == 0 || spec.record_bytes == 0 {
         return Err(ToolError::Usage("records and record-size must be positive".into()));
+    }
+    for (name, value, most) in [
+        ("record-size", spec.record_bytes, MAX_RECORD_BYTES),
+        ("records", spec.records, MAX_RECORDS),
+        ("buffer", spec.buffer_bytes, MAX_BUFFER_BYTES),
+        ("qd", u64::from(spec.queue_depth), MAX_QUEUE_DEPTH),
+    ] {
+        if value > most {
+            return Err(ToolError::Usage(format!("option {name}: {value} is more than {most}, its limit")));
+        }
     }
     Ok(spec)
 }

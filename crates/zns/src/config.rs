@@ -11,6 +11,10 @@ use crate::ByteSize;
 /// Memory page size the ZASL and MDTS exponents count in (CAP.MPSMIN = 4 KiB, as Linux assumes).
 pub const MIN_PAGE_BYTES: u64 = 4096;
 
+/// The most zones a namespace may have: 2^20, ten times the zone count of the largest shipping ZNS drives, and a
+/// bound on the zone state, journal and flash model a namespace allocates (about 100 bytes a zone).
+pub const MAX_ZONES: u32 = 1 << 20;
+
 /// What Close does to an open zone whose write pointer is still at the zone start (SEMANTICS.md 1.1 fn 4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -26,7 +30,7 @@ pub enum CloseEmptyOpenZone {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct NamespaceConfig {
-    /// Number of zones. Default 16; at least 1.
+    /// Number of zones. Default 16; at least 1, at most `MAX_ZONES`.
     pub zones: u32,
     /// Zone size. Default 16MiB; a power of two, at least one LBA.
     pub zone_size: ByteSize,
@@ -136,6 +140,12 @@ impl NamespaceConfig {
         if self.zones == 0 {
             return Err(refuse("zones", "a namespace needs at least one zone".into()));
         }
+        if self.zones > MAX_ZONES {
+            return Err(refuse(
+                "zones",
+                format!("{} zones is more than {MAX_ZONES}, the most zonelab keeps state for", self.zones),
+            ));
+        }
         let zone_bytes = self.zone_size.bytes();
         if !zone_bytes.is_power_of_two() {
             return Err(refuse("zone-size", format!("{} is not a power of two", self.zone_size)));
@@ -216,6 +226,7 @@ mod tests {
         assert_eq!(refused_field(NamespaceConfig { zone_cap: ByteSize(6000), ..base() }), "zone-cap");
         assert_eq!(refused_field(NamespaceConfig { max_open: 8, max_active: 4, ..base() }), "max-open");
         assert_eq!(refused_field(NamespaceConfig { zones: 0, ..base() }), "zones");
+        assert_eq!(refused_field(NamespaceConfig { zones: MAX_ZONES + 1, ..base() }), "zones");
         assert_eq!(refused_field(NamespaceConfig { lba_size: 1024, ..base() }), "lba-size");
         assert_eq!(refused_field(NamespaceConfig { zasl: ByteSize(12 << 10), ..base() }), "zasl");
         assert_eq!(refused_field(NamespaceConfig { zasl: ByteSize(1 << 20), ..base() }), "zasl");

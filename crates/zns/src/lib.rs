@@ -39,7 +39,7 @@ mod status;
 mod store;
 mod zone;
 
-pub use config::{CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, MIN_PAGE_BYTES};
+pub use config::{CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, MAX_ZONES, MIN_PAGE_BYTES};
 pub use effect::{Effect, Effects, Executed, TransitionCause};
 pub use fault::HostFault;
 pub use image::{Image, ImageConfig, ImageError, ImageLock, StoreKind, IMAGE_FORMAT_VERSION};

@@ -83,8 +83,9 @@ enum Command {
         action: experiment::ExperimentAction,
     },
     /// A WAL-bound PUT stream into ZWAL or the conventional WAL, and optionally its recovery. Options:
-    /// --preset=NAME --design=zwal|conventional --buffer=SIZE --qd=N --barrier=SIZE|zone --record-size=SIZE
-    /// --records=N --put-cost-us=F --sync-every=N --recover --seed=N --output-format=normal|json
+    /// --preset=NAME --design=zwal|conventional --buffer=SIZE (at most 1GiB) --qd=N (at most 65536)
+    /// --barrier=SIZE|zone --record-size=SIZE (at most 64MiB) --records=N (at most 2^32) --put-cost-us=F (0 to
+    /// 1e6) --sync-every=N --recover --seed=N --output-format=normal|json
     #[command(name = "wal-bench", disable_help_flag = true)]
     WalBench {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]

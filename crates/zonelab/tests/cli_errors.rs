@@ -99,7 +99,7 @@ fn a_failed_create_force_leaves_the_old_image_and_nothing_beside_it() {
     let img = image(&[]);
     ok(&["write", img.s(), "--lba", "0", "--pattern", "7", "--blocks", "2"]);
     let before = snapshot(&img.path);
-    let run = zonelab(&["create", img.s(), "--force", "--zones", "4294967295"]);
+    let run = zonelab(&["create", img.s(), "--force", "--zones", "1048576", "--zone-size", "8TiB"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains(&format!("{}/data", img.s())), "names the image's file: {}", run.stderr);
     assert_eq!(snapshot(&img.path), before, "the old image is as it was");

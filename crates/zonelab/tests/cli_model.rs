@@ -120,6 +120,12 @@ fn wal_bench_runs_both_designs_and_recovers() {
     usage_error(&["wal-bench", "--design=paper"], "zwal or conventional");
     usage_error(&["wal-bench", "--bogus=1"], "unrecognized option '--bogus=1'");
     usage_error(&["wal-bench", "--preset=nope"], "unknown preset \"nope\"");
+    // Out-of-range values are refused before anything is allocated or any time is added.
+    usage_error(&["wal-bench", "--record-size=99999999p", "--records=1"], "option record-size");
+    usage_error(&["wal-bench", "--record-size=1p", "--records=1"], "option record-size");
+    for cost in ["1e14", "inf", "nan", "-1"] {
+        usage_error(&["wal-bench", &format!("--put-cost-us={cost}")], "option put-cost-us");
+    }
 }
 
 #[test]

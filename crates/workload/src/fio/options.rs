@@ -115,6 +115,34 @@ fn parse_number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, FioEr
     value.trim().parse().map_err(|_| FioError::Options(format!("option {key}: {value:?} is not a number")))
 }
 
+/// An integer option within `[min, max]`, refused with fio 3.33's own words when it is not.
+fn parse_bounded(key: &str, value: &str, min: u32, max: u32) -> Result<u32, FioError> {
+    let number: u64 = parse_number(key, value)?;
+    if number < u64::from(min) {
+        return fail(format!("{key}: min value out of range: {number} ({min} min)"));
+    }
+    if number > u64::from(max) {
+        return fail(format!("{key}: max value out of range: {number} ({max} max)"));
+    }
+    Ok(number as u32)
+}
+
+/// A fraction option in `[0, 1]` (fio's zone_reset_threshold and zone_reset_frequency); fio's words for a value
+/// out of range, and NaN refused too (fio 3.33 takes it and then never resets).
+fn parse_fraction(key: &str, value: &str) -> Result<f64, FioError> {
+    let number: f64 = parse_number(key, value)?;
+    if number.is_nan() {
+        return fail(format!("{key}: {value:?} is not a number from 0 to 1"));
+    }
+    if number < 0.0 {
+        return fail(format!("{key}: value out of range: {number:.6} (range min: 0.000000)"));
+    }
+    if number > 1.0 {
+        return fail(format!("{key}: value out of range: {number:.6} (range max: 1.000000)"));
+    }
+    Ok(number)
+}
+
 /// The I/O pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadWrite {
@@ -325,8 +353,8 @@ impl JobOptions {
             "name" => self.name = need(value)?.to_string(),
             "filename" => self.filename = Some(need(value)?.to_string()),
             "rw" | "readwrite" => self.rw = ReadWrite::parse(need(value)?.trim())?,
-            "rwmixread" => self.rwmixread = parse_number::<u32>(&key, need(value)?)?.min(100),
-            "rwmixwrite" => self.rwmixread = 100 - parse_number::<u32>(&key, need(value)?)?.min(100),
+            "rwmixread" => self.rwmixread = parse_bounded(&key, need(value)?, 0, 100)?,
+            "rwmixwrite" => self.rwmixread = 100 - parse_bounded(&key, need(value)?, 0, 100)?,
             "bs" | "blocksize" => match parse_size(&key, need(value)?)? {
                 SizeSpec::Bytes(bytes) if bytes > 0 => self.bs_bytes = bytes,
                 _ => return fail(format!("option {key}: the block size must be a positive number of bytes")),
@@ -335,8 +363,8 @@ impl JobOptions {
             "offset" => self.offset = parse_size(&key, need(value)?)?,
             "offset_increment" => self.offset_increment = parse_size(&key, need(value)?)?,
             "io_size" | "io_limit" => self.io_size = Some(parse_size(&key, need(value)?)?),
-            "iodepth" => self.iodepth = parse_number::<u32>(&key, need(value)?)?.max(1),
-            "numjobs" => self.numjobs = parse_number::<u32>(&key, need(value)?)?.max(1),
+            "iodepth" => self.iodepth = parse_bounded(&key, need(value)?, 1, 65_535)?,
+            "numjobs" => self.numjobs = parse_bounded(&key, need(value)?, 1, 4_096)?,
             "ioengine" => self.ioengine = IoEngine::parse(need(value)?.trim())?,
             "direct" => self.direct = parse_bool(&key, value)?,
             "buffered" => self.direct = !parse_bool(&key, value)?,
@@ -348,8 +376,8 @@ impl JobOptions {
                 }
             }
             "max_open_zones" => self.max_open_zones = parse_number(&key, need(value)?)?,
-            "zone_reset_threshold" => self.zone_reset_threshold = parse_number(&key, need(value)?)?,
-            "zone_reset_frequency" => self.zone_reset_frequency = parse_number(&key, need(value)?)?,
+            "zone_reset_threshold" => self.zone_reset_threshold = parse_fraction(&key, need(value)?)?,
+            "zone_reset_frequency" => self.zone_reset_frequency = parse_fraction(&key, need(value)?)?,
             "rate_iops" => self.rate_iops = parse_number(&key, need(value)?)?,
             "runtime" | "timeout" => self.runtime_ns = Some(parse_time_ns(&key, need(value)?, 1_000_000_000)?),
             "time_based" => self.time_based = parse_bool(&key, value)?,
@@ -594,6 +622,15 @@ mod tests {
         assert!(error("--name=a --output-format=xml").contains("output-format"));
         assert!(error("--name=a --scheduler=bfq").contains("bfq"));
         assert!(error("--name=a --iodepth=many").contains("iodepth"));
+        // fio 3.33's own words for values out of range.
+        assert_eq!(error("--name=a --rwmixread=150"), "fio: rwmixread: max value out of range: 150 (100 max)");
+        assert_eq!(error("--name=a --iodepth=0"), "fio: iodepth: min value out of range: 0 (1 min)");
+        assert_eq!(error("--name=a --numjobs=0"), "fio: numjobs: min value out of range: 0 (1 min)");
+        assert_eq!(
+            error("--name=a --zone_reset_threshold=-1"),
+            "fio: zone_reset_threshold: value out of range: -1.000000 (range min: 0.000000)"
+        );
+        assert!(error("--name=a --zone_reset_frequency=nan").contains("zone_reset_frequency"));
         assert!(error("--rw=write").contains("no jobs"));
         assert!(error("missing.fio").contains("failed to open job file missing.fio"));
     }
