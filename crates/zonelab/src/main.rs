@@ -598,6 +598,11 @@ fn load_data(image: &Image, source: &DataSource, blocks: Option<u64>) -> Result<
                 .checked_mul(lba_size)
                 .filter(|&bytes| bytes <= 1 << 32)
                 .ok_or_else(|| CliError::Usage(format!("--blocks {blocks} is more than one command can carry")))?;
+            // Past MDTS the device refuses the command; say so before building its data.
+            let mdts = image.namespace().config().mdts.0;
+            if mdts != 0 && bytes > mdts {
+                return Err(CliError::Device(Status::InvalidField));
+            }
             Ok(vec![byte; bytes as usize])
         }
         (None, Some(_), _) => Err(CliError::Usage("--pattern needs --blocks N with N at least 1".into())),
