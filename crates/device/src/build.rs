@@ -38,7 +38,8 @@ impl DeviceSpec {
     }
 
     /// `NAME[,key=value...]`, as the tools' `--preset=` takes it: keys as `zonelab create --set` takes them,
-    /// and bare keys are namespace fields (`zones=64` is `namespace.zones=64`).
+    /// and bare keys are namespace fields (`zones=64` is `namespace.zones=64`); `store=null|memory` chooses
+    /// where the device keeps its data, over the tool's default.
     pub fn preset(text: &str) -> DeviceSpec {
         let mut parts = text.split(',');
         let name = parts.next().unwrap_or_default().to_string();
@@ -46,6 +47,24 @@ impl DeviceSpec {
             parts.map(|part| if part.contains('.') { part.to_string() } else { format!("namespace.{part}") }).collect();
         DeviceSpec::Preset { name, overrides }
     }
+}
+
+/// The store a preset spec asks for with `store=null|memory` (taken out of its overrides), else `default`.
+fn store_choice(overrides: Vec<String>, default: StoreChoice) -> Result<(StoreChoice, Vec<String>), PresetError> {
+    let mut store = default;
+    let mut rest = Vec::with_capacity(overrides.len());
+    for item in overrides {
+        match item.strip_prefix("namespace.store=") {
+            Some("null") => store = StoreChoice::Null,
+            Some("memory") => store = StoreChoice::Memory,
+            Some(other) => {
+                let reason = format!("{other:?} is not null (keep no data) or memory (keep it for the run)");
+                return Err(PresetError::Override { key: "store".into(), reason });
+            }
+            None => rest.push(item),
+        }
+    }
+    Ok((store, rest))
 }
 
 /// Where a preset device keeps its data (an image keeps its own).
@@ -121,9 +140,10 @@ impl DeviceBuilder {
         let config_error = |source| BuildError::Config { spec: label.clone(), source };
         match self.spec {
             DeviceSpec::Preset { name, overrides } => {
-                // 1. Configuration.
+                // 1. Configuration, and the spec's choice of store if it makes one.
+                let (store, overrides) = store_choice(overrides, self.store).map_err(config_error)?;
                 let config = DeviceConfig::load(&name, &overrides).map_err(config_error)?;
-                Self::fresh(config, self.store, self.host, &label)
+                Self::fresh(config, store, self.host, &label)
             }
             DeviceSpec::Config(config) => Self::fresh(*config, self.store, self.host, &label),
             DeviceSpec::Image(path) => {
@@ -204,6 +224,15 @@ mod tests {
             }
         );
         assert_eq!(DeviceSpec::parse("img/dev"), DeviceSpec::Image("img/dev".into()));
+        let memory = DeviceBuilder::new(DeviceSpec::parse("preset:instant,store=memory")).build().expect("builds");
+        let mut device = memory.device;
+        device.submit(0, zonelab_zns::Command::Write { slba: 0, data: &[7u8; 4096] }).result.expect("write");
+        let mut back = [0u8; 4096];
+        device.submit(0, zonelab_zns::Command::Read { slba: 0, buf: &mut back }).result.expect("read");
+        assert_eq!(back, [7u8; 4096], "store=memory keeps data over the builder's default (null)");
+        let error =
+            DeviceBuilder::new(DeviceSpec::parse("preset:zn540,store=disk")).build().expect_err("no such store");
+        assert!(error.to_string().contains("\"disk\" is not null"), "{error}");
         let error = DeviceBuilder::new(DeviceSpec::parse("preset:zn540,zonez=4")).build().expect_err("bad key");
         assert!(
             error.to_string().contains("preset:zn540,namespace.zonez=4") && error.to_string().contains("no such field")
