@@ -51,6 +51,17 @@ impl StoreKind {
             StoreKind::Null => "null",
         }
     }
+
+    /// What an image with this store keeps from one process to the next, for a user who might expect more.
+    pub const fn what_persists(self) -> &'static str {
+        match self {
+            StoreKind::File => "zone states and data persist",
+            StoreKind::Memory => {
+                "zone states persist; data lives only while one process has the image open, and later reads return zeros"
+            }
+            StoreKind::Null => "zone states persist; no data is kept (reads return zeros)",
+        }
+    }
 }
 
 /// The contents of `config.toml`.

@@ -150,6 +150,7 @@ pub fn info(image: &Image, json: bool, out: &mut impl Write) -> io::Result<()> {
         let document = json!({
             "image": image.path(),
             "store": image.store_kind().name(),
+            "store_persists": image.store_kind().what_persists(),
             "device_model": device_name(image),
             "lba_size": geometry.lba_size,
             "nr_zones": geometry.zones,
@@ -170,7 +171,8 @@ pub fn info(image: &Image, json: bool, out: &mut impl Write) -> io::Result<()> {
         });
         return writeln!(out, "{document}");
     }
-    writeln!(out, "image:        {} ({} store)", image.path().display(), image.store_kind().name())?;
+    let store = image.store_kind();
+    writeln!(out, "image:        {} ({} store: {})", image.path().display(), store.name(), store.what_persists())?;
     if let Some(name) = device_name(image) {
         writeln!(out, "device model: {name}")?;
     }

@@ -162,8 +162,11 @@ struct CreateArgs {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum StoreArg {
+    /// A sparse data file in the image: zone states and data persist.
     File,
+    /// Zone states persist; data lives only while one process has the image open.
     Memory,
+    /// Zone states persist; no data is kept (reads return zeros).
     Null,
 }
 
@@ -509,13 +512,14 @@ fn create(args: CreateArgs, out: &mut impl Write) -> Result<(), CliError> {
     let geometry = image.namespace().geometry();
     writeln!(
         out,
-        "created {}: {} zones of {} ({} writable), {}-byte LBAs, {} store",
+        "created {}: {} zones of {} ({} writable), {}-byte LBAs, {} store ({})",
         args.image.display(),
         geometry.zones,
         ByteSize(geometry.zone_size_lba << geometry.lba_shift),
         ByteSize(geometry.zone_cap_lba << geometry.lba_shift),
         geometry.lba_size,
-        store.name()
+        store.name(),
+        store.what_persists()
     )
     .map_err(stdout_error)
 }

@@ -141,3 +141,16 @@ fn churn_then_verify() {
     assert!(verified.starts_with("verified "), "{verified}");
     assert!(!verified.starts_with("verified 0 "), "churn must leave written blocks: {verified}");
 }
+
+#[test]
+fn a_memory_store_image_says_its_data_lives_for_one_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mem");
+    let created = ok(&["create", path.to_str().expect("utf-8"), "--store", "memory", "--zones", "2"]);
+    assert!(created.contains("data lives only while one process has the image open"), "{created}");
+    ok(&["write", path.to_str().expect("utf-8"), "--lba", "0", "--pattern", "0x5a", "--blocks", "1"]);
+    let info = ok(&["info", path.to_str().expect("utf-8")]);
+    assert!(info.contains("memory store: zone states persist; data lives only"), "{info}");
+    let read = zonelab(&["read", path.to_str().expect("utf-8"), "--lba", "0", "--blocks", "1"]);
+    assert!(read.raw_stdout.iter().all(|&byte| byte == 0), "as it says: the data did not outlive its process");
+}
