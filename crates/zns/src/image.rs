@@ -97,6 +97,8 @@ pub enum ImageError {
     Config(#[from] crate::ConfigError),
     #[error("{0} is in use by another zonelab process")]
     Busy(PathBuf),
+    #[error("{0} was left in the middle of a many-zone command; any command that changes it completes that first")]
+    NeedsRecovery(PathBuf),
     #[error(transparent)]
     Journal(#[from] JournalError),
 }
@@ -140,9 +142,22 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> ImageError + '_ {
 
 /// Takes the exclusive lock that keeps two processes from driving one image.
 fn lock(dir: &Path, journal_path: &Path) -> Result<fs::File, ImageError> {
+    lock_as(dir, journal_path, Access::ReadWrite)
+}
+
+/// How an image is opened: to drive it (an exclusive lock, files writable), or only to look at it (a shared
+/// lock, files read-only), which works on an image the user may not write and beside other readers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    ReadWrite,
+    ReadOnly,
+}
+
+fn lock_as(dir: &Path, journal_path: &Path, access: Access) -> Result<fs::File, ImageError> {
     let file = fs::File::open(journal_path).map_err(io_error(journal_path))?;
+    let kind = if access == Access::ReadWrite { libc::LOCK_EX } else { libc::LOCK_SH };
     // SAFETY: flock only reads its integer arguments; the descriptor is owned by `file`.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    if unsafe { libc::flock(file.as_raw_fd(), kind | libc::LOCK_NB) } != 0 {
         return Err(ImageError::Busy(dir.to_path_buf()));
     }
     Ok(file)
@@ -277,6 +292,12 @@ impl Image {
 
     /// Opens an image, completing any many-zone command a crash interrupted.
     pub fn open(dir: &Path) -> Result<Image, ImageError> {
+        Image::open_as(dir, Access::ReadWrite)
+    }
+
+    /// Opens an image to look at it (reports, reads) without changing it: files read-only, beside other
+    /// readers. An image a crash left in the middle of a many-zone command must be opened to drive it first.
+    pub fn open_as(dir: &Path, access: Access) -> Result<Image, ImageError> {
         let config_path = dir.join(CONFIG_FILE);
         let text = match fs::read_to_string(&config_path) {
             Ok(text) => text,
@@ -297,13 +318,17 @@ impl Image {
         let config: ImageConfig = toml::from_str(&text).map_err(|error| corrupt(error.message().to_string()))?;
         let geometry = config.namespace.validate()?;
         let journal_path = dir.join(JOURNAL_FILE);
-        let lock_holder = lock(dir, &journal_path)?;
-        let (journal, records, intent) = ZoneJournal::open(&journal_path, &geometry)?;
+        let lock_holder = lock_as(dir, &journal_path, access)?;
+        let writable = access == Access::ReadWrite;
+        let (journal, records, intent) = ZoneJournal::open(&journal_path, &geometry, writable)?;
+        if intent.is_some() && !writable {
+            return Err(ImageError::NeedsRecovery(dir.to_path_buf()));
+        }
         let size_bytes = geometry.nsze_lba << geometry.lba_shift;
         let store: Box<dyn MediaStore> = match config.store {
             StoreKind::File => {
                 let data_path = dir.join(DATA_FILE);
-                let store = FileStore::open(&data_path, size_bytes).map_err(|error| match error.kind() {
+                let store = FileStore::open(&data_path, size_bytes, writable).map_err(|error| match error.kind() {
                     io::ErrorKind::InvalidData => {
                         ImageError::Corrupt { path: data_path.clone(), reason: error.to_string() }
                     }

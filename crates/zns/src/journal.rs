@@ -118,15 +118,16 @@ impl ZoneJournal {
         Ok(ZoneJournal { file })
     }
 
-    /// Opens a journal and checks it against `geometry`, returning every zone's record and any intent left by
-    /// a crash. Nothing is written.
+    /// Opens a journal (for writing too if `writable`) and checks it against `geometry`, returning every zone's
+    /// record and any intent left by a crash. Nothing is written.
     pub fn open(
         path: &Path,
         geometry: &Geometry,
+        writable: bool,
     ) -> Result<(ZoneJournal, Vec<ZoneRecord>, Option<Intent>), JournalError> {
         let corrupt = |reason: String| JournalError::Corrupt { path: path.to_path_buf(), reason };
         let io_error = |source| JournalError::Io { path: path.to_path_buf(), source };
-        let file = OpenOptions::new().read(true).write(true).open(path).map_err(io_error)?;
+        let file = OpenOptions::new().read(true).write(writable).open(path).map_err(io_error)?;
         let expected_len = RECORDS_OFFSET + (RECORD_BYTES as u64) * u64::from(geometry.zones);
         let actual_len = file.metadata().map_err(io_error)?.len();
         if actual_len < 64 {

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use zonelab_device::{DeviceBuilder, DeviceConfig, HostPath};
 use zonelab_zns::{
-    ByteSize, Command as ZnsCommand, Completion, ConfigError, Image, ImageError, InjectError, MediaStore,
+    Access, ByteSize, Command as ZnsCommand, Completion, ConfigError, Image, ImageError, InjectError, MediaStore,
     NamespaceConfig, ReportFilter, Status, StoreKind, ZoneSendAction, ZoneState, ZonedNamespace,
 };
 
@@ -371,7 +371,7 @@ fn run(command: Command) -> Result<(), CliError> {
     match command {
         Command::Create(args) => create(args, &mut stdout),
         Command::Info { image, json } => {
-            let image = Image::open(&image)?;
+            let image = Image::open_as(&image, Access::ReadOnly)?;
             format::info(&image, json, &mut stdout).map_err(stdout_error)
         }
         Command::Report(args) => report(args, &mut stdout),
@@ -525,7 +525,7 @@ fn create(args: CreateArgs, out: &mut impl Write) -> Result<(), CliError> {
 }
 
 fn report(args: ReportArgs, out: &mut impl Write) -> Result<(), CliError> {
-    let image = Image::open(&args.image)?;
+    let image = Image::open_as(&args.image, Access::ReadOnly)?;
     let filter = args.state.map_or(ReportFilter::All, ReportFilter::only);
     let report = image.namespace().report_zones(args.start_lba, filter, args.partial, args.count)?;
     format::report(&image, &report, args.format, out).map_err(stdout_error)
@@ -615,7 +615,7 @@ fn load_data(image: &Image, source: &DataSource, blocks: Option<u64>) -> Result<
 }
 
 fn read(args: ReadArgs, out: &mut impl Write) -> Result<(), CliError> {
-    let mut image = Image::open(&args.image)?;
+    let mut image = Image::open_as(&args.image, Access::ReadOnly)?;
     let lba_size = u64::from(image.namespace().geometry().lba_size);
     let bytes = args
         .blocks

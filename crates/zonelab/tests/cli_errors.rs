@@ -266,3 +266,54 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+/// Runs zonelab as the unprivileged user `nobody` (with setpriv, which needs root); None where that is not
+/// possible here, which under CI=true (root, util-linux) is a failure.
+fn as_nobody(args: &[&str]) -> Option<std::process::Output> {
+    let root = running_as_root();
+    let setpriv = std::process::Command::new("setpriv").arg("--version").output().is_ok();
+    if !root || !setpriv {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true runs as root with setpriv");
+        eprintln!("skipped: needs root and setpriv to run as nobody");
+        return None;
+    }
+    Some(
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_zonelab")])
+            .args(args)
+            .output()
+            .expect("run setpriv"),
+    )
+}
+
+fn running_as_root() -> bool {
+    std::process::Command::new("id").arg("-u").output().is_ok_and(|out| out.stdout.starts_with(b"0\n"))
+}
+
+#[test]
+fn a_read_only_image_can_still_be_reported_and_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = dir.path().join("img");
+    let img = path.to_str().expect("utf-8");
+    ok(&["create", img, "--zones", "4"]);
+    ok(&["write", img, "--lba", "0", "--pattern", "0x33", "--blocks", "2"]);
+    for entry in std::fs::read_dir(&path).expect("image") {
+        let file = entry.expect("entry").path();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    let before = snapshot(&path);
+    let Some(report) = as_nobody(&["report", img, "--format", "json"]) else { return };
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    assert!(String::from_utf8_lossy(&report.stdout).contains("\"wp_lba\":2"));
+    let read = as_nobody(&["read", img, "--lba", "0", "--blocks", "1"]).expect("as before");
+    assert!(read.status.success() && read.stdout == vec![0x33; 4096], "{}", String::from_utf8_lossy(&read.stderr));
+    let info = as_nobody(&["info", img]).expect("as before");
+    assert!(info.status.success(), "{}", String::from_utf8_lossy(&info.stderr));
+    let reset = as_nobody(&["reset", img, "--zone", "0"]).expect("as before");
+    assert_eq!(reset.status.code(), Some(1), "changing it is refused");
+    assert!(String::from_utf8_lossy(&reset.stderr).contains("Permission denied"));
+    assert_eq!(snapshot(&path), before, "and nothing changed");
+}

@@ -20,9 +20,9 @@ impl FileStore {
         Ok(FileStore { file })
     }
 
-    /// Opens an existing data file, which must be exactly `size_bytes` long.
-    pub fn open(path: &Path, size_bytes: u64) -> std::io::Result<FileStore> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
+    /// Opens an existing data file (for writing too if `writable`), which must be exactly `size_bytes` long.
+    pub fn open(path: &Path, size_bytes: u64, writable: bool) -> std::io::Result<FileStore> {
+        let file = OpenOptions::new().read(true).write(writable).open(path)?;
         let actual = file.metadata()?.len();
         if actual != size_bytes {
             return Err(std::io::Error::new(
