@@ -124,12 +124,25 @@ fn zone_capacity_below_zone_size() {
 #[test]
 fn the_demo_runs_its_tour() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let image = dir.path().join("demo");
+    let image = dir.path().join("the demo");
     let out = ok(&["demo", "--dir", image.to_str().expect("utf-8")]);
     assert!(out.contains("error: Zone Invalid Write (0x1bc)"), "{out}");
     assert!(out.contains("appended at LBA 256 (0x100)"), "{out}");
     assert!(out.contains("error: Too Many Active Zones (0x1bd)"), "{out}");
     assert!(out.contains("zcond:14(fu)"), "{out}");
+
+    // It never replaces what is there, and stops at the first failure it did not mean to show.
+    let before = zonelab(&["report", image.to_str().expect("utf-8")]).stdout;
+    let again = zonelab(&["demo", "--dir", image.to_str().expect("utf-8")]);
+    assert_eq!(again.code, 1);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    assert!(!again.stdout.contains("Writes go to the write pointer"), "stopped at the first step");
+    assert_eq!(zonelab(&["report", image.to_str().expect("utf-8")]).stdout, before, "the image is as it was");
+    let file = dir.path().join("a file");
+    std::fs::write(&file, "keep me").expect("write");
+    let refused = zonelab(&["demo", "--dir", file.to_str().expect("utf-8")]);
+    assert_eq!(refused.code, 1);
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "keep me");
 }
 
 #[test]
