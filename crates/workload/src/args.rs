@@ -73,6 +73,15 @@ impl<'a> ToolOption<'a> {
         number(self.key, self.value()?).map_err(ToolError::Usage)
     }
 
+    /// `--output-format`: true for json, false for normal; anything else is refused.
+    pub fn json(&self) -> Result<bool, ToolError> {
+        match self.value()? {
+            "json" => Ok(true),
+            "normal" => Ok(false),
+            other => Err(ToolError::Usage(format!("option output-format: {other:?} is not normal or json"))),
+        }
+    }
+
     pub fn unknown(&self) -> ToolError {
         ToolError::Usage(format!("unrecognized option '{}'", self.arg))
     }
@@ -80,7 +89,12 @@ impl<'a> ToolOption<'a> {
 
 /// A size option in bytes (`4096`, `4KiB`, `1m`).
 fn bytes(key: &str, value: &str) -> Result<u64, String> {
-    match parse_size(key, value).map_err(|error| error.to_string())? {
+    // fio's parser words the error for fio; these tools are not fio.
+    let size = parse_size(key, value).map_err(|error| match error {
+        crate::fio::FioError::Options(message) => message,
+        other => other.to_string(),
+    })?;
+    match size {
         SizeSpec::Bytes(bytes) => Ok(bytes),
         _ => Err(format!("option {key}: {value:?} must be a size in bytes")),
     }

@@ -101,7 +101,7 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
             "rounds" => spec.rounds = option.number()?,
             "prefill" => spec.prefill = option.number()?,
             "seed" => spec.seed = option.number()?,
-            "output-format" => spec.json = option.value()? == "json",
+            "output-format" => spec.json = option.json()?,
             _ => return Err(option.unknown()),
         }
     }

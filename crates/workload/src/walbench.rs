@@ -96,7 +96,7 @@ pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, ToolError> {
             "sync-every" => spec.sync_every = option.number()?,
             "recover" => spec.recover = true,
             "seed" => spec.seed = option.number()?,
-            "output-format" => spec.json = option.value()? == "json",
+            "output-format" => spec.json = option.json()?,
             _ => return Err(option.unknown()),
         }
     }

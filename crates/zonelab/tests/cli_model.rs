@@ -123,6 +123,9 @@ fn wal_bench_runs_both_designs_and_recovers() {
     // Out-of-range values are refused before anything is allocated or any time is added.
     usage_error(&["wal-bench", "--record-size=99999999p", "--records=1"], "option record-size");
     usage_error(&["wal-bench", "--record-size=1p", "--records=1"], "option record-size");
+    usage_error(&["wal-bench", "--output-format=xml"], "option output-format: \"xml\" is not normal or json");
+    let run = zonelab(&["wal-bench", "--record-size=abc"]);
+    assert_eq!(run.stderr.trim_end(), "error: option record-size: \"abc\" is not a size (e.g. 4k, 4Ki, 1G, 3z, 50%)");
     for cost in ["1e14", "inf", "nan", "-1"] {
         usage_error(&["wal-bench", &format!("--put-cost-us={cost}")], "option put-cost-us");
     }
@@ -140,4 +143,5 @@ fn file_churn_reports_rezns_figures() {
     assert!(text.contains("rezns: 4 renewed and 0 normal resets"), "{text}");
     usage_error(&["file-churn", "--rounds=0"], "rounds");
     usage_error(&["file-churn", "--preset=nope"], "unknown preset \"nope\"");
+    usage_error(&["file-churn", "--output-format=xml"], "option output-format: \"xml\" is not normal or json");
 }

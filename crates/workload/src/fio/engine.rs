@@ -575,9 +575,10 @@ fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<Strin
         .clone()
         .ok_or_else(|| FioError::Options("no filename given: use --filename=IMAGE or --filename=preset:NAME".into()))?;
     if let Some(other) = invocation.jobs.iter().find(|job| job.filename.as_deref() != Some(filename.as_str())) {
+        let theirs = other.filename.as_deref().map_or("no filename".to_string(), |name| format!("filename {name}"));
         return Err(FioError::Options(format!(
-            "job {} uses filename {:?}: zonelab runs every job of one invocation on one device ({filename})",
-            other.name, other.filename
+            "job {} has {theirs}: zonelab runs every job of one invocation on one device ({filename})",
+            other.name
         )));
     }
     let host = host_path(first.ioengine);

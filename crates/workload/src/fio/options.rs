@@ -462,7 +462,8 @@ fn set_invocation(invocation: &mut FioInvocation, key: &str, value: Option<&str>
             invocation.output_format = match value.map(str::trim) {
                 Some("normal") | Some("terse") => OutputFormat::Normal,
                 Some("json") | Some("json+") => OutputFormat::Json,
-                other => return fail(format!("option output-format: {other:?} is not normal or json")),
+                Some(other) => return fail(format!("option output-format: {other:?} is not normal or json")),
+                None => return fail("option output-format needs a value: normal or json"),
             };
             Ok(true)
         }
