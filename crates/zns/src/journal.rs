@@ -138,12 +138,13 @@ impl ZoneJournal {
         if &header[..8] != MAGIC {
             return Err(corrupt("it does not start with the zonelab journal magic".into()));
         }
+        // The checksum first: a flipped version byte is corruption, not a journal of another version.
+        if !seal_ok(&header[..64]) {
+            return Err(corrupt("its header checksum does not match".into()));
+        }
         let found = u32_le(&header, 8);
         if found != JOURNAL_FORMAT_VERSION {
             return Err(JournalError::Version { path: path.to_path_buf(), found });
-        }
-        if !seal_ok(&header[..64]) {
-            return Err(corrupt("its header checksum does not match".into()));
         }
         if header[..64] != encode_header(geometry) {
             return Err(corrupt("its geometry differs from the image configuration".into()));

@@ -94,6 +94,31 @@ fn an_interrupted_select_all_is_completed_on_open() {
 }
 
 #[test]
+fn readers_share_an_image_and_exclude_a_writer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    drop(Image::create(&path, StoreKind::File, config(), None, false).expect("create"));
+    let first = Image::open_as(&path, zonelab_zns::Access::ReadOnly).expect("a reader");
+    let second = Image::open_as(&path, zonelab_zns::Access::ReadOnly).expect("another reader beside it");
+    assert!(matches!(Image::open(&path), Err(ImageError::Busy(_))), "no writer while they read");
+    drop((first, second));
+    Image::open(&path).expect("free again");
+}
+
+#[test]
+fn a_flipped_version_byte_in_the_journal_is_corruption() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    drop(Image::create(&path, StoreKind::File, config(), None, false).expect("create"));
+    let journal = std::fs::OpenOptions::new().read(true).write(true).open(path.join("zones.meta")).expect("open");
+    let mut byte = [0u8; 1];
+    journal.read_exact_at(&mut byte, 9).expect("read");
+    journal.write_all_at(&[byte[0] ^ 0xff], 9).expect("write");
+    let error = Image::open(&path).expect_err("refused").to_string();
+    assert!(error.contains("is corrupt: its header checksum does not match"), "{error}");
+}
+
+#[test]
 fn one_process_at_a_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("img");
