@@ -184,8 +184,14 @@ fn corrupt_or_foreign_images_are_refused_without_a_panic() {
     std::fs::write(&meta, &damaged).expect("write");
     expect_refusal("the record of zone 3 fails its checksum");
 
+    // A journal of another version, sealed as its writer would seal it; the same byte flipped without the
+    // seal is corruption.
     let mut other_version = original_meta.clone();
     other_version[8] = 9;
+    std::fs::write(&meta, &other_version).expect("write");
+    expect_refusal("is corrupt: its header checksum does not match");
+    let seal = crc32fast::hash(&other_version[..60]).to_le_bytes();
+    other_version[60..64].copy_from_slice(&seal);
     std::fs::write(&meta, &other_version).expect("write");
     expect_refusal("format version 9");
 
