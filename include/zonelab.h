@@ -287,7 +287,8 @@ int32_t zl_poll(uint64_t handle,
  * As `zl_poll`, but for the commands the calling thread submitted only, and it first waits, asleep, until at
  * least `min` of them have completed (at most `max`), until none is in flight, or until `timeout_ns`
  * nanoseconds have passed (0: no limit); `*count` may then be below `min`. What an I/O engine's "get events"
- * needs when several threads share a device: fio's external engine uses it.
+ * needs when several threads share a device: fio's external engine uses it. A `zl_poll` from another thread
+ * never takes its wake-up.
  *
  * # Safety
  * `completions` points to `max` writable `zl_completion`s; `count` is writable.

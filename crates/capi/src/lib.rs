@@ -508,8 +508,7 @@ pub unsafe extern "C" fn zl_submit(handle: u64, io: *const zl_io, tag: u64) -> i
 #[no_mangle]
 pub unsafe extern "C" fn zl_poll(handle: u64, completions: *mut zl_completion, max: u32, count: *mut u32) -> i32 {
     guard(|| {
-        let waker = std::task::Waker::noop();
-        match take_completed(handle, max as usize, waker, None) {
+        match take_completed(handle, max as usize, None) {
             // SAFETY: the caller's promises are `deliver`'s.
             Ok((ready, _)) => unsafe { deliver(&ready, completions, max, count) },
             Err(code) => code,
@@ -520,7 +519,8 @@ pub unsafe extern "C" fn zl_poll(handle: u64, completions: *mut zl_completion, m
 /// As `zl_poll`, but for the commands the calling thread submitted only, and it first waits, asleep, until at
 /// least `min` of them have completed (at most `max`), until none is in flight, or until `timeout_ns`
 /// nanoseconds have passed (0: no limit); `*count` may then be below `min`. What an I/O engine's "get events"
-/// needs when several threads share a device: fio's external engine uses it.
+/// needs when several threads share a device: fio's external engine uses it. A `zl_poll` from another thread
+/// never takes its wake-up.
 ///
 /// # Safety
 /// `completions` points to `max` writable `zl_completion`s; `count` is writable.
@@ -542,8 +542,8 @@ pub unsafe extern "C" fn zl_poll_wait(
         let mut ready = Vec::new();
         let spin_until = Instant::now() + SPIN_BEFORE_PARK;
         loop {
-            let me = Some(std::thread::current().id());
-            let left = match take_completed(handle, max as usize - ready.len(), &waker, me) {
+            let me = std::thread::current().id();
+            let left = match take_completed(handle, max as usize - ready.len(), Some((&waker, me))) {
                 Ok((more, left)) => {
                     ready.extend(more);
                     left
@@ -617,32 +617,40 @@ impl std::task::Wake for Unparker {
     }
 }
 
-/// Up to `max` completed commands of the device behind `handle` (of those `only` submitted, if given), removed
-/// from its in-flight list, and how many of those are still in flight; they wake `waker` when they complete
-/// (real time). Another thread's commands are not polled, so that their wakers stay theirs.
+/// Up to `max` completed commands of the device behind `handle`, removed from its in-flight list, and how many
+/// of those looked at are still in flight. Without `waiter`, any thread's commands are looked at and no waker is
+/// touched (real time). With `waiter`, only the commands its thread submitted, and those still in flight wake
+/// its waker when they complete; another thread's are not polled, so that their wakers stay theirs.
 fn take_completed(
     handle: u64,
     max: usize,
-    waker: &std::task::Waker,
-    only: Option<std::thread::ThreadId>,
+    waiter: Option<(&std::task::Waker, std::thread::ThreadId)>,
 ) -> Result<(Vec<Completed>, usize), i32> {
-    let mine = |submitter: std::thread::ThreadId| only.is_none_or(|thread| thread == submitter);
+    let mine = |submitter: std::thread::ThreadId| waiter.is_none_or(|(_, thread)| thread == submitter);
     if let Some(device) = real(handle) {
         let mut inflight = lock(&device.inflight);
-        let mut context = std::task::Context::from_waker(waker);
         let (mut ready, mut index, mut left) = (Vec::new(), 0, 0);
         while index < inflight.len() && ready.len() < max {
             if !mine(inflight[index].submitter) {
                 index += 1;
                 continue;
             }
-            match inflight[index].pending.as_mut().poll(&mut context) {
-                std::task::Poll::Ready(result) => {
+            let outcome = match waiter {
+                Some((waker, _)) => {
+                    match inflight[index].pending.as_mut().poll(&mut std::task::Context::from_waker(waker)) {
+                        std::task::Poll::Ready(result) => Some(result),
+                        std::task::Poll::Pending => None,
+                    }
+                }
+                None => inflight[index].pending.try_take(),
+            };
+            match outcome {
+                Some(result) => {
                     let done = inflight.remove(index);
                     let (tag, read_into, submitter) = (done.tag, done.read_into, done.submitter);
                     ready.push(Inflight { tag, read_into, submitter, pending: result });
                 }
-                std::task::Poll::Pending => {
+                None => {
                     index += 1;
                     left += 1;
                 }

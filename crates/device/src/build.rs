@@ -23,7 +23,12 @@ use crate::{Device, DeviceConfig, HostPath, HostSide, PresetError};
 /// Which device: a preset (or TOML file) with overrides, a configuration already in hand, or a device image.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceSpec {
-    Preset { name: String, overrides: Vec<String> },
+    /// `store`: the spec's own `store=` value, which wins over the builder's choice.
+    Preset {
+        name: String,
+        overrides: Vec<String>,
+        store: Option<String>,
+    },
     Config(Box<DeviceConfig>),
     Image(PathBuf),
 }
@@ -43,28 +48,16 @@ impl DeviceSpec {
     pub fn preset(text: &str) -> DeviceSpec {
         let mut parts = text.split(',');
         let name = parts.next().unwrap_or_default().to_string();
-        let overrides =
-            parts.map(|part| if part.contains('.') { part.to_string() } else { format!("namespace.{part}") }).collect();
-        DeviceSpec::Preset { name, overrides }
-    }
-}
-
-/// The store a preset spec asks for with `store=null|memory` (taken out of its overrides), else `default`.
-fn store_choice(overrides: Vec<String>, default: StoreChoice) -> Result<(StoreChoice, Vec<String>), PresetError> {
-    let mut store = default;
-    let mut rest = Vec::with_capacity(overrides.len());
-    for item in overrides {
-        match item.strip_prefix("namespace.store=") {
-            Some("null") => store = StoreChoice::Null,
-            Some("memory") => store = StoreChoice::Memory,
-            Some(other) => {
-                let reason = format!("{other:?} is not null (keep no data) or memory (keep it for the run)");
-                return Err(PresetError::Override { key: "store".into(), reason });
+        let (mut overrides, mut store) = (Vec::new(), None);
+        for part in parts {
+            match part.strip_prefix("store=") {
+                Some(choice) => store = Some(choice.to_string()),
+                None if part.contains('.') => overrides.push(part.to_string()),
+                None => overrides.push(format!("namespace.{part}")),
             }
-            None => rest.push(item),
         }
+        DeviceSpec::Preset { name, overrides, store }
     }
-    Ok((store, rest))
 }
 
 /// Where a preset device keeps its data (an image keeps its own).
@@ -74,6 +67,20 @@ pub enum StoreChoice {
     Null,
     /// Sparse memory: data written is data read.
     Memory,
+}
+
+impl StoreChoice {
+    /// A spec's `store=` value.
+    fn parse(text: &str) -> Result<StoreChoice, PresetError> {
+        match text {
+            "null" => Ok(StoreChoice::Null),
+            "memory" => Ok(StoreChoice::Memory),
+            other => Err(PresetError::Override {
+                key: "store".into(),
+                reason: format!("{other:?} is not null (keep no data) or memory (keep it for the run)"),
+            }),
+        }
+    }
 }
 
 /// Why a device could not be opened; each names the spec.
@@ -131,17 +138,19 @@ impl DeviceBuilder {
     /// Steps 1 to 5 of the module documentation.
     pub fn build(self) -> Result<Built, BuildError> {
         let label = match &self.spec {
-            DeviceSpec::Preset { name, overrides } => {
-                std::iter::once(format!("preset:{name}")).chain(overrides.iter().cloned()).collect::<Vec<_>>().join(",")
-            }
+            DeviceSpec::Preset { name, overrides, store } => std::iter::once(format!("preset:{name}"))
+                .chain(overrides.iter().cloned())
+                .chain(store.iter().map(|store| format!("store={store}")))
+                .collect::<Vec<_>>()
+                .join(","),
             DeviceSpec::Config(config) => format!("device {}", config.name),
             DeviceSpec::Image(path) => path.display().to_string(),
         };
         let config_error = |source| BuildError::Config { spec: label.clone(), source };
         match self.spec {
-            DeviceSpec::Preset { name, overrides } => {
+            DeviceSpec::Preset { name, overrides, store } => {
                 // 1. Configuration, and the spec's choice of store if it makes one.
-                let (store, overrides) = store_choice(overrides, self.store).map_err(config_error)?;
+                let store = store.as_deref().map_or(Ok(self.store), StoreChoice::parse).map_err(config_error)?;
                 let config = DeviceConfig::load(&name, &overrides).map_err(config_error)?;
                 Self::fresh(config, store, self.host, &label)
             }
@@ -220,7 +229,8 @@ mod tests {
             DeviceSpec::parse("preset:zn540,zones=64,media.nand.channels=4"),
             DeviceSpec::Preset {
                 name: "zn540".into(),
-                overrides: vec!["namespace.zones=64".into(), "media.nand.channels=4".into()]
+                overrides: vec!["namespace.zones=64".into(), "media.nand.channels=4".into()],
+                store: None,
             }
         );
         assert_eq!(DeviceSpec::parse("img/dev"), DeviceSpec::Image("img/dev".into()));

@@ -355,6 +355,14 @@ pub struct Pending {
     cell: Arc<Cell>,
 }
 
+impl Pending {
+    /// The result if the command has completed, without registering a waker (a poll that does not wait must
+    /// not take the wake-up of whoever does).
+    pub fn try_take(&self) -> Option<Result<Output, Status>> {
+        lock(&self.cell.state).result.take()
+    }
+}
+
 impl Future for Pending {
     type Output = Result<Output, Status>;
 

@@ -10,7 +10,8 @@
 //!   when a device over the image closes, so that wear accumulates over the image's life; absent until then.
 //!   A process killed before closing loses the wear of that process only.
 //!
-//! An image is opened by one process at a time (an exclusive lock on the journal).
+//! An image is driven by one process at a time (an exclusive lock on the journal); processes that only look at
+//! it (reports, reads) share it among themselves (a shared lock).
 
 use std::fs;
 use std::io;
@@ -140,11 +141,6 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> ImageError + '_ {
     move |source| ImageError::Io { path: path.to_path_buf(), source }
 }
 
-/// Takes the exclusive lock that keeps two processes from driving one image.
-fn lock(dir: &Path, journal_path: &Path) -> Result<fs::File, ImageError> {
-    lock_as(dir, journal_path, Access::ReadWrite)
-}
-
 /// How an image is opened: to drive it (an exclusive lock, files writable), or only to look at it (a shared
 /// lock, files read-only), which works on an image the user may not write and beside other readers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,7 +149,8 @@ pub enum Access {
     ReadOnly,
 }
 
-fn lock_as(dir: &Path, journal_path: &Path, access: Access) -> Result<fs::File, ImageError> {
+/// Takes the lock on an image's journal: exclusive to drive it, shared to look at it.
+fn lock(dir: &Path, journal_path: &Path, access: Access) -> Result<fs::File, ImageError> {
     let file = fs::File::open(journal_path).map_err(io_error(journal_path))?;
     let kind = if access == Access::ReadWrite { libc::LOCK_EX } else { libc::LOCK_SH };
     // SAFETY: flock only reads its integer arguments; the descriptor is owned by `file`.
@@ -218,7 +215,7 @@ impl Image {
         force: bool,
     ) -> Result<Image, ImageError> {
         let geometry = namespace.validate()?;
-        let (mut _old_lock, mut replace) = (None, false);
+        let (mut old_lock, mut replace) = (None, false);
         if dir.exists() {
             let is_image = dir.join(CONFIG_FILE).exists();
             let is_empty_dir = fs::read_dir(dir).map(|mut entries| entries.next().is_none()).unwrap_or(false);
@@ -230,17 +227,18 @@ impl Image {
             }
             let journal_path = dir.join(JOURNAL_FILE);
             if is_image && journal_path.exists() {
-                _old_lock = Some(lock(dir, &journal_path)?);
+                old_lock = Some(lock(dir, &journal_path, Access::ReadWrite)?);
             }
             replace = is_image;
         }
         remove_leftovers(dir);
         let building = sibling(dir, std::process::id());
         // Errors name the image's own files, not the directory it is built in.
+        let named = |path: PathBuf| path.strip_prefix(&building).map_or(path.clone(), |file| dir.join(file));
         let built = Image::build(&building, store, &geometry, namespace, device).map_err(|error| match error {
-            ImageError::Io { path, source } => {
-                let path = path.strip_prefix(&building).map_or(path.clone(), |file| dir.join(file));
-                ImageError::Io { path, source }
+            ImageError::Io { path, source } => ImageError::Io { path: named(path), source },
+            ImageError::Journal(JournalError::Io { path, source }) => {
+                ImageError::Journal(JournalError::Io { path: named(path), source })
             }
             other => other,
         });
@@ -249,7 +247,7 @@ impl Image {
             let _ = fs::remove_dir_all(&building);
         }
         placed?;
-        drop(_old_lock);
+        drop(old_lock);
         Image::open(dir)
     }
 
@@ -318,7 +316,7 @@ impl Image {
         let config: ImageConfig = toml::from_str(&text).map_err(|error| corrupt(error.message().to_string()))?;
         let geometry = config.namespace.validate()?;
         let journal_path = dir.join(JOURNAL_FILE);
-        let lock_holder = lock_as(dir, &journal_path, access)?;
+        let lock_holder = lock(dir, &journal_path, access)?;
         let writable = access == Access::ReadWrite;
         let (journal, records, intent) = ZoneJournal::open(&journal_path, &geometry, writable)?;
         if intent.is_some() && !writable {
