@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use zonelab_media::{MediaConfig, MediaConfigError};
-use zonelab_zns::{ConfigError, NamespaceConfig};
+use zonelab_zns::{toml_decode, ConfigError, NamespaceConfig};
 
 /// The compiled-in presets, by name.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -121,13 +121,11 @@ impl DeviceConfig {
     /// Parses a device document, applies overrides and validates the result.
     pub fn parse(origin: &str, text: &str, overrides: &[String]) -> Result<DeviceConfig, PresetError> {
         let parse_error = |message: String| PresetError::Parse { origin: origin.to_string(), message };
-        let mut document: toml::Table =
-            toml::from_str(text).map_err(|error| parse_error(error.message().to_string()))?;
+        let mut document: toml::Table = toml_decode::decode(text).map_err(parse_error)?;
         for assignment in overrides {
             apply_override(&mut document, assignment)?;
         }
-        let config: DeviceConfig =
-            document.try_into().map_err(|error: toml::de::Error| parse_error(error.message().to_string()))?;
+        let config: DeviceConfig = toml_decode::decode_table(document).map_err(parse_error)?;
         config.namespace.validate()?;
         config.media.validate()?;
         Ok(config)

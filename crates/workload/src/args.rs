@@ -95,6 +95,7 @@ fn bytes(key: &str, value: &str) -> Result<u64, String> {
         other => other.to_string(),
     })?;
     match size {
+        SizeSpec::Bytes(u64::MAX) => Err(format!("option {key}: {value:?} is 2^64 bytes or more")),
         SizeSpec::Bytes(bytes) => Ok(bytes),
         _ => Err(format!("option {key}: {value:?} must be a size in bytes")),
     }

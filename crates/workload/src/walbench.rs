@@ -11,7 +11,7 @@ use serde_json::json;
 use zonelab_device::{Device, DeviceBuilder, DeviceSpec, HostPath, HostSide, StoreChoice};
 use zonelab_host::{RecoveryStats, Wal, WalConfig, WalDesign, WalStats};
 use zonelab_runtime::{CommandQueue, Simulation};
-use zonelab_zns::MediaStore;
+use zonelab_zns::{ByteSize, MediaStore};
 
 use crate::args::{take, Slot, ToolError, ToolOption};
 use crate::fio::LatencyStats;
@@ -103,13 +103,18 @@ pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, ToolError> {
     if spec.records == 0 || spec.record_bytes == 0 {
         return Err(ToolError::Usage("records and record-size must be positive".into()));
     }
-    for (name, value, most) in [
-        ("record-size", spec.record_bytes, MAX_RECORD_BYTES),
-        ("records", spec.records, MAX_RECORDS),
-        ("buffer", spec.buffer_bytes, MAX_BUFFER_BYTES),
-        ("qd", u64::from(spec.queue_depth), MAX_QUEUE_DEPTH),
+    for (name, value, most, bytes) in [
+        ("record-size", spec.record_bytes, MAX_RECORD_BYTES, true),
+        ("records", spec.records, MAX_RECORDS, false),
+        ("buffer", spec.buffer_bytes, MAX_BUFFER_BYTES, true),
+        ("qd", u64::from(spec.queue_depth), MAX_QUEUE_DEPTH, false),
     ] {
         if value > most {
+            let (value, most) = if bytes {
+                (ByteSize(value).to_string(), ByteSize(most).to_string())
+            } else {
+                (value.to_string(), most.to_string())
+            };
             return Err(ToolError::Usage(format!("option {name}: {value} is more than {most}, its limit")));
         }
     }

@@ -112,6 +112,28 @@ fn schedulers_decide_whether_deep_writes_in_a_zone_fail() {
     assert!(job.scheduler.merged_requests > 0 && job.scheduler.write_commands < job.write.ios, "{:?}", job.scheduler);
 }
 
+/// fio locks a zone from choosing an offset in it until the I/O completes (`zbd.c`, `zone_lock`), so two
+/// synchronous jobs writing one zone take turns at its write pointer and never collide, even without a
+/// scheduler.
+#[test]
+fn jobs_sharing_a_zone_take_turns_as_fios_zone_locks_make_them() {
+    let writers = fio(&format!(
+        "{DEVICE} --name=w --rw=write --bs=4k --size=1z --io_size=4M --numjobs=2 --ioengine=psync --scheduler=none"
+    ))
+    .expect("runs");
+    for job in &writers.jobs {
+        assert_eq!((job.error, job.write.bytes), (0, 4 << 20), "{:?}", job.error_message);
+    }
+    assert_eq!(writers.groups[0].device.bytes_written, 8 << 20, "both jobs wrote the one zone, one after another");
+    let mixed = fio(&format!(
+        "{DEVICE} --name=w --rw=write --bs=4k --size=1z --io_size=2M --ioengine=psync --name=r --rw=randread --bs=4k --size=1z --io_size=2M --ioengine=psync --prefill=64k"
+    ))
+    .expect("runs");
+    // The reader waits for the writer's lock, then reads below the write pointer it finds.
+    assert!(mixed.jobs.iter().all(|job| job.error == 0), "{:?}", mixed.jobs[1].error_message);
+    assert_eq!(mixed.jobs[1].read.bytes, 2 << 20);
+}
+
 #[test]
 fn time_ramp_and_rate_are_honoured() {
     let result = fio(&format!("{DEVICE} --name=r --rw=write --bs=4k --size=4z --ioengine=spdk --rate_iops=1000 --runtime=2 --ramp_time=1 --time_based")).expect("runs");

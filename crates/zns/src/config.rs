@@ -191,9 +191,9 @@ impl NamespaceConfig {
         })
     }
 
-    /// Parses a TOML configuration, refusing unknown keys.
-    pub fn from_toml(text: &str) -> Result<NamespaceConfig, toml::de::Error> {
-        toml::from_str(text)
+    /// Parses a TOML configuration, refusing unknown keys; the error names the line and key at fault.
+    pub fn from_toml(text: &str) -> Result<NamespaceConfig, String> {
+        crate::toml_decode::decode(text)
     }
 
     pub fn to_toml(&self) -> String {

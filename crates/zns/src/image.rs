@@ -137,6 +137,15 @@ pub struct Image {
     _lock: fs::File,
 }
 
+/// The first namespace key an image's `config.toml` lacks. Every image records every key: a user's configuration
+/// may leave one to its default, but a key missing from an image means the file was damaged (a deleted
+/// `max-open` must not silently lift the limit).
+fn missing_namespace_key(table: &toml::Table) -> Option<String> {
+    let recorded = table.get("namespace").and_then(toml::Value::as_table)?;
+    let every = toml::Table::try_from(NamespaceConfig::default()).expect("a namespace configuration serializes");
+    every.keys().find(|key| !recorded.contains_key(*key)).cloned()
+}
+
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> ImageError + '_ {
     move |source| ImageError::Io { path: path.to_path_buf(), source }
 }
@@ -305,15 +314,18 @@ impl Image {
             Err(error) => return Err(io_error(&config_path)(error)),
         };
         let corrupt = |reason: String| ImageError::Corrupt { path: config_path.clone(), reason };
-        let version = toml::from_str::<toml::Table>(&text)
-            .map_err(|error| corrupt(error.message().to_string()))?
+        let table: toml::Table = crate::toml_decode::decode(&text).map_err(corrupt)?;
+        let version = table
             .get("format-version")
             .and_then(toml::Value::as_integer)
             .ok_or_else(|| corrupt("it has no format-version".into()))?;
         if version != i64::from(IMAGE_FORMAT_VERSION) {
             return Err(ImageError::Version { path: config_path, found: u32::try_from(version).unwrap_or(u32::MAX) });
         }
-        let config: ImageConfig = toml::from_str(&text).map_err(|error| corrupt(error.message().to_string()))?;
+        if let Some(key) = missing_namespace_key(&table) {
+            return Err(corrupt(format!("[namespace] lacks {key}, which every image records")));
+        }
+        let config: ImageConfig = crate::toml_decode::decode(&text).map_err(corrupt)?;
         let geometry = config.namespace.validate()?;
         let journal_path = dir.join(JOURNAL_FILE);
         let lock_holder = lock(dir, &journal_path, access)?;

@@ -3,10 +3,13 @@
 //!
 //! Layout of `zones.meta` (all integers little-endian):
 //! - bytes 0..64, header: magic `ZLABZNS\0`, format version (u32), zone count (u32), zone size in LBAs (u64),
-//!   zone capacity in LBAs (u64), LBA size (u32), CRC32 of bytes 0..60 at 60.
+//!   zone capacity in LBAs (u64), LBA size (u32), journal identity (u64 at 36, random at creation), CRC32 of
+//!   bytes 0..60 at 60.
 //! - bytes 64..128, intent: the select-all action or power cycle in progress, if any (see `Intent`).
 //! - from byte 4096, one 64-byte record per zone: state (u8), attributes (u8), write pointer offset from the
-//!   zone start in LBAs (u64 at 8), implicit-open sequence (u64 at 16), CRC32 of bytes 0..60 at 60.
+//!   zone start in LBAs (u64 at 8), implicit-open sequence (u64 at 16), the zone's index (u32 at 24), the
+//!   journal identity (u64 at 28), CRC32 of bytes 0..60 at 60. The index and identity are sealed into each
+//!   record so that a record copied to another zone's slot, or from another image, is refused as corrupt.
 //!
 //! Why this is crash-safe: each record is one `pwrite` of 64 aligned bytes inside one page, which a killed
 //! process either completes or never starts. A write stores its data before its record, so a write pointer
@@ -23,7 +26,7 @@ use crate::{Geometry, ZoneState};
 
 const MAGIC: &[u8; 8] = b"ZLABZNS\0";
 /// Bumped whenever the layout above changes; an image of another version is refused.
-pub const JOURNAL_FORMAT_VERSION: u32 = 1;
+pub const JOURNAL_FORMAT_VERSION: u32 = 2;
 const INTENT_OFFSET: u64 = 64;
 const RECORDS_OFFSET: u64 = 4096;
 const RECORD_BYTES: usize = 64;
@@ -75,16 +78,29 @@ fn seal_ok(bytes: &[u8]) -> bool {
     crc32fast::hash(&bytes[..CRC_AT]) == u32::from_le_bytes(stored)
 }
 
-fn encode_record(record: &ZoneRecord) -> [u8; RECORD_BYTES] {
+fn encode_record(record: &ZoneRecord, zone: u32, identity: u64) -> [u8; RECORD_BYTES] {
     let mut bytes = [0u8; RECORD_BYTES];
     bytes[0] = record.state as u8;
     bytes[1] = record.attrs;
     bytes[8..16].copy_from_slice(&record.wp_offset_lba.to_le_bytes());
     bytes[16..24].copy_from_slice(&record.open_seq.to_le_bytes());
+    bytes[24..28].copy_from_slice(&zone.to_le_bytes());
+    bytes[28..36].copy_from_slice(&identity.to_le_bytes());
     sealed(bytes)
 }
 
-fn encode_header(geometry: &Geometry) -> [u8; 64] {
+/// A fresh journal identity: the process's random hash keys mixed with the time and process id, so that two
+/// images created anywhere, even in the same nanosecond, differ.
+fn new_identity() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    hasher.write_u128(now.as_nanos());
+    hasher.write_u32(std::process::id());
+    hasher.finish()
+}
+
+fn encode_header(geometry: &Geometry, identity: u64) -> [u8; 64] {
     let mut bytes = [0u8; 64];
     bytes[..8].copy_from_slice(MAGIC);
     bytes[8..12].copy_from_slice(&JOURNAL_FORMAT_VERSION.to_le_bytes());
@@ -92,6 +108,7 @@ fn encode_header(geometry: &Geometry) -> [u8; 64] {
     bytes[16..24].copy_from_slice(&geometry.zone_size_lba.to_le_bytes());
     bytes[24..32].copy_from_slice(&geometry.zone_cap_lba.to_le_bytes());
     bytes[32..36].copy_from_slice(&geometry.lba_size.to_le_bytes());
+    bytes[36..44].copy_from_slice(&identity.to_le_bytes());
     sealed(bytes)
 }
 
@@ -99,6 +116,7 @@ fn encode_header(geometry: &Geometry) -> [u8; 64] {
 #[derive(Debug)]
 pub struct ZoneJournal {
     file: File,
+    identity: u64,
 }
 
 impl ZoneJournal {
@@ -107,15 +125,16 @@ impl ZoneJournal {
         let io_error = |source| JournalError::Io { path: path.to_path_buf(), source };
         let file =
             OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path).map_err(io_error)?;
-        let empty = encode_record(&ZoneRecord { state: ZoneState::Empty, attrs: 0, wp_offset_lba: 0, open_seq: 0 });
+        let identity = new_identity();
+        let empty = ZoneRecord { state: ZoneState::Empty, attrs: 0, wp_offset_lba: 0, open_seq: 0 };
         let mut all = vec![0u8; RECORDS_OFFSET as usize + RECORD_BYTES * geometry.zones as usize];
-        all[..64].copy_from_slice(&encode_header(geometry));
-        for slot in all[RECORDS_OFFSET as usize..].chunks_exact_mut(RECORD_BYTES) {
-            slot.copy_from_slice(&empty);
+        all[..64].copy_from_slice(&encode_header(geometry, identity));
+        for (zone, slot) in (0..).zip(all[RECORDS_OFFSET as usize..].chunks_exact_mut(RECORD_BYTES)) {
+            slot.copy_from_slice(&encode_record(&empty, zone, identity));
         }
         file.write_all_at(&all, 0).map_err(io_error)?;
         file.sync_all().map_err(io_error)?;
-        Ok(ZoneJournal { file })
+        Ok(ZoneJournal { file, identity })
     }
 
     /// Opens a journal (for writing too if `writable`) and checks it against `geometry`, returning every zone's
@@ -146,7 +165,8 @@ impl ZoneJournal {
         if found != JOURNAL_FORMAT_VERSION {
             return Err(JournalError::Version { path: path.to_path_buf(), found });
         }
-        if header[..64] != encode_header(geometry) {
+        let identity = u64_le(&header, 36);
+        if header[..64] != encode_header(geometry, identity) {
             return Err(corrupt("its geometry differs from the image configuration".into()));
         }
         if actual_len != expected_len {
@@ -160,10 +180,17 @@ impl ZoneJournal {
         file.read_exact_at(&mut all, RECORDS_OFFSET).map_err(io_error)?;
         let records = all
             .chunks_exact(RECORD_BYTES)
-            .enumerate()
-            .map(|(zone, bytes)| {
+            .zip(0u32..)
+            .map(|(bytes, zone)| {
                 if !seal_ok(bytes) {
                     return Err(corrupt(format!("the record of zone {zone} fails its checksum")));
+                }
+                if u64_le(bytes, 28) != identity {
+                    return Err(corrupt(format!("the record of zone {zone} comes from another image")));
+                }
+                let owner = u32_le(bytes, 24);
+                if owner != zone {
+                    return Err(corrupt(format!("the record in zone {zone}'s place is zone {owner}'s")));
                 }
                 let state = ZoneState::from_raw(bytes[0])
                     .ok_or_else(|| corrupt(format!("zone {zone} has undefined state {:#x}", bytes[0])))?;
@@ -175,7 +202,7 @@ impl ZoneJournal {
                 Ok(record)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((ZoneJournal { file }, records, intent))
+        Ok((ZoneJournal { file, identity }, records, intent))
     }
 
     fn decode_intent(bytes: &[u8]) -> Result<Option<Intent>, String> {
@@ -190,7 +217,8 @@ impl ZoneJournal {
 
     /// Records the new state of one zone.
     pub fn write_zone(&mut self, zone: u32, record: &ZoneRecord) -> io::Result<()> {
-        self.file.write_all_at(&encode_record(record), RECORDS_OFFSET + RECORD_BYTES as u64 * u64::from(zone))
+        let bytes = encode_record(record, zone, self.identity);
+        self.file.write_all_at(&bytes, RECORDS_OFFSET + RECORD_BYTES as u64 * u64::from(zone))
     }
 
     /// Records that a many-zone command is starting.

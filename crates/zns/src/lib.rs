@@ -37,6 +37,7 @@ pub mod pattern;
 mod size;
 mod status;
 mod store;
+pub mod toml_decode;
 mod zone;
 
 pub use config::{CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, MAX_ZONES, MIN_PAGE_BYTES};

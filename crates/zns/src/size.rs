@@ -69,16 +69,29 @@ impl Serialize for ByteSize {
 impl<'de> Deserialize<'de> for ByteSize {
     /// Accepts a string (`"2GiB"`) or a plain integer number of bytes.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Text(String),
-            Bytes(u64),
+        struct SizeVisitor;
+        impl serde::de::Visitor<'_> for SizeVisitor {
+            type Value = ByteSize;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a size such as \"16MiB\" or a whole number of bytes")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<ByteSize, E> {
+                text.parse().map_err(E::custom)
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, bytes: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize(bytes))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, bytes: i64) -> Result<ByteSize, E> {
+                u64::try_from(bytes)
+                    .map(ByteSize)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(bytes), &self))
+            }
         }
-        match Raw::deserialize(deserializer)? {
-            Raw::Text(text) => text.parse().map_err(serde::de::Error::custom),
-            Raw::Bytes(bytes) => Ok(ByteSize(bytes)),
-        }
+        deserializer.deserialize_any(SizeVisitor)
     }
 }
 

@@ -173,3 +173,51 @@ fn a_zone_finished_by_the_controller_keeps_its_attribute_until_reset() {
     image.namespace_mut().zone_management_send(0, ZoneSendAction::Reset, false).expect("reset");
     assert_eq!(image.namespace().zone(0).attrs, 0);
 }
+
+/// Zone `zone`'s 64-byte record in `zones.meta` (records start at byte 4096).
+fn record_at(zone: u64) -> u64 {
+    4096 + 64 * zone
+}
+
+#[test]
+fn a_record_copied_to_another_zone_or_from_another_image_is_corruption() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, twin) = (dir.path().join("img"), dir.path().join("twin"));
+    drop(Image::create(&path, StoreKind::File, config(), None, false).expect("create"));
+    drop(Image::create(&twin, StoreKind::File, config(), None, false).expect("create a twin of the same shape"));
+    let journal_of = |image: &std::path::Path| {
+        std::fs::OpenOptions::new().read(true).write(true).open(image.join("zones.meta")).expect("open journal")
+    };
+    let original = std::fs::read(path.join("zones.meta")).expect("read journal");
+    let mut record = [0u8; 64];
+
+    journal_of(&path).read_exact_at(&mut record, record_at(3)).expect("read zone 3's record");
+    journal_of(&path).write_all_at(&record, record_at(5)).expect("copy it over zone 5's");
+    let error = Image::open(&path).expect_err("refused").to_string();
+    assert!(error.contains("the record in zone 5's place is zone 3's"), "{error}");
+
+    std::fs::write(path.join("zones.meta"), &original).expect("restore");
+    journal_of(&twin).read_exact_at(&mut record, record_at(2)).expect("read the twin's zone 2");
+    journal_of(&path).write_all_at(&record, record_at(2)).expect("copy it over this image's zone 2");
+    let error = Image::open(&path).expect_err("refused").to_string();
+    assert!(error.contains("the record of zone 2 comes from another image"), "{error}");
+
+    std::fs::write(path.join("zones.meta"), &original).expect("restore");
+    Image::open(&path).expect("the untouched journal opens");
+}
+
+#[test]
+fn a_limit_missing_from_an_image_configuration_is_corruption() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    drop(Image::create(&path, StoreKind::File, config(), None, false).expect("create"));
+    let text = std::fs::read_to_string(path.join("config.toml")).expect("read config");
+    assert!(text.contains("max-open = 2"), "{text}");
+    let without: String = text.lines().filter(|line| !line.starts_with("max-open")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(path.join("config.toml"), without).expect("delete the limit");
+    let error = Image::open(&path).expect_err("refused").to_string();
+    assert!(error.contains("is corrupt: [namespace] lacks max-open, which every image records"), "{error}");
+    std::fs::write(path.join("config.toml"), text.replace("max-open = 2", "max-open = \"two\"")).expect("edit");
+    let error = Image::open(&path).expect_err("refused").to_string();
+    assert!(error.contains("line") && error.contains("namespace.max-open: invalid type: string \"two\""), "{error}");
+}

@@ -136,8 +136,8 @@ struct CreateArgs {
     zones: Option<u32>,
     #[arg(long, value_name = "SIZE")]
     zone_size: Option<ByteSize>,
-    /// Writable capacity of each zone (default: the zone size).
-    #[arg(long, value_name = "SIZE")]
+    /// Writable capacity of each zone, at least one LBA (default: the zone size).
+    #[arg(long, value_name = "SIZE", value_parser = nonzero_size)]
     zone_cap: Option<ByteSize>,
     #[arg(long, value_name = "512|4096")]
     lba_size: Option<u32>,
@@ -461,13 +461,21 @@ fn print_json_or_text(
     out.write_all(text.as_bytes()).map_err(stdout_error)
 }
 
+/// A size that must not be 0 (where a configuration file's 0 means "the default", a flag says what it means).
+fn nonzero_size(text: &str) -> Result<ByteSize, String> {
+    match text.parse::<ByteSize>().map_err(|error| error.to_string())? {
+        ByteSize(0) => Err("0 bytes leaves nothing to write; leave the flag out for the zone size".into()),
+        size => Ok(size),
+    }
+}
+
 fn create(args: CreateArgs, out: &mut impl Write) -> Result<(), CliError> {
     let mut device_model = None;
     let mut config = match (&args.config, &args.preset) {
         (Some(path), _) => {
             let text = fs::read_to_string(path).map_err(|error| CliError::Io(path.clone(), error))?;
             NamespaceConfig::from_toml(&text)
-                .map_err(|error| CliError::Config(format!("{}: {}", path.display(), error.message())))?
+                .map_err(|error| CliError::Config(format!("{}: {error}", path.display())))?
         }
         (None, Some(preset)) => {
             let device =

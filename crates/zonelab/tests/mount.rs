@@ -70,12 +70,14 @@ impl Mount {
         stderr
     }
 
-    /// SIGKILL, then clear the dead mount as an administrator would.
+    /// SIGKILL, then clear the dead mount as an administrator would: lazily, since a writer may still hold a
+    /// file of it open (a plain unmount would then fail with EBUSY and leave the dead mount in the way).
     fn kill(mut self) {
         let mut child = self.child.take().expect("running");
         child.kill().expect("kill -9");
         let _ = child.wait();
-        let _ = Command::new("fusermount3").arg("-u").arg(&self.dir).status();
+        let status = Command::new("fusermount3").arg("-uz").arg(&self.dir).status().expect("fusermount3");
+        assert!(status.success(), "fusermount3 -uz failed on the dead mount");
     }
 }
 

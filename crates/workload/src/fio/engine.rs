@@ -5,6 +5,7 @@
 //! pointers. Jobs separated by `stonewall` or `new_group` run one group after another on the same device.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -12,6 +13,7 @@ use zonelab_device::{Built, DeviceBuilder, DeviceCounters, DeviceSpec, HostPath}
 use zonelab_host::{Scheduled, SchedulerCounters};
 use zonelab_media::FlashCounters;
 use zonelab_runtime::rng::SplitMix64;
+use zonelab_runtime::sync::Notify;
 use zonelab_runtime::{CommandQueue, Host, IoData, QueuedCommand, Simulation};
 use zonelab_zns::{Geometry, MediaStore, Status, ZoneSendAction, ZoneState};
 
@@ -100,11 +102,21 @@ struct ZoneCache {
     /// Fenwick tree over blocks written per zone (1-based).
     written_tree: Vec<u64>,
     version: u64,
+    /// fio's zone locks (`zbd.c`, `zone_lock`): a job instance holds a zone from choosing an offset in it until
+    /// the I/O completes. The lock is recursive, so one instance keeps iodepth I/Os in a zone; another waits
+    /// until all of them complete. By zone: the holding instance and its I/Os in flight there.
+    holders: HashMap<u32, (usize, u32)>,
 }
 
 impl ZoneCache {
     fn new(wp: Vec<u64>, geometry: Geometry) -> ZoneCache {
-        let mut cache = ZoneCache { written_tree: vec![0; wp.len() + 1], wp: Vec::new(), geometry, version: 0 };
+        let mut cache = ZoneCache {
+            written_tree: vec![0; wp.len() + 1],
+            wp: Vec::new(),
+            geometry,
+            version: 0,
+            holders: HashMap::new(),
+        };
         cache.wp = (0..wp.len() as u32).map(|zone| geometry.zone_start_lba(zone)).collect();
         for (zone, wp) in (0..).zip(wp) {
             cache.set_wp(zone, wp);
@@ -141,11 +153,34 @@ impl ZoneCache {
     fn written(&self, zone: u32) -> u64 {
         self.wp[zone as usize] - self.geometry.zone_start_lba(zone)
     }
+
+    fn held_by_another(&self, zone: u32, instance: usize) -> bool {
+        self.holders.get(&zone).is_some_and(|&(holder, _)| holder != instance)
+    }
+
+    fn hold(&mut self, zone: u32, instance: usize) {
+        self.holders.entry(zone).or_insert((instance, 0)).1 += 1;
+    }
+
+    /// Releases one I/O's hold; true when the zone is free for other instances.
+    fn release(&mut self, zone: u32) -> bool {
+        let Some(hold) = self.holders.get_mut(&zone) else { return false };
+        hold.1 -= 1;
+        if hold.1 == 0 {
+            self.holders.remove(&zone);
+            return true;
+        }
+        false
+    }
 }
 
 /// One job instance's state, shared by its iodepth workers.
 struct JobState {
     options: JobOptions,
+    /// This instance among every instance of its group, for zone locks.
+    instance_id: usize,
+    /// In zbd mode, the kind and zone of an I/O chosen but not issued because another instance holds the zone.
+    waiting: Option<(Direction, u32)>,
     geometry: Geometry,
     first_zone: u32,
     end_zone: u32,
@@ -182,6 +217,14 @@ struct JobState {
 /// device time never reaches a runtime or deadline, so a time-bound job would never end; past this bound it
 /// stops, and the run says so.
 const STILL_IOS_BOUND: u64 = 1 << 20;
+
+/// What a job does next.
+enum Next {
+    Issue(Io),
+    /// In zbd mode: wait until another instance releases the zone this one chose.
+    WaitForZone,
+    Done,
+}
 
 /// The direction an I/O is counted in, as fio reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,55 +311,100 @@ impl Io {
 }
 
 impl JobState {
-    /// Picks the next I/O, or None when the job is done. Zone bookkeeping moves when the I/O is issued, as in
-    /// fio. A zone that must be reset before it is written again comes back as a Reset first.
-    fn next_io(&mut self, now: u64, zones: &mut ZoneCache) -> Option<Io> {
+    /// Picks the next I/O. Zone bookkeeping moves when the I/O is issued, as in fio. In zbd mode the zone is
+    /// chosen first and locked as fio does (`zbd_adjust_block`): a zone another instance holds is waited for,
+    /// and the offset in it is chosen once it is free. A zone that must be reset before it is written again
+    /// comes back as a Reset first.
+    fn next_io(&mut self, now: u64, zones: &mut ZoneCache) -> Next {
         if self.error.is_some() || now >= self.deadline_ns {
-            return None;
+            return Next::Done;
         }
         // Only a job bound by its runtime can wait forever for time to pass; a size-bound one ends by its size.
         if now == self.still_at_ns && self.options.runtime_ns.is_some() {
             self.still_ios += 1;
             if self.still_ios > STILL_IOS_BOUND {
                 self.stalled = true;
-                return None;
+                return Next::Done;
             }
         } else {
             (self.still_at_ns, self.still_ios) = (now, 1);
         }
         if !self.options.time_based && self.issued_bytes >= self.budget_bytes {
-            return None;
+            return Next::Done;
         }
+        let trims = matches!(self.options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish);
+        let io = if self.options.zonemode_zbd {
+            let (direction, zone) = match self.waiting.take() {
+                Some(waiting) => waiting,
+                None => {
+                    let direction = self.next_direction(trims);
+                    let Some(zone) = self.pick_zone(direction, zones) else { return Next::Done };
+                    (direction, zone)
+                }
+            };
+            if zones.held_by_another(zone, self.instance_id) {
+                self.waiting = Some((direction, zone));
+                return Next::WaitForZone;
+            }
+            let io = match direction {
+                Direction::Trim => self.trim_in(zone, zones),
+                Direction::Read => match self.read_in(zone, zones) {
+                    Some(io) => io,
+                    // Another instance reset the zone while this one waited: choose again.
+                    None => return self.next_io(now, zones),
+                },
+                Direction::Write => self.write_in(zone, zones),
+            };
+            zones.hold(zone, self.instance_id);
+            io
+        } else {
+            let direction = self.next_direction(trims);
+            let (lba, blocks) = (self.unzoned_lba(), self.bs_blocks);
+            match direction {
+                Direction::Read => Io::Read { lba, blocks },
+                _ => Io::Write { lba, blocks },
+            }
+        };
+        // A reset a writer issues before writing a full zone is fio's own, not an I/O of the job's size.
+        if trims || !matches!(io, Io::Reset { .. }) {
+            self.issued_bytes += io.bytes(&self.geometry);
+        }
+        Next::Issue(io)
+    }
+
+    fn next_direction(&mut self, trims: bool) -> Direction {
         let reading = match self.options.rw {
             ReadWrite::Read | ReadWrite::RandRead => true,
             ReadWrite::ReadWrite | ReadWrite::RandRw => self.rng.below(100) < u64::from(self.options.rwmixread),
             _ => false,
         };
-        let io = match self.options.rw {
-            ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish => self.next_trim(zones),
-            _ if reading => self.next_read(zones)?,
-            _ => self.next_write(zones),
-        };
-        // A reset a writer issues before writing a full zone is fio's own, not an I/O of the job's size.
-        let trims = matches!(self.options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish);
-        if trims || !matches!(io, Io::Reset { .. }) {
-            self.issued_bytes += io.bytes(&self.geometry);
+        match (trims, reading) {
+            (true, _) => Direction::Trim,
+            (false, true) => Direction::Read,
+            (false, false) => Direction::Write,
         }
-        Some(io)
+    }
+
+    /// The zone the next I/O of `direction` goes to; None (with the job's error set) when there is nothing to
+    /// read.
+    fn pick_zone(&mut self, direction: Direction, zones: &ZoneCache) -> Option<u32> {
+        match direction {
+            Direction::Trim if self.options.rw == ReadWrite::RandTrim => Some(self.random_zone()),
+            Direction::Trim => {
+                let zone = self.cursor_zone;
+                self.cursor_zone = if zone + 1 >= self.end_zone { self.first_zone } else { zone + 1 };
+                Some(zone)
+            }
+            Direction::Read => self.read_zone(zones),
+            Direction::Write => Some(self.write_zone()),
+        }
     }
 
     fn random_zone(&mut self) -> u32 {
         self.first_zone + self.rng.below(u64::from(self.end_zone - self.first_zone)) as u32
     }
 
-    fn next_trim(&mut self, zones: &mut ZoneCache) -> Io {
-        let zone = if self.options.rw == ReadWrite::RandTrim {
-            self.random_zone()
-        } else {
-            let zone = self.cursor_zone;
-            self.cursor_zone = if zone + 1 >= self.end_zone { self.first_zone } else { zone + 1 };
-            zone
-        };
+    fn trim_in(&mut self, zone: u32, zones: &mut ZoneCache) -> Io {
         let zone_start = self.geometry.zone_start_lba(zone);
         if self.options.rw == ReadWrite::Finish {
             zones.set_wp(zone, zone_start + self.geometry.zone_cap_lba);
@@ -339,12 +427,10 @@ impl JobState {
         self.cursor_lba - bs
     }
 
-    fn next_read(&mut self, zones: &ZoneCache) -> Option<Io> {
+    /// A zone with at least a block size written (fio's `zbd_adjust_block` for reads): a random one, or for
+    /// sequential reads the cursor's, moving to the next readable zone when the cursor reaches a write pointer.
+    fn read_zone(&mut self, zones: &ZoneCache) -> Option<u32> {
         let bs = self.bs_blocks;
-        if !self.options.zonemode_zbd {
-            let lba = self.unzoned_lba();
-            return Some(Io::Read { lba, blocks: bs });
-        }
         if self.readable.0 != zones.version {
             let readable = (self.first_zone..self.end_zone).filter(|&zone| zones.written(zone) >= bs).collect();
             self.readable = (zones.version, readable);
@@ -360,27 +446,34 @@ impl JobState {
             return None;
         }
         if self.options.rw.is_random() {
-            let zone = readable[self.rng.below(readable.len() as u64) as usize];
-            let lba = self.geometry.zone_start_lba(zone) + self.rng.below(zones.written(zone) / bs) * bs;
-            return Some(Io::Read { lba, blocks: bs });
+            return Some(readable[self.rng.below(readable.len() as u64) as usize]);
         }
         let mut zone = self.geometry.zone_of(self.cursor_lba.min(self.end_lba - 1));
         if self.cursor_lba + bs > zones.wp[zone as usize] {
             zone = readable[readable.partition_point(|&candidate| candidate <= zone) % readable.len()];
             self.cursor_lba = self.geometry.zone_start_lba(zone);
         }
+        Some(zone)
+    }
+
+    /// A read in `zone` below its write pointer; None if the zone no longer holds a block size.
+    fn read_in(&mut self, zone: u32, zones: &ZoneCache) -> Option<Io> {
+        let bs = self.bs_blocks;
+        if self.options.rw.is_random() {
+            let written = zones.written(zone);
+            let lba = self.geometry.zone_start_lba(zone) + self.rng.below((written / bs).max(1)) * bs;
+            return (written >= bs).then_some(Io::Read { lba, blocks: bs });
+        }
+        if self.geometry.zone_of(self.cursor_lba) != zone || self.cursor_lba + bs > zones.wp[zone as usize] {
+            return None;
+        }
         let lba = self.cursor_lba;
         self.cursor_lba += bs;
         Some(Io::Read { lba, blocks: bs })
     }
 
-    fn next_write(&mut self, zones: &mut ZoneCache) -> Io {
+    fn write_in(&mut self, zone: u32, zones: &mut ZoneCache) -> Io {
         let bs = self.bs_blocks;
-        if !self.options.zonemode_zbd {
-            let lba = self.unzoned_lba();
-            return Io::Write { lba, blocks: bs };
-        }
-        let zone = self.write_zone();
         let start = self.geometry.zone_start_lba(zone);
         if zones.full(zone) || self.reset_due(zones) && zones.written(zone) > 0 {
             zones.set_wp(zone, start);
@@ -443,20 +536,30 @@ async fn worker<S: MediaStore + 'static>(
     queue: Scheduled<Host<S>>,
     state: Rc<RefCell<JobState>>,
     zones: Rc<RefCell<ZoneCache>>,
+    zone_released: Rc<Notify>,
 ) {
     let lba_shift = queue.geometry().lba_shift;
+    let zoned = state.borrow().options.zonemode_zbd;
     loop {
         let now = queue.now_ns();
-        let (io, wait) = {
+        let next = state.borrow_mut().next_io(now, &mut zones.borrow_mut());
+        let io = match next {
+            Next::Issue(io) => io,
+            Next::WaitForZone => {
+                zone_released.notified().await;
+                continue;
+            }
+            Next::Done => return,
+        };
+        let wait = {
             let mut job = state.borrow_mut();
-            let Some(io) = job.next_io(now, &mut zones.borrow_mut()) else { return };
             let mut wait = 0;
             if let Some(interval) = 1_000_000_000u64.checked_div(job.options.rate_iops) {
                 let slot = job.next_issue_ns.max(now);
                 job.next_issue_ns = slot + interval;
                 wait = slot - now;
             }
-            (io, wait)
+            wait
         };
         if wait > 0 {
             queue.sleep(wait).await;
@@ -467,6 +570,9 @@ async fn worker<S: MediaStore + 'static>(
         let submitted = queue.now_ns();
         let result = queue.submit(command).await;
         let completed = queue.now_ns();
+        if zoned && zones.borrow_mut().release(queue.geometry().zone_of(lba)) {
+            zone_released.notify_waiters();
+        }
         let mut job = state.borrow_mut();
         if let Err(status) = result {
             let len_bytes = io.data_bytes(&job.geometry);
@@ -541,7 +647,8 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
             first.scheduler.name()
         ));
     }
-    let mut run = GroupRunner { simulation, scheduled, zones, geometry, slat_ns };
+    let zone_released = Rc::new(Notify::new());
+    let mut run = GroupRunner { simulation, scheduled, zones, zone_released, geometry, slat_ns };
     let mut results = Vec::new();
     let mut group_results = Vec::new();
     for (groupid, group) in (0..).zip(job_groups(invocation)) {
@@ -683,6 +790,8 @@ impl JobState {
         let runtime = job.runtime_ns.unwrap_or(u64::MAX / 4);
         JobState {
             options: job.clone(),
+            instance_id: 0,
+            waiting: None,
             geometry,
             first_zone,
             end_zone: last_zone + 1,
@@ -760,6 +869,8 @@ struct GroupRunner<S: MediaStore + 'static> {
     simulation: Simulation<S>,
     scheduled: Scheduled<Host<S>>,
     zones: Rc<RefCell<ZoneCache>>,
+    /// Wakes instances waiting for a zone lock (see `ZoneCache::holders`).
+    zone_released: Rc<Notify>,
     geometry: Geometry,
     slat_ns: u64,
 }
@@ -783,11 +894,13 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 if let Some(fill) = job.prefill {
                     self.prefill(job, fill, range)?;
                 }
-                let state = JobState::new(job, instance, geometry, range, group_start, self.slat_ns);
+                let mut state = JobState::new(job, instance, geometry, range, group_start, self.slat_ns);
+                state.instance_id = instances.len();
                 let state = Rc::new(RefCell::new(state));
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
                 for _ in 0..depth {
-                    self.simulation.spawn(worker(self.scheduled.clone(), Rc::clone(&state), Rc::clone(&self.zones)));
+                    let (zones, released) = (Rc::clone(&self.zones), Rc::clone(&self.zone_released));
+                    self.simulation.spawn(worker(self.scheduled.clone(), Rc::clone(&state), zones, released));
                 }
                 instances.push(state);
             }

@@ -80,6 +80,7 @@ pub fn parse_size(key: &str, text: &str) -> Result<SizeSpec, FioError> {
         "p" | "pi" | "pib" | "pb" => 50,
         _ => return Err(bad()),
     };
+    // Past 2^64 bytes a size saturates: fio's own arithmetic wraps such sizes rather than refusing them.
     Ok(SizeSpec::Bytes((number * (1u64 << shift) as f64) as u64))
 }
 
