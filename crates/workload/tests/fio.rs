@@ -101,7 +101,7 @@ fn reads_stay_below_write_pointers() {
 #[test]
 fn schedulers_decide_whether_deep_writes_in_a_zone_fail() {
     let none = fio(&format!(
-        "{DEVICE} --name=w --rw=write --bs=4k --size=1z --ioengine=libaio --iodepth=4 --runtime=10ms --time_based"
+        "{DEVICE} --name=w --rw=write --bs=4k --size=1z --ioengine=libaio --iodepth=4 --runtime=10ms --time_based --scheduler=none"
     ))
     .expect("runs");
     assert_eq!(none.jobs[0].error, 5, "EIO");
@@ -110,6 +110,26 @@ fn schedulers_decide_whether_deep_writes_in_a_zone_fail() {
     let job = &deadline.jobs[0];
     assert_eq!(job.error, 0);
     assert!(job.scheduler.merged_requests > 0 && job.scheduler.write_commands < job.write.ios, "{:?}", job.scheduler);
+}
+
+/// Linux sets mq-deadline on a zoned block device, so the usual libaio job writing a zone at QD 8 works without
+/// naming a scheduler; SPDK and io_uring passthrough bypass the block layer's scheduler.
+#[test]
+fn the_default_scheduler_is_the_one_linux_gives_a_zoned_device() {
+    let job = |engine: &str| {
+        fio(&format!("{DEVICE} --name=w --rw=write --bs=4k --size=1z --io_size=1M --ioengine={engine} --iodepth=8"))
+            .expect("runs")
+    };
+    let libaio = job("libaio");
+    assert_eq!((libaio.jobs[0].error, libaio.jobs[0].options.scheduler.name()), (0, "mq-deadline"));
+    assert!(
+        libaio.notes.iter().any(|note| note.contains("scheduler mq-deadline: what Linux sets")),
+        "{:?}",
+        libaio.notes
+    );
+    for engine in ["spdk", "io_uring_cmd"] {
+        assert_eq!(job(engine).jobs[0].options.scheduler.name(), "none", "{engine}");
+    }
 }
 
 /// fio locks a zone from choosing an offset in it until the I/O completes (`zbd.c`, `zone_lock`), so two

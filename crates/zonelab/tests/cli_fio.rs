@@ -73,6 +73,7 @@ fn fio_errors() {
         "--size=1z",
         "--ioengine=libaio",
         "--iodepth=8",
+        "--scheduler=none",
         "--runtime=10ms",
         "--time_based",
     ]);

@@ -637,6 +637,13 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
     });
     let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps.collect(), geometry)));
     let simulation = Simulation::with_host(device, host_side, Some(seed));
+    if first.scheduler_defaulted {
+        notes.push(format!(
+            "scheduler {}: what Linux sets on a zoned device for ioengine {} (choose with --scheduler=)",
+            first.scheduler.name(),
+            first.ioengine.name()
+        ));
+    }
     // One scheduler per device, as the block layer has: the first job's.
     let scheduled = Scheduled::new(simulation.host(), first.scheduler, 1280 << 10);
     if let Some(other) = invocation.jobs.iter().find(|job| job.scheduler != first.scheduler) {

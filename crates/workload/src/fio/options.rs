@@ -197,6 +197,17 @@ pub enum IoEngine {
 }
 
 impl IoEngine {
+    /// The scheduler a job gets when it names none. Linux's NVMe driver requires an elevator with zone write
+    /// locking for a zoned namespace (`ELEVATOR_F_ZBD_SEQ_WRITE`, Linux 5.9 to 6.9), which only mq-deadline
+    /// has, so the engines that go through the block layer get it; SPDK and io_uring passthrough
+    /// (`io_uring_cmd`) bypass the block layer's scheduler and get none.
+    pub fn default_scheduler(self) -> SchedulerKind {
+        match self {
+            IoEngine::Psync | IoEngine::Libaio | IoEngine::IoUring => SchedulerKind::MqDeadline,
+            IoEngine::IoUringCmd | IoEngine::Spdk => SchedulerKind::None,
+        }
+    }
+
     fn parse(value: &str) -> Result<IoEngine, FioError> {
         Ok(match value {
             "psync" | "sync" | "pvsync" => IoEngine::Psync,
@@ -252,6 +263,9 @@ pub struct JobOptions {
     pub new_group: bool,
     pub zone_append: bool,
     pub scheduler: SchedulerKind,
+    /// No `scheduler` was given: the job gets the one Linux gives a zoned block device (see
+    /// `IoEngine::default_scheduler`).
+    pub scheduler_defaulted: bool,
     /// zonelab extension: write each zone of the job's range before its group starts, in no time (a drive
     /// preconditioned long ago): `Some(None)` fills the zones, `Some(Some(size))` writes that much of each.
     pub prefill: Option<Option<SizeSpec>>,
@@ -297,6 +311,7 @@ impl Default for JobOptions {
             new_group: false,
             zone_append: false,
             scheduler: SchedulerKind::None,
+            scheduler_defaulted: true,
             prefill: None,
             seed: None,
             ignored: Vec::new(),
@@ -400,6 +415,7 @@ impl JobOptions {
             "new_group" => self.new_group = parse_bool(&key, value)?,
             "zone_append" => self.zone_append = parse_bool(&key, value)?,
             "scheduler" => {
+                self.scheduler_defaulted = false;
                 let name = need(value)?.trim();
                 let zinc = match self.scheduler {
                     SchedulerKind::Zinc(zinc) => zinc,
@@ -566,6 +582,9 @@ pub fn parse_invocation(
     }
     if invocation.jobs.is_empty() {
         return fail("no jobs defined: give --name=NAME with options, or a job file");
+    }
+    for job in invocation.jobs.iter_mut().filter(|job| job.scheduler_defaulted) {
+        job.scheduler = job.ioengine.default_scheduler();
     }
     Ok(invocation)
 }
