@@ -3,11 +3,26 @@
 use std::io::Write;
 
 use zonelab_device::BuildError;
-use zonelab_workload::fio::{parse_invocation, run as run_jobs, to_json, to_text, FioError, OutputFormat};
+use zonelab_workload::fio::{help, parse_invocation, run as run_jobs, to_json, to_text, FioError, OutputFormat};
 
 use crate::{stdout_error, CliError};
 
+/// `--help`, `--version` and `--cmdhelp[=option]` answer and end the invocation, as in fio.
+fn help(args: &[String]) -> Option<Result<String, CliError>> {
+    args.iter().find_map(|arg| match arg.split_once('=').map_or((arg.as_str(), None), |(k, v)| (k, Some(v))) {
+        ("--help" | "-h", _) => Some(Ok(help::usage())),
+        ("--version", _) => Some(Ok(help::version())),
+        ("--cmdhelp", which) => Some(help::cmdhelp(which).ok_or_else(|| {
+            CliError::Usage(format!("no such option {:?}: --cmdhelp=all lists them", which.unwrap_or("")))
+        })),
+        _ => None,
+    })
+}
+
 pub fn run(args: &[String], out: &mut impl Write) -> Result<(), CliError> {
+    if let Some(text) = help(args) {
+        return out.write_all(text?.as_bytes()).map_err(stdout_error);
+    }
     let invocation = parse_invocation(args, |path| std::fs::read_to_string(path).map_err(|error| error.to_string()))
         .map_err(|error| CliError::Usage(error.to_string()))?;
     let result = run_jobs(&invocation, 1).map_err(|error| match error {

@@ -11,17 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::ok;
-
-/// Whether fio is here; under CI=true its absence is a failure, not a skip.
-fn have_fio() -> bool {
-    let found = Command::new("fio").arg("--version").output().is_ok_and(|out| out.status.success());
-    if !found {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true and fio missing: .ci/run must install it");
-        eprintln!("skipped: fio not installed");
-    }
-    found
-}
+use common::{have_fio, ok};
 
 /// The engine, built once for this test binary against the test profile's libzonelab.so.
 fn engine() -> &'static Path {

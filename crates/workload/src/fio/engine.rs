@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use zonelab_device::{Built, DeviceBuilder, DeviceCounters, DeviceSpec, HostPath};
-use zonelab_host::{Scheduled, SchedulerCounters};
+use zonelab_host::{Scheduled, SchedulerCounters, SchedulerKind};
 use zonelab_media::FlashCounters;
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::sync::Notify;
@@ -28,6 +28,10 @@ pub struct DirectionStats {
     pub slat: LatencyStats,
     pub clat: LatencyStats,
     pub lat: LatencyStats,
+    /// Bandwidth (KiB/s) and IOPS over each `SAMPLE_NS` of the job's device time in which it moved data in
+    /// this direction, as fio samples them for `bw_min`, `bw_max`, `iops_stddev` and the rest.
+    pub bw_samples: Vec<f64>,
+    pub iops_samples: Vec<f64>,
 }
 
 impl DirectionStats {
@@ -37,6 +41,61 @@ impl DirectionStats {
         self.slat.merge(&other.slat);
         self.clat.merge(&other.clat);
         self.lat.merge(&other.lat);
+        self.bw_samples.extend_from_slice(&other.bw_samples);
+        self.iops_samples.extend_from_slice(&other.iops_samples);
+    }
+}
+
+/// fio's default `bwavgtime` and `iopsavgtime`: 500 ms between bandwidth and IOPS samples.
+pub const SAMPLE_NS: u64 = 500_000_000;
+
+/// How a job's I/Os were spread, as fio's `IO depths` and `lat (usec)` lines report them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IoDistribution {
+    /// I/Os by the job's I/Os in flight when each was issued, itself included, in fio's buckets: 1, 2-3, 4-7,
+    /// 8-15, 16-31, 32-63, 64 and more (`io_u_mark_depth`).
+    pub depth: [u64; 7],
+    /// I/Os by completion latency (fio measures it from issue, `io_u_mark_latency`): below 2, 4, 10, 20, 50,
+    /// 100, 250, 500, 750 and 1000 ns, then the same in us, then in ms followed by below 2000 ms and 2000 ms or
+    /// more.
+    pub latency: [u64; 32],
+}
+
+/// The upper bounds of fio's latency buckets within a unit.
+pub const LATENCY_BOUNDS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+
+impl IoDistribution {
+    fn record(&mut self, in_flight: u64, clat_ns: u64) {
+        let depth = match in_flight {
+            0 | 1 => 0,
+            2..=3 => 1,
+            4..=7 => 2,
+            8..=15 => 3,
+            16..=31 => 4,
+            32..=63 => 5,
+            _ => 6,
+        };
+        self.depth[depth] += 1;
+        let (unit, value) = match clat_ns {
+            0..1_000 => (0, clat_ns),
+            1_000..1_000_000 => (10, clat_ns / 1_000),
+            _ => (20, clat_ns / 1_000_000),
+        };
+        let slot = match LATENCY_BOUNDS.iter().position(|&bound| value < bound) {
+            Some(slot) => unit + slot,
+            None if value < 2000 => 30,
+            None => 31,
+        };
+        self.latency[slot] += 1;
+    }
+
+    fn merge(&mut self, other: &IoDistribution) {
+        for (mine, theirs) in self.depth.iter_mut().zip(other.depth) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.latency.iter_mut().zip(other.latency) {
+            *mine += theirs;
+        }
     }
 }
 
@@ -57,6 +116,7 @@ pub struct JobResult {
     pub runtime_ns: u64,
     pub zone_resets: u64,
     pub scheduler: SchedulerCounters,
+    pub distribution: IoDistribution,
 }
 
 /// Device-wide figures of one group.
@@ -81,6 +141,11 @@ pub struct FioResult {
     /// Erase counts per block over the device's life when the run ended.
     pub wear: zonelab_media::EraseSummary,
     pub notes: Vec<String>,
+    /// Options given before the first job or in `[global]`, as given.
+    pub global_options: Vec<(String, String)>,
+    /// When the run started, in milliseconds since the Unix epoch (fio's `timestamp_ms`); the only figure
+    /// besides the wall-clock ones that differs between runs of the same seed.
+    pub started_unix_ms: u64,
 }
 
 fn host_path(engine: IoEngine) -> HostPath {
@@ -211,6 +276,11 @@ struct JobState {
     still_ios: u64,
     /// The job stopped because device time stood still (`STILL_IOS_BOUND`).
     stalled: bool,
+    in_flight: u64,
+    distribution: IoDistribution,
+    /// Start of the current bandwidth sample, and the bytes and I/Os by direction at that instant.
+    sample_start_ns: u64,
+    sampled: [(u64, u64); 3],
 }
 
 /// I/Os a job may issue in a row without device time moving. On a preset with no latency at all (`instant`)
@@ -568,12 +638,18 @@ async fn worker<S: MediaStore + 'static>(
         let is_internal_reset = direction == Direction::Trim
             && !matches!(state.borrow().options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish);
         let submitted = queue.now_ns();
+        let in_flight = {
+            let mut job = state.borrow_mut();
+            job.in_flight += 1;
+            job.in_flight
+        };
         let result = queue.submit(command).await;
         let completed = queue.now_ns();
         if zoned && zones.borrow_mut().release(queue.geometry().zone_of(lba)) {
             zone_released.notify_waiters();
         }
         let mut job = state.borrow_mut();
+        job.in_flight -= 1;
         if let Err(status) = result {
             let len_bytes = io.data_bytes(&job.geometry);
             job.error.get_or_insert(IoFailure { status, direction, lba, len_bytes });
@@ -599,6 +675,28 @@ async fn worker<S: MediaStore + 'static>(
         stats.slat.record(slat);
         stats.clat.record(total - slat);
         stats.lat.record(total);
+        job.distribution.record(in_flight, total - slat);
+        job.sample(completed);
+    }
+}
+
+impl JobState {
+    /// Takes fio's bandwidth and IOPS samples (`add_bw_samples`, `add_iops_samples`): once `SAMPLE_NS` has
+    /// passed since the last, each direction that moved data in between gets the rate over the span.
+    fn sample(&mut self, now: u64) {
+        let span = now - self.sample_start_ns;
+        if span < SAMPLE_NS {
+            return;
+        }
+        for (index, stats) in [&mut self.read, &mut self.write, &mut self.trim].into_iter().enumerate() {
+            let (bytes, ios) = self.sampled[index];
+            if stats.bytes > bytes {
+                stats.bw_samples.push((stats.bytes - bytes) as f64 * 1e9 / span as f64 / 1024.0);
+                stats.iops_samples.push((stats.ios - ios) as f64 * 1e9 / span as f64);
+            }
+            self.sampled[index] = (stats.bytes, stats.ios);
+        }
+        self.sample_start_ns = now;
     }
 }
 
@@ -620,6 +718,8 @@ fn errno_message(failure: IoFailure, lba_bytes: u64) -> String {
 /// Runs every job of `invocation` on one simulated device; `default_seed` seeds the reordering of concurrent
 /// submissions unless a job sets `seed`.
 pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, FioError> {
+    let started_unix_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_millis() as u64);
     let first = &invocation.jobs[0];
     let (filename, host, mut notes) = check_jobs(invocation)?;
     // `preset:NAME[,key=value...]` is an ephemeral device with the null store; anything else is a device image.
@@ -638,8 +738,12 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
     let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps.collect(), geometry)));
     let simulation = Simulation::with_host(device, host_side, Some(seed));
     if first.scheduler_defaulted {
+        let why = match first.scheduler {
+            SchedulerKind::None => "bypasses the block layer's scheduler",
+            _ => "goes through the block layer, where Linux sets it on a zoned device",
+        };
         notes.push(format!(
-            "scheduler {}: what Linux sets on a zoned device for ioengine {} (choose with --scheduler=)",
+            "scheduler {}: ioengine {} {why} (choose with --scheduler=)",
             first.scheduler.name(),
             first.ioengine.name()
         ));
@@ -677,6 +781,8 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
         energy: config.media.energy.clone(),
         wear: run.simulation.with_device(|device| device.media().erase_summary()),
         notes,
+        global_options: invocation.global_given.clone(),
+        started_unix_ms,
     })
 }
 
@@ -826,6 +932,10 @@ impl JobState {
             still_at_ns: u64::MAX,
             still_ios: 0,
             stalled: false,
+            in_flight: 0,
+            distribution: IoDistribution::default(),
+            sample_start_ns: group_start + job.ramp_time_ns,
+            sampled: [(0, 0); 3],
         }
     }
 
@@ -851,6 +961,7 @@ impl JobState {
             runtime_ns: self.last_completion_ns.saturating_sub(self.ramp_end_ns).max(1),
             zone_resets: self.zone_resets,
             scheduler,
+            distribution: self.distribution.clone(),
         }
     }
 }
@@ -864,6 +975,7 @@ impl JobResult {
         self.trim.merge(&other.trim);
         self.runtime_ns = self.runtime_ns.max(other.runtime_ns);
         self.zone_resets += other.zone_resets;
+        self.distribution.merge(&other.distribution);
         if self.error == 0 {
             self.error = other.error;
             self.error_message = other.error_message;

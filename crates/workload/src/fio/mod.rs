@@ -2,13 +2,14 @@
 //! fio runs with only `--filename` changed, in virtual time.
 
 mod engine;
+pub mod help;
 mod histogram;
 mod options;
 mod report;
 
-pub use engine::{run, DirectionStats, FioResult, GroupResult, JobResult};
+pub use engine::{run, DirectionStats, FioResult, GroupResult, IoDistribution, JobResult};
 pub use histogram::LatencyStats;
 pub use options::{
     parse_invocation, parse_size, FioError, FioInvocation, IoEngine, JobOptions, OutputFormat, ReadWrite, SizeSpec,
 };
-pub use report::{to_json, to_text, FIO_VERSION};
+pub use report::{to_json, to_text, ZONELAB_VERSION};

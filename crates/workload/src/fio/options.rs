@@ -175,6 +175,21 @@ impl ReadWrite {
         })
     }
 
+    /// The pattern as fio names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadWrite::Read => "read",
+            ReadWrite::Write => "write",
+            ReadWrite::RandRead => "randread",
+            ReadWrite::RandWrite => "randwrite",
+            ReadWrite::ReadWrite => "rw",
+            ReadWrite::RandRw => "randrw",
+            ReadWrite::Trim => "trim",
+            ReadWrite::RandTrim => "randtrim",
+            ReadWrite::Finish => "finish",
+        }
+    }
+
     /// Whether the pattern writes.
     pub fn writes(self) -> bool {
         matches!(self, ReadWrite::Write | ReadWrite::RandWrite | ReadWrite::ReadWrite | ReadWrite::RandRw)
@@ -272,6 +287,9 @@ pub struct JobOptions {
     pub seed: Option<u64>,
     /// Options accepted but meaningless here, as given.
     pub ignored: Vec<String>,
+    /// The options set on this job itself (not inherited from global ones), as given, in order: fio's
+    /// `job options` in its JSON.
+    pub given: Vec<(String, String)>,
 }
 
 /// fio's default percentiles.
@@ -315,6 +333,7 @@ impl Default for JobOptions {
             prefill: None,
             seed: None,
             ignored: Vec::new(),
+            given: Vec::new(),
         }
     }
 }
@@ -453,6 +472,7 @@ impl JobOptions {
             }
             _ => return fail(format!("unrecognized option '{raw_key}'")),
         }
+        self.given.push((raw_key.trim().to_string(), value.unwrap_or("").to_string()));
         Ok(())
     }
 }
@@ -468,6 +488,8 @@ pub enum OutputFormat {
 #[derive(Clone, Debug, PartialEq)]
 pub struct FioInvocation {
     pub jobs: Vec<JobOptions>,
+    /// Options given before the first job or in `[global]`, as given: fio's `global options`.
+    pub global_given: Vec<(String, String)>,
     pub output_format: OutputFormat,
     pub output: Option<PathBuf>,
 }
@@ -509,6 +531,7 @@ fn parse_job_file(origin: &str, text: &str, base: &JobOptions, invocation: &mut 
             }
             if section != "global" {
                 let mut job = global.clone();
+                job.given.clear();
                 job.name = section.to_string();
                 current = Some(job);
             }
@@ -529,6 +552,7 @@ fn parse_job_file(origin: &str, text: &str, base: &JobOptions, invocation: &mut 
     if let Some(job) = current {
         invocation.jobs.push(job);
     }
+    invocation.global_given.extend(global.given.drain(base.given.len()..));
     Ok(())
 }
 
@@ -538,7 +562,8 @@ pub fn parse_invocation(
     args: &[String],
     read_file: impl Fn(&str) -> Result<String, String>,
 ) -> Result<FioInvocation, FioError> {
-    let mut invocation = FioInvocation { jobs: Vec::new(), output_format: OutputFormat::Normal, output: None };
+    let mut invocation =
+        FioInvocation { jobs: Vec::new(), global_given: Vec::new(), output_format: OutputFormat::Normal, output: None };
     let mut global = JobOptions::default();
     let mut current: Option<JobOptions> = None;
     let mut files = Vec::new();
@@ -559,6 +584,7 @@ pub fn parse_invocation(
                 invocation.jobs.push(job);
             }
             let mut job = global.clone();
+            job.given.clear();
             job.set(key, value).map_err(|_| FioError::Options(format!("unrecognized option '{arg}'")))?;
             current = Some(job);
             continue;
@@ -575,6 +601,7 @@ pub fn parse_invocation(
     if let Some(job) = current {
         invocation.jobs.push(job);
     }
+    invocation.global_given = global.given.clone();
     for file in files {
         let text =
             read_file(&file).map_err(|error| FioError::Options(format!("failed to open job file {file}: {error}")))?;

@@ -5,11 +5,66 @@
 use serde_json::{json, Map, Value};
 use zonelab_media::{FlashOp, OpSource};
 
-use super::engine::{DirectionStats, FioResult, GroupResult, JobResult};
+use super::engine::{DirectionStats, FioResult, GroupResult, IoDistribution, JobResult, LATENCY_BOUNDS};
+use super::help::FIO_RELEASE;
 use super::histogram::LatencyStats;
 
-/// The version fio parsers see; zonelab is not fio, and says so.
-pub const FIO_VERSION: &str = "zonelab-0.1.0 (fio-3.36 compatible)";
+/// zonelab's own version, in the `zonelab` object beside fio's `fio version`.
+pub const ZONELAB_VERSION: &str = concat!("zonelab-", env!("CARGO_PKG_VERSION"));
+
+/// Minimum, maximum, mean and sample standard deviation (n - 1, as fio's running variance) of samples.
+fn sample_stats(samples: &[f64]) -> (f64, f64, f64, f64) {
+    if samples.is_empty() {
+        return (0.0, 0.0, 0.0, 0.0);
+    }
+    let n = samples.len() as f64;
+    let mean = samples.iter().sum::<f64>() / n;
+    let variance =
+        if samples.len() > 1 { samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = samples.iter().copied().fold(0.0, f64::max);
+    (min, max, mean, variance.sqrt())
+}
+
+/// The group's aggregate bandwidth in one direction, in bytes per second (fio's `agg`).
+fn group_bandwidth(result: &FioResult, groupid: u32, pick: fn(&JobResult) -> &DirectionStats) -> f64 {
+    let jobs: Vec<&JobResult> = result.jobs.iter().filter(|job| job.groupid == groupid).collect();
+    let bytes: u64 = jobs.iter().map(|job| pick(job).bytes).sum();
+    let runtime = jobs.iter().map(|job| job.runtime_ns).max().unwrap_or(1).max(1);
+    bytes as f64 * 1e9 / runtime as f64
+}
+
+/// Percentages of `counts` (fio prints 0 for every bucket when nothing was counted).
+fn percentages(counts: &[u64]) -> Vec<f64> {
+    let total: u64 = counts.iter().sum();
+    counts.iter().map(|&count| if total == 0 { 0.0 } else { count as f64 * 100.0 / total as f64 }).collect()
+}
+
+/// fio's `iodepth_*` and `latency_*` objects of a job.
+fn distribution_json(job: &JobResult) -> Map<String, Value> {
+    let IoDistribution { depth, latency } = &job.distribution;
+    let ios: u64 = depth.iter().sum();
+    let mut out = Map::new();
+    let depth_labels = ["1", "2", "4", "8", "16", "32", ">=64"];
+    out.insert("iodepth_level".into(), labelled(&depth_labels, &percentages(depth)));
+    // zonelab submits and reaps one I/O per call, which fio counts in its 1-4 bucket.
+    let calls = [0.0, if ios == 0 { 0.0 } else { 100.0 }, 0.0, 0.0, 0.0, 0.0, 0.0];
+    let call_labels = ["0", "4", "8", "16", "32", "64", ">=64"];
+    out.insert("iodepth_submit".into(), labelled(&call_labels, &calls));
+    out.insert("iodepth_complete".into(), labelled(&call_labels, &calls));
+    let shares = percentages(latency);
+    let bounds: Vec<String> = LATENCY_BOUNDS.iter().map(u64::to_string).collect();
+    let bounds: Vec<&str> = bounds.iter().map(String::as_str).collect();
+    out.insert("latency_ns".into(), labelled(&bounds, &shares[0..10]));
+    out.insert("latency_us".into(), labelled(&bounds, &shares[10..20]));
+    let ms_labels: Vec<&str> = bounds.iter().copied().chain(["2000", ">=2000"]).collect();
+    out.insert("latency_ms".into(), labelled(&ms_labels, &shares[20..32]));
+    out
+}
+
+fn labelled(labels: &[&str], values: &[f64]) -> Value {
+    Value::Object(labels.iter().zip(values).map(|(label, value)| (label.to_string(), json!(value))).collect())
+}
 
 fn stats_json(stats: &LatencyStats, percentiles: Option<&[f64]>) -> Value {
     let mut object = json!({
@@ -26,11 +81,14 @@ fn stats_json(stats: &LatencyStats, percentiles: Option<&[f64]>) -> Value {
     object
 }
 
-fn direction_json(stats: &DirectionStats, runtime_ns: u64, job: &JobResult) -> Value {
+fn direction_json(stats: &DirectionStats, runtime_ns: u64, job: &JobResult, group_bw_bytes: f64) -> Value {
     let seconds = runtime_ns as f64 / 1e9;
     let (bw_bytes, iops) =
         if stats.ios == 0 { (0.0, 0.0) } else { (stats.bytes as f64 / seconds, stats.ios as f64 / seconds) };
     let list = &job.options.percentile_list;
+    let (bw_min, bw_max, bw_mean, bw_dev) = sample_stats(&stats.bw_samples);
+    let (iops_min, iops_max, iops_mean, iops_dev) = sample_stats(&stats.iops_samples);
+    let bw_agg = if group_bw_bytes > 0.0 { bw_mean / (group_bw_bytes / 1024.0) * 100.0 } else { 0.0 };
     json!({
         "io_bytes": stats.bytes,
         "io_kbytes": stats.bytes / 1024,
@@ -44,15 +102,17 @@ fn direction_json(stats: &DirectionStats, runtime_ns: u64, job: &JobResult) -> V
         "slat_ns": stats_json(&stats.slat, None),
         "clat_ns": stats_json(&stats.clat, job.options.clat_percentiles.then_some(list.as_slice())),
         "lat_ns": stats_json(&stats.lat, job.options.lat_percentiles.then_some(list.as_slice())),
-        "bw_min": (bw_bytes / 1024.0).round() as u64,
-        "bw_max": (bw_bytes / 1024.0).round() as u64,
-        "bw_agg": if stats.ios == 0 { 0.0 } else { 100.0 },
-        "bw_mean": bw_bytes / 1024.0,
-        "bw_dev": 0.0,
-        "iops_min": iops.round() as u64,
-        "iops_max": iops.round() as u64,
-        "iops_mean": iops,
-        "iops_stddev": 0.0,
+        "bw_min": bw_min as u64,
+        "bw_max": bw_max as u64,
+        "bw_agg": bw_agg,
+        "bw_mean": bw_mean,
+        "bw_dev": bw_dev,
+        "bw_samples": stats.bw_samples.len(),
+        "iops_min": iops_min as u64,
+        "iops_max": iops_max as u64,
+        "iops_mean": iops_mean,
+        "iops_stddev": iops_dev,
+        "iops_samples": stats.iops_samples.len(),
     })
 }
 
@@ -95,16 +155,23 @@ pub fn to_json(result: &FioResult) -> Value {
         .map(|job| {
             let group = &result.groups[job.groupid as usize];
             let simulated_ios = group.commands as f64 / group.wall_seconds.max(1e-9);
-            json!({
+            let direction = |stats: &DirectionStats, pick: fn(&JobResult) -> &DirectionStats| {
+                direction_json(stats, job.runtime_ns, job, group_bandwidth(result, job.groupid, pick))
+            };
+            let mut job_json = json!({
                 "jobname": job.options.name,
                 "groupid": job.groupid,
                 "error": job.error,
                 "eta": 0,
                 "elapsed": (group.device_time_ns as f64 / 1e9).ceil() as u64,
-                "job options": job_options_json(job),
-                "read": direction_json(&job.read, job.runtime_ns, job),
-                "write": direction_json(&job.write, job.runtime_ns, job),
-                "trim": direction_json(&job.trim, job.runtime_ns, job),
+                "job options": given_json(&job.options.given),
+                "read": direction(&job.read, |job| &job.read),
+                "write": direction(&job.write, |job| &job.write),
+                "trim": direction(&job.trim, |job| &job.trim),
+                "sync": {
+                    "total_ios": 0,
+                    "lat_ns": { "min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0 },
+                },
                 "job_runtime": (job.runtime_ns as f64 / 1e6).round() as u64,
                 "usr_cpu": 0.0,
                 "sys_cpu": 0.0,
@@ -126,176 +193,393 @@ pub fn to_json(result: &FioResult) -> Value {
                         "simulated_commands_per_second": simulated_ios,
                     },
                 },
-            })
+            });
+            let object = job_json.as_object_mut().expect("a job is an object");
+            object.extend(distribution_json(job));
+            object.insert("latency_depth".into(), json!(job.options.iodepth));
+            object.insert("latency_target".into(), json!(0));
+            object.insert("latency_percentile".into(), json!(100.0));
+            object.insert("latency_window".into(), json!(0));
+            job_json
         })
         .collect();
-    json!({
-        "fio version": FIO_VERSION,
-        "timestamp": 0,
-        "timestamp_ms": 0,
-        "time": "virtual time",
-        "jobs": jobs,
-        "zonelab": {
+    let mut document = json!({
+        "fio version": FIO_RELEASE,
+        "timestamp": result.started_unix_ms / 1000,
+        "timestamp_ms": result.started_unix_ms,
+        "time": ctime(result.started_unix_ms / 1000),
+    });
+    if !result.global_options.is_empty() {
+        document["global options"] = given_json(&result.global_options);
+    }
+    document["jobs"] = Value::Array(jobs);
+    document["disk_util"] = json!([disk_util(result)]);
+    document["zonelab"] = json!({
+            "version": ZONELAB_VERSION,
             "device": result.device_name,
             "host_path": result.host_path.name(),
             "wear": serde_json::to_value(&result.wear).unwrap_or(Value::Null),
             "notes": result.notes,
-        },
-    })
+    });
+    document
 }
 
-fn job_options_json(job: &JobResult) -> Value {
-    let options = &job.options;
+/// fio's `disk_util` for the emulated device, over the whole run: commands by direction, requests merged into
+/// others by the scheduler, the time I/Os spent in the device (ms, from completion latencies), and utilisation
+/// as that time over the device time, capped at 100 % (Linux counts time with at least one I/O in flight, which
+/// a sum of latencies overstates at depths above one, hence the cap).
+fn disk_util(result: &FioResult) -> Value {
+    let commands = |pick: fn(&zonelab_device::DeviceCounters) -> u64| -> u64 {
+        result.groups.iter().map(|group| pick(&group.device)).sum()
+    };
+    let ticks_ms = |pick: fn(&JobResult) -> &DirectionStats| -> u64 {
+        let total: f64 = result.jobs.iter().map(|job| pick(job).clat.mean() * pick(job).clat.count() as f64).sum();
+        (total / 1e6).round() as u64
+    };
+    let (read_ticks, write_ticks) = (ticks_ms(|job| &job.read), ticks_ms(|job| &job.write));
+    let device_ms: f64 = result.groups.iter().map(|group| group.device_time_ns as f64 / 1e6).sum();
+    let in_queue = read_ticks + write_ticks;
+    let util = if device_ms > 0.0 { (in_queue as f64 / device_ms * 100.0).min(100.0) } else { 0.0 };
+    let merges: u64 = result.jobs.iter().map(|job| job.scheduler.merged_requests).max().unwrap_or(0);
     json!({
-        "name": options.name,
-        "filename": options.filename,
-        "rw": format!("{:?}", options.rw).to_lowercase(),
-        "bs": options.bs_bytes.to_string(),
-        "iodepth": options.iodepth.to_string(),
-        "numjobs": options.numjobs.to_string(),
-        "ioengine": options.ioengine.name(),
-        "zonemode": if options.zonemode_zbd { "zbd" } else { "none" },
+        "name": result.device_name,
+        "read_ios": commands(|counters| counters.reads),
+        "write_ios": commands(|counters| counters.writes + counters.appends),
+        "read_merges": 0,
+        "write_merges": merges,
+        "read_ticks": read_ticks,
+        "write_ticks": write_ticks,
+        "in_queue": in_queue,
+        "util": util,
     })
 }
 
-/// Formats a count like fio: `85.1k`, `1234`.
-fn short(value: f64) -> String {
-    if value >= 1e6 {
-        format!("{:.1}M", value / 1e6)
-    } else if value >= 1e4 {
-        format!("{:.1}k", value / 1e3)
-    } else {
-        format!("{value:.0}")
+/// Options as given, in order (fio echoes them as strings; a flag has an empty value).
+fn given_json(given: &[(String, String)]) -> Value {
+    Value::Object(given.iter().map(|(key, value)| (key.clone(), json!(value))).collect())
+}
+
+/// A Unix time as C's `ctime` prints it (in UTC): `Mon Nov 23 19:36:22 2026`.
+fn ctime(unix_seconds: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let (days, second_of_day) = (unix_seconds / 86_400, unix_seconds % 86_400);
+    // Howard Hinnant's days-to-civil algorithm, over 400-year eras of 146097 days.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {year}",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        day,
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60
+    )
+}
+
+/// A number as fio's `num2str` prints it in its summary lines: at most four digits, with a unit prefix once
+/// the value reaches 10,000 (`14.6k`, `512k`, `1235k`, `2000MiB`), up to exa, so no rate is absurdly long.
+fn num2str(value: f64, base: f64, units: [&str; 7]) -> String {
+    let mut value = value.max(0.0);
+    let mut unit = 0;
+    while value >= 10_000.0 && unit < units.len() - 1 {
+        value /= base;
+        unit += 1;
     }
+    let decimals = if unit > 0 && value < 100.0 { 1 } else { 0 };
+    let mut text = format!("{value:.decimals$}");
+    if text.len() > 4 && decimals > 0 {
+        text = format!("{value:.0}");
+    }
+    format!("{text}{}", units[unit])
 }
 
-/// Bytes per second like fio: `332MiB/s (349MB/s)`.
-fn bandwidth(bytes_per_second: f64) -> String {
-    let binary = if bytes_per_second >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2}GiB/s", bytes_per_second / 1073741824.0)
-    } else if bytes_per_second >= 1024.0 * 1024.0 {
-        format!("{:.0}MiB/s", bytes_per_second / 1048576.0)
-    } else {
-        format!("{:.0}KiB/s", bytes_per_second / 1024.0)
-    };
-    let decimal = if bytes_per_second >= 1e9 {
-        format!("{:.2}GB/s", bytes_per_second / 1e9)
-    } else if bytes_per_second >= 1e6 {
-        format!("{:.0}MB/s", bytes_per_second / 1e6)
-    } else {
-        format!("{:.0}kB/s", bytes_per_second / 1e3)
-    };
-    format!("{binary} ({decimal})")
+/// A count like fio: `85.1k`, `1234`.
+fn count(value: f64) -> String {
+    num2str(value, 1000.0, ["", "k", "M", "G", "T", "P", "E"])
 }
 
+/// Bytes like fio, binary then decimal: `4096KiB (4194kB)`.
+fn bytes_both(bytes: f64, suffix: &str) -> String {
+    format!(
+        "{}{suffix} ({}{suffix})",
+        num2str(bytes, 1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]),
+        num2str(bytes, 1000.0, ["B", "kB", "MB", "GB", "TB", "PB", "EB"])
+    )
+}
+
+fn binary_bytes(bytes: f64, suffix: &str) -> String {
+    format!("{}{suffix}", num2str(bytes, 1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]))
+}
+
+/// fio's `display_lat`: nanoseconds unless min, max, mean and stddev all exceed a microsecond (then usec) or a
+/// millisecond (then msec).
 fn latency_line(label: &str, stats: &LatencyStats) -> String {
-    let (unit, divisor) = if stats.max() >= 10_000_000 {
+    let (min, max, mean, dev) = (stats.min() as f64, stats.max() as f64, stats.mean(), stats.stddev());
+    let all_above = |limit: f64| min > limit && max > limit && mean > limit && dev > limit;
+    let (unit, divisor) = if all_above(1e6) {
         ("msec", 1e6)
-    } else if stats.max() >= 10_000 {
+    } else if all_above(1e3) {
         ("usec", 1e3)
     } else {
         ("nsec", 1.0)
     };
     format!(
-        "    {label} ({unit}): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}",
-        stats.min() as f64 / divisor,
-        stats.max() as f64 / divisor,
-        stats.mean() / divisor,
-        stats.stddev() / divisor
+        "    {label} ({unit}): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}\n",
+        min / divisor,
+        max / divisor,
+        mean / divisor,
+        dev / divisor
     )
 }
 
-/// fio's normal text output.
+/// fio's `show_clat_percentiles`: the unit follows the smallest and largest value listed, entries four to a
+/// line, each as wide as the largest.
+fn percentile_lines(label: &str, stats: &LatencyStats, list: &[f64]) -> String {
+    let values: Vec<u64> = list.iter().map(|&p| stats.percentile(p)).collect();
+    let (minv, maxv) = (values.iter().copied().min().unwrap_or(0), values.iter().copied().max().unwrap_or(0));
+    let (unit, divisor) = if minv > 2_000_000 && maxv > 99_999_999 {
+        ("msec", 1_000_000)
+    } else if minv > 2000 && maxv > 99_999 {
+        ("usec", 1000)
+    } else {
+        ("nsec", 1)
+    };
+    // As many decimals as the list needs, at most two (" 50th", " 1.00th"); values in five columns.
+    let precision = list
+        .iter()
+        .map(|p| (0..2).find(|&digits| (p * 10f64.powi(digits)).fract().abs() < 1e-9).unwrap_or(2) as usize)
+        .max()
+        .unwrap_or(0);
+    let width = precision + 3;
+    let cells: Vec<String> =
+        list.iter().zip(&values).map(|(p, v)| format!("{p:width$.precision$}th=[{:5}]", v.div_ceil(divisor))).collect();
+    let rows: Vec<String> = cells.chunks(4).map(|row| format!("     | {}", row.join(", "))).collect();
+    format!("    {label} percentiles ({unit}):\n{}\n", rows.join(",\n"))
+}
+
+/// fio's `lat (nsec)`, `lat (usec)` and `lat (msec)` lines: the share of I/Os in each latency bucket.
+fn latency_distribution(distribution: &IoDistribution) -> String {
+    let shares = percentages(&distribution.latency);
+    let mut out = String::new();
+    for (unit, range) in [("nsec", 0..10), ("usec", 10..20), ("msec", 20..32)] {
+        let cells: Vec<String> = range
+            .clone()
+            .filter(|&slot| shares[slot] > 0.0)
+            .map(|slot| {
+                let label = match slot - range.start {
+                    10 => "2000".to_string(),
+                    11 => ">=2000".to_string(),
+                    index => LATENCY_BOUNDS[index].to_string(),
+                };
+                let share = shares[slot];
+                if share < 0.01 {
+                    format!("{label}=0.01%")
+                } else {
+                    format!("{label}={share:.2}%")
+                }
+            })
+            .collect();
+        if !cells.is_empty() {
+            out.push_str(&format!("  lat ({unit})   : {}\n", cells.join(", ")));
+        }
+    }
+    out
+}
+
+fn bucket_line(labels: &[&str], shares: &[f64]) -> String {
+    let cells: Vec<String> = labels.iter().zip(shares).map(|(label, share)| format!("{label}={share:.1}%")).collect();
+    cells.join(", ")
+}
+
+/// fio's job header: `j: (g=0): rw=randread, bs=(R) 4096B-4096B, ..., ioengine=psync, iodepth=1`.
+fn job_header(options: &super::options::JobOptions, groupid: u32) -> String {
+    let bs = options.bs_bytes;
+    format!(
+        "{}: (g={groupid}): rw={}, bs=(R) {bs}B-{bs}B, (W) {bs}B-{bs}B, (T) {bs}B-{bs}B, ioengine={}, iodepth={}\n",
+        options.name,
+        options.rw.name(),
+        options.ioengine.name(),
+        options.iodepth
+    )
+}
+
+/// fio's normal text output, with `zonelab:` lines for what only a simulation knows.
 pub fn to_text(result: &FioResult) -> String {
     let mut out = String::new();
     for note in &result.notes {
         out.push_str(&format!("note: {note}\n"));
     }
+    let mut processes = 0;
+    let mut previous: Option<&str> = None;
     for job in &result.jobs {
-        out.push_str(&format!(
-            "{}: (groupid={}, jobs={}): err={:2}: pid=0: virtual time on {} ({})\n",
-            job.options.name,
-            job.groupid,
-            job.instances,
-            job.error,
-            result.device_name,
-            result.host_path.name()
-        ));
-        if let Some(message) = &job.error_message {
-            out.push_str(&format!("  fio: {message}\n"));
-        }
-        for (label, stats) in [("read", &job.read), ("write", &job.write), ("trim", &job.trim)] {
-            if stats.ios == 0 {
-                continue;
-            }
-            let seconds = job.runtime_ns as f64 / 1e9;
-            out.push_str(&format!(
-                "  {label}: IOPS={}, BW={}({}/{}msec); {} zone resets\n",
-                short(stats.ios as f64 / seconds),
-                bandwidth(stats.bytes as f64 / seconds),
-                human_bytes(stats.bytes),
-                (job.runtime_ns as f64 / 1e6).round(),
-                job.zone_resets
-            ));
-            out.push_str(&latency_line("slat", &stats.slat));
-            out.push('\n');
-            out.push_str(&latency_line("clat", &stats.clat));
-            out.push('\n');
-            out.push_str(&latency_line(" lat", &stats.lat));
-            out.push('\n');
-            if job.options.clat_percentiles && stats.clat.count() > 0 {
-                let (unit, divisor) = if stats.clat.max() >= 10_000_000 { ("msec", 1e6) } else { ("usec", 1e3) };
-                out.push_str(&format!("    clat percentiles ({unit}):\n"));
-                for row in job.options.percentile_list.chunks(4) {
-                    let cells: Vec<String> = row
-                        .iter()
-                        .map(|p| format!("{p:5.2}th=[{:5.0}]", stats.clat.percentile(*p) as f64 / divisor))
-                        .collect();
-                    out.push_str(&format!("     | {},\n", cells.join(", ")));
-                }
+        if previous != Some(job.options.name.as_str()) {
+            out.push_str(&job_header(&job.options, job.groupid));
+            if job.options.numjobs > 1 {
+                out.push_str("...\n");
             }
         }
-        out.push_str(&format!(
-            "  zonelab: scheduler {}, {} write commands for {} write requests\n",
-            job.options.scheduler.name(),
-            job.scheduler.write_commands,
-            job.scheduler.write_requests
-        ));
+        previous = Some(job.options.name.as_str());
+        processes += job.instances;
+    }
+    out.push_str(&format!(
+        "{FIO_RELEASE} ({ZONELAB_VERSION}, virtual time on {}, {} path)\nStarting {processes} process{}\n",
+        result.device_name,
+        result.host_path.name(),
+        if processes == 1 { "" } else { "es" }
+    ));
+    for job in &result.jobs {
+        out.push('\n');
+        out.push_str(&job_text(result, job));
     }
     for group in &result.groups {
-        out.push_str(&format!("\nRun status group {} (all jobs):\n", group.groupid));
-        for (label, pick) in [("READ", 0), ("WRITE", 1), ("TRIM", 2)] {
-            let jobs: Vec<&JobResult> = result.jobs.iter().filter(|job| job.groupid == group.groupid).collect();
-            let bytes: u64 = jobs.iter().map(|job| [&job.read, &job.write, &job.trim][pick].bytes).sum();
-            if bytes == 0 {
-                continue;
-            }
-            let runtime = jobs.iter().map(|job| job.runtime_ns).max().unwrap_or(1);
-            out.push_str(&format!(
-                "  {label:>5}: bw={}, io={}, run={}-{}msec\n",
-                bandwidth(bytes as f64 / (runtime as f64 / 1e9)),
-                human_bytes(bytes),
-                (jobs.iter().map(|job| job.runtime_ns).min().unwrap_or(1) as f64 / 1e6).round(),
-                (runtime as f64 / 1e6).round()
-            ));
-        }
-        out.push_str(&format!(
-            "  zonelab: {:.3} s of device time in {:.3} s of wall time, {} device commands\n",
-            group.device_time_ns as f64 / 1e9,
-            group.wall_seconds,
-            group.commands
-        ));
+        out.push_str(&group_text(result, group));
     }
+    let disk = disk_util(result);
+    out.push_str(&format!(
+        "\nDisk stats (read/write):\n  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%\n",
+        result.device_name,
+        disk["read_ios"],
+        disk["write_ios"],
+        disk["read_merges"],
+        disk["write_merges"],
+        disk["read_ticks"],
+        disk["write_ticks"],
+        disk["in_queue"],
+        disk["util"].as_f64().unwrap_or(0.0)
+    ));
     out
 }
 
-fn human_bytes(bytes: u64) -> String {
-    let value = bytes as f64;
-    if value >= 1073741824.0 {
-        format!("{:.1}GiB", value / 1073741824.0)
-    } else if value >= 1048576.0 {
-        format!("{:.0}MiB", value / 1048576.0)
-    } else {
-        format!("{:.0}KiB", value / 1024.0)
+fn job_text(result: &FioResult, job: &JobResult) -> String {
+    let mut out = format!(
+        "{}: (groupid={}, jobs={}): err={:2}: pid={}: {}\n",
+        job.options.name,
+        job.groupid,
+        job.instances,
+        job.error,
+        std::process::id(),
+        ctime(result.started_unix_ms / 1000)
+    );
+    if let Some(message) = &job.error_message {
+        out.push_str(&format!("  fio: {message}\n"));
     }
+    let seconds = job.runtime_ns as f64 / 1e9;
+    for (label, stats, pick) in [
+        ("read", &job.read, (|job: &JobResult| &job.read) as fn(&JobResult) -> &DirectionStats),
+        ("write", &job.write, |job: &JobResult| &job.write),
+        ("trim", &job.trim, |job: &JobResult| &job.trim),
+    ] {
+        if stats.ios == 0 {
+            continue;
+        }
+        let resets =
+            if job.options.zonemode_zbd { format!("; {} zone resets", job.zone_resets) } else { String::new() };
+        out.push_str(&format!(
+            "  {label}: IOPS={}, BW={}({}/{}msec){resets}\n",
+            count(stats.ios as f64 / seconds),
+            bytes_both(stats.bytes as f64 / seconds, "/s"),
+            binary_bytes(stats.bytes as f64, ""),
+            (job.runtime_ns as f64 / 1e6).round(),
+        ));
+        out.push_str(&latency_line("slat", &stats.slat));
+        out.push_str(&latency_line("clat", &stats.clat));
+        out.push_str(&latency_line(" lat", &stats.lat));
+        let list = &job.options.percentile_list;
+        if job.options.clat_percentiles && stats.clat.count() > 0 {
+            out.push_str(&percentile_lines("clat", &stats.clat, list));
+        }
+        if job.options.lat_percentiles && stats.lat.count() > 0 {
+            out.push_str(&percentile_lines(" lat", &stats.lat, list));
+        }
+        if !stats.bw_samples.is_empty() {
+            let (min, max, mean, dev) = sample_stats(&stats.bw_samples);
+            let group_kib = group_bandwidth(result, job.groupid, pick) / 1024.0;
+            let share = if group_kib > 0.0 { mean / group_kib * 100.0 } else { 0.0 };
+            out.push_str(&format!(
+                "   bw (  KiB/s): min={:5}, max={:5}, per={share:3.2}%, avg={mean:5.02}, stdev={dev:5.02}, samples={}\n",
+                min as u64,
+                max as u64,
+                stats.bw_samples.len()
+            ));
+            let (min, max, mean, dev) = sample_stats(&stats.iops_samples);
+            out.push_str(&format!(
+                "   iops        : min={:5}, max={:5}, avg={mean:5.02}, stdev={dev:5.02}, samples={}\n",
+                min as u64,
+                max as u64,
+                stats.iops_samples.len()
+            ));
+        }
+    }
+    out.push_str(&latency_distribution(&job.distribution));
+    out.push_str("  cpu          : usr=0.00%, sys=0.00%, ctx=0, majf=0, minf=0\n");
+    let depth = percentages(&job.distribution.depth);
+    out.push_str(&format!("  IO depths    : {}\n", bucket_line(&["1", "2", "4", "8", "16", "32", ">=64"], &depth)));
+    let any = job.read.ios + job.write.ios + job.trim.ios > 0;
+    let calls = [0.0, if any { 100.0 } else { 0.0 }, 0.0, 0.0, 0.0, 0.0, 0.0];
+    let call_labels = ["0", "4", "8", "16", "32", "64", ">=64"];
+    out.push_str(&format!("     submit    : {}\n", bucket_line(&call_labels, &calls)));
+    out.push_str(&format!("     complete  : {}\n", bucket_line(&call_labels, &calls)));
+    out.push_str(&format!(
+        "     issued rwts: total={},{},{},0 short=0,0,0,0 dropped=0,0,0,0\n",
+        job.read.ios, job.write.ios, job.trim.ios
+    ));
+    out.push_str(&format!("     latency   : target=0, window=0, percentile=100.00%, depth={}\n", job.options.iodepth));
+    out.push_str(&format!(
+        "  zonelab: scheduler {}, {} write commands for {} write requests\n",
+        job.options.scheduler.name(),
+        job.scheduler.write_commands,
+        job.scheduler.write_requests
+    ));
+    out
+}
+
+fn group_text(result: &FioResult, group: &GroupResult) -> String {
+    let mut out = format!("\nRun status group {} (all jobs):\n", group.groupid);
+    let jobs: Vec<&JobResult> = result.jobs.iter().filter(|job| job.groupid == group.groupid).collect();
+    for (label, pick) in [
+        ("READ", (|job: &JobResult| &job.read) as fn(&JobResult) -> &DirectionStats),
+        ("WRITE", |job: &JobResult| &job.write),
+        ("TRIM", |job: &JobResult| &job.trim),
+    ] {
+        let bytes: u64 = jobs.iter().map(|job| pick(job).bytes).sum();
+        if bytes == 0 {
+            continue;
+        }
+        let rates: Vec<f64> = jobs
+            .iter()
+            .filter(|job| pick(job).bytes > 0)
+            .map(|job| pick(job).bytes as f64 * 1e9 / job.runtime_ns.max(1) as f64)
+            .collect();
+        let (slowest, fastest) =
+            (rates.iter().copied().fold(f64::INFINITY, f64::min), rates.iter().copied().fold(0.0, f64::max));
+        let runtimes = jobs.iter().map(|job| job.runtime_ns);
+        let (shortest, longest) = (runtimes.clone().min().unwrap_or(1), runtimes.max().unwrap_or(1));
+        out.push_str(&format!(
+            "{label:>7}: bw={}, {}-{} ({}-{}), io={}, run={}-{}msec\n",
+            bytes_both(group_bandwidth(result, group.groupid, pick), "/s"),
+            binary_bytes(slowest, "/s"),
+            binary_bytes(fastest, "/s"),
+            num2str(slowest, 1000.0, ["B", "kB", "MB", "GB", "TB", "PB", "EB"]) + "/s",
+            num2str(fastest, 1000.0, ["B", "kB", "MB", "GB", "TB", "PB", "EB"]) + "/s",
+            bytes_both(bytes as f64, ""),
+            (shortest as f64 / 1e6).round(),
+            (longest as f64 / 1e6).round()
+        ));
+    }
+    out.push_str(&format!(
+        "  zonelab: {:.3} s of device time in {:.3} s of wall time, {} device commands\n",
+        group.device_time_ns as f64 / 1e9,
+        group.wall_seconds,
+        group.commands
+    ));
+    out
 }

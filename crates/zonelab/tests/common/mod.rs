@@ -83,3 +83,13 @@ pub fn report_json(image: &TestImage) -> serde_json::Value {
 pub fn zone_state(image: &TestImage, zone: usize) -> String {
     report_json(image)["zones"][zone]["state"].as_str().expect("state").to_string()
 }
+
+/// Whether real fio is here; under CI=true its absence is a failure, not a skip.
+pub fn have_fio() -> bool {
+    let found = Command::new("fio").arg("--version").output().is_ok_and(|out| out.status.success());
+    if !found {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true and fio missing: .ci/run must install it");
+        eprintln!("skipped: fio not installed");
+    }
+    found
+}

@@ -1,0 +1,235 @@
+//! fio's own help: `--help`, `--version` and `--cmdhelp[=option]`, for the options `zonelab fio` accepts, in
+//! fio 3.33's layout so that a fio user finds what they expect where they expect it.
+
+/// The fio release whose options, output and zbd rules `zonelab fio` follows.
+pub const FIO_RELEASE: &str = "fio-3.33";
+
+/// One job option as `--cmdhelp` describes it.
+pub struct OptionDoc {
+    pub name: &'static str,
+    pub alias: Option<&'static str>,
+    /// fio's words for the value's type.
+    pub kind: &'static str,
+    pub default: Option<&'static str>,
+    pub range: Option<&'static str>,
+    pub help: &'static str,
+    /// A value the option accepts, for the test that every documented option parses.
+    pub example: &'static str,
+}
+
+const fn doc(name: &'static str, kind: &'static str, help: &'static str, example: &'static str) -> OptionDoc {
+    OptionDoc { name, alias: None, kind, default: None, range: None, help, example }
+}
+
+const INT: &str = "integer value (opt=100)";
+const BOOL: &str = "boolean value (opt=100)";
+const STR: &str = "string (opt=bla)";
+const TIME: &str = "integer value (opt=100)";
+const FLOAT: &str = "float value";
+const SIZE: &str = "integer value (opt=100)";
+
+/// Every job option `zonelab fio` honours (options it accepts but ignores are listed by `IGNORED` in
+/// `options.rs` and reported when used). zonelab's own options say so.
+pub const JOB_OPTIONS: &[OptionDoc] = &[
+    doc("description", STR, "Text job description", "a job"),
+    doc("name", STR, "Name of this job", "job1"),
+    OptionDoc {
+        help: "Device to use: an image path, or preset:NAME[,key=value...] (zonelab: the emulated ZNS device)",
+        ..doc("filename", STR, "", "preset:instant")
+    },
+    OptionDoc {
+        alias: Some("readwrite"),
+        default: Some("read"),
+        help: "IO direction: read, write, randread, randwrite, rw, randrw, trim, randtrim (zone resets), \
+               finish (zonelab: zone finishes)",
+        ..doc("rw", STR, "", "randread")
+    },
+    OptionDoc {
+        default: Some("50"),
+        range: Some("min=0, max=100"),
+        ..doc("rwmixread", INT, "Percentage of mixed workload that is reads", "70")
+    },
+    OptionDoc {
+        default: Some("50"),
+        range: Some("min=0, max=100"),
+        ..doc("rwmixwrite", INT, "Percentage of mixed workload that is writes", "30")
+    },
+    OptionDoc {
+        alias: Some("blocksize"),
+        default: Some("4096"),
+        range: Some("min=1, max=-1"),
+        ..doc("bs", INT, "Block size unit", "8k")
+    },
+    doc("size", SIZE, "Total size of device or files (also N% or Nz, zones)", "1z"),
+    OptionDoc { default: Some("0"), ..doc("offset", SIZE, "Start IO from this offset", "0") },
+    OptionDoc {
+        default: Some("0"),
+        ..doc("offset_increment", SIZE, "What is the increment from one offset to the next", "1z")
+    },
+    OptionDoc { alias: Some("io_limit"), ..doc("io_size", SIZE, "Total size of I/O to be performed", "4M") },
+    OptionDoc {
+        default: Some("1"),
+        range: Some("min=1, max=65535"),
+        ..doc("iodepth", INT, "Number of IO buffers to keep in flight", "8")
+    },
+    OptionDoc {
+        default: Some("1"),
+        range: Some("min=1, max=4096"),
+        ..doc("numjobs", INT, "Duplicate this job this many times", "2")
+    },
+    OptionDoc {
+        default: Some("psync"),
+        help: "IO engine to use: psync and libaio (kernel path), io_uring, io_uring_cmd, spdk (zonelab: each \
+               picks the host path the device is reached through)",
+        ..doc("ioengine", STR, "", "libaio")
+    },
+    OptionDoc { default: Some("0"), ..doc("direct", BOOL, "Use O_DIRECT IO (negates buffered)", "1") },
+    OptionDoc { default: Some("1"), ..doc("buffered", BOOL, "Use buffered IO (negates direct)", "0") },
+    OptionDoc {
+        default: Some("none"),
+        help: "Mode for accessing a zoned block device: none or zbd",
+        ..doc("zonemode", STR, "", "zbd")
+    },
+    OptionDoc {
+        default: Some("0"),
+        ..doc("max_open_zones", INT, "Limit on the number of simultaneously opened sequential write zones", "4")
+    },
+    OptionDoc {
+        default: Some("0"),
+        range: Some("min=0, max=1"),
+        ..doc("zone_reset_threshold", FLOAT, "Zoned block device reset threshold", "0.5")
+    },
+    OptionDoc {
+        default: Some("1"),
+        range: Some("min=0, max=1"),
+        ..doc("zone_reset_frequency", FLOAT, "Zoned block device zone reset frequency in HZ", "0.1")
+    },
+    doc("rate_iops", INT, "Limit IO used to this number of IO operations/sec", "1000"),
+    OptionDoc {
+        alias: Some("timeout"),
+        ..doc("runtime", TIME, "Stop workload when this amount of time has passed", "10ms")
+    },
+    OptionDoc { default: Some("0"), ..doc("time_based", BOOL, "Keep running until runtime/timeout is met", "1") },
+    OptionDoc { default: Some("0"), ..doc("ramp_time", TIME, "Ramp up time before measuring performance", "1ms") },
+    OptionDoc { default: Some("0"), ..doc("group_reporting", BOOL, "Do reporting on a per-group basis", "1") },
+    doc(
+        "percentile_list",
+        "list of floating point values separated by ':' (opt=5.0:99.5)",
+        "Specify a custom list of percentiles to report for completion latency and block errors",
+        "50:99.9",
+    ),
+    OptionDoc {
+        default: Some("0"),
+        ..doc("lat_percentiles", BOOL, "Enable the reporting of latency percentiles", "1")
+    },
+    OptionDoc {
+        default: Some("1"),
+        ..doc("clat_percentiles", BOOL, "Enable the reporting of completion latency percentiles", "0")
+    },
+    OptionDoc { default: Some("0x89"), ..doc("randseed", INT, "Set the random generator seed value", "7") },
+    OptionDoc {
+        alias: Some("wait_for_previous"),
+        default: Some("0"),
+        ..doc("stonewall", BOOL, "Insert a hard barrier between this job and previous", "1")
+    },
+    OptionDoc { default: Some("0"), ..doc("new_group", BOOL, "Mark the start of a new group (for reporting)", "1") },
+    OptionDoc {
+        default: Some("0"),
+        ..doc("zone_append", BOOL, "zonelab: write with Zone Append (io_uring_cmd and spdk carry it)", "1")
+    },
+    OptionDoc {
+        help: "zonelab: the host's I/O scheduler: none, mq-deadline or zinc (default: mq-deadline through the \
+               block layer, as Linux sets for a zoned device; none for spdk and io_uring_cmd)",
+        ..doc("scheduler", STR, "", "mq-deadline")
+    },
+    OptionDoc {
+        default: Some("1ms"),
+        ..doc("zinc_epoch", TIME, "zonelab: ZINC's epoch (needs scheduler=zinc first)", "1ms")
+    },
+    doc("zinc_tokens", INT, "zonelab: ZINC's write tokens per epoch (needs scheduler=zinc first)", "8"),
+    doc("zinc_max_priority", INT, "zonelab: ZINC's highest priority (needs scheduler=zinc first)", "4"),
+    doc("prefill", STR, "zonelab: write the job's zones beforehand in no time: full, or a size per zone", "full"),
+    doc("seed", INT, "zonelab: seed of the reordering of concurrent submissions", "3"),
+];
+
+/// `fio --version`.
+pub fn version() -> String {
+    format!("{FIO_RELEASE}\n")
+}
+
+/// `fio --help`: the options of the invocation, as fio 3.33 lists them, for those zonelab has.
+pub fn usage() -> String {
+    format!(
+        "{FIO_RELEASE}\n\
+         zonelab fio [options] [job options] <job file(s)>\n\
+         \x20 --output\t\tWrite output to file\n\
+         \x20 --output-format=type\tOutput format (terse,json,json+,normal)\n\
+         \x20 --version\t\tPrint version info and exit\n\
+         \x20 --help\t\tPrint this page\n\
+         \x20 --cmdhelp=cmd\t\tPrint command help, \"all\" for all of them\n\
+         \n\
+         zonelab fio runs fio's jobs in virtual time on an emulated ZNS device, with fio 3.33's options, zbd\n\
+         rules and output; `--cmdhelp=all` lists the job options it accepts. Real fio drives zonelab in real time\n\
+         through the external ioengine (docs/fio-engine.md).\n"
+    )
+}
+
+/// `fio --cmdhelp[=option]`: every option on a line, or one option in full. None if no option has that name.
+pub fn cmdhelp(which: Option<&str>) -> Option<String> {
+    let which = which.map(|name| name.trim().replace('-', "_"));
+    match which.as_deref() {
+        None | Some("all") => {
+            Some(JOB_OPTIONS.iter().map(|option| format!("{:<24}: {}\n", option.name, option.help)).collect())
+        }
+        Some(name) => {
+            let option = JOB_OPTIONS.iter().find(|option| option.name == name || option.alias == Some(name))?;
+            let mut text = format!("{:>20}: {}\n", option.name, option.help);
+            if let Some(alias) = option.alias {
+                text.push_str(&format!("{:>20}: {alias}\n", "alias"));
+            }
+            text.push_str(&format!("{:>20}: {}\n", "type", option.kind));
+            if let Some(default) = option.default {
+                text.push_str(&format!("{:>20}: {default}\n", "default"));
+            }
+            if let Some(range) = option.range {
+                text.push_str(&format!("{:>20}: {range}\n", "range"));
+            }
+            text.push('\n');
+            Some(text)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fio::parse_invocation;
+
+    #[test]
+    fn every_documented_option_parses_with_its_example() {
+        for option in JOB_OPTIONS {
+            let mut args = vec!["--name=j".to_string()];
+            if option.name.starts_with("zinc_") {
+                args.push("--scheduler=zinc".into());
+            }
+            args.push(format!("--{}={}", option.name, option.example));
+            if let Some(alias) = option.alias {
+                args.push(format!("--{alias}={}", option.example));
+            }
+            if let Err(error) = parse_invocation(&args, |_| Err("no files".into())) {
+                panic!("--{}={}: {error}", option.name, option.example);
+            }
+        }
+    }
+
+    #[test]
+    fn cmdhelp_describes_one_option_or_lists_them_all() {
+        let bs = cmdhelp(Some("blocksize")).expect("bs by its alias");
+        assert!(bs.starts_with("                  bs: Block size unit\n               alias: blocksize\n"), "{bs}");
+        assert!(bs.contains("             default: 4096\n"), "{bs}");
+        let all = cmdhelp(None).expect("all");
+        assert_eq!(all.lines().count(), JOB_OPTIONS.len());
+        assert!(all.contains("rwmixread               : Percentage of mixed workload that is reads\n"), "{all}");
+        assert!(cmdhelp(Some("bogus")).is_none());
+    }
+}

@@ -1,0 +1,91 @@
+//! `zonelab fio` looks like fio 3.33: the same job run by real fio (psync on a plain file) and by zonelab (on a
+//! preset) gives JSON in which every key real fio emits is present, and text in which every line real fio
+//! prints has its counterpart. Needs real fio; under CI=true its absence is a failure.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use common::{have_fio, ok};
+use serde_json::Value;
+
+const JOB: &[&str] =
+    &["--name=j", "--rw=randread", "--bs=4k", "--size=4M", "--ioengine=psync", "--percentile_list=50:99"];
+
+/// Every key path of a JSON document (`/jobs[]/read/bw_min`), not descending into values whose keys depend
+/// on the job (percentiles, options) or into zonelab's own objects.
+fn key_paths(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                let path = format!("{prefix}/{key}");
+                out.insert(path.clone());
+                if !matches!(key.as_str(), "percentile" | "job options" | "global options" | "zonelab") {
+                    key_paths(child, &path, out);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(first) = items.first() {
+                key_paths(first, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What a text line is: the words before its first `:`, `=` or `(`.
+fn line_label(line: &str) -> String {
+    line.split([':', '=', '(']).next().unwrap_or("").trim().to_string()
+}
+
+fn real_fio(format: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("file");
+    let output = Command::new("fio")
+        .args(JOB)
+        .arg(format!("--filename={}", file.display()))
+        .arg(format!("--output-format={format}"))
+        .output()
+        .expect("run fio");
+    assert!(output.status.success(), "fio failed: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
+fn zonelab_fio(format: &str) -> String {
+    let mut args = vec!["fio", "--filename=preset:zn540"];
+    args.extend_from_slice(JOB);
+    let format = format!("--output-format={format}");
+    args.push(&format);
+    ok(&args)
+}
+
+#[test]
+fn json_has_every_key_real_fio_emits() {
+    if !have_fio() {
+        return;
+    }
+    let (mut theirs, mut ours) = (BTreeSet::new(), BTreeSet::new());
+    key_paths(&serde_json::from_str(&real_fio("json")).expect("fio's JSON"), "", &mut theirs);
+    let zonelab: Value = serde_json::from_str(&zonelab_fio("json")).expect("zonelab's JSON");
+    key_paths(&zonelab, "", &mut ours);
+    let missing: Vec<&String> = theirs.difference(&ours).collect();
+    assert!(missing.is_empty(), "keys real fio emits that zonelab lacks: {missing:?}");
+    assert_eq!(zonelab["fio version"], "fio-3.33");
+    assert!(zonelab["timestamp"].as_u64().expect("timestamp") > 1_600_000_000, "a real timestamp");
+    assert_eq!(zonelab["jobs"][0]["job options"]["percentile_list"], "50:99", "options echoed as given");
+}
+
+#[test]
+fn text_has_every_line_real_fio_prints() {
+    if !have_fio() {
+        return;
+    }
+    // The disk line is labelled by the device's name, which differs by design (vda there, zn540 here).
+    let label = |line: &str| if line.contains(": ios=") { "<disk>: ios".to_string() } else { line_label(line) };
+    let ours: BTreeSet<String> = zonelab_fio("normal").lines().map(label).collect();
+    let missing: Vec<String> =
+        real_fio("normal").lines().map(label).filter(|label| !label.is_empty() && !ours.contains(label)).collect();
+    assert!(missing.is_empty(), "lines real fio prints that zonelab lacks: {missing:?}");
+}
