@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use zonelab_device::BuildError;
-use zonelab_workload::fio::{help, parse_invocation, run as run_jobs, to_json, to_text, FioError, OutputFormat};
+use zonelab_workload::fio::{help, parse_invocation, run as run_jobs, to_json, to_terse, to_text, FioError};
 
 use crate::{stdout_error, CliError};
 
@@ -34,13 +34,23 @@ pub fn run(args: &[String], out: &mut impl Write) -> Result<(), CliError> {
         FioError::Device(_) | FioError::Prefill { .. } => CliError::Failed(error.to_string()),
         _ => CliError::Usage(error.to_string()),
     })?;
-    let text = match invocation.output_format {
-        OutputFormat::Json => format!(
-            "{}\n",
-            serde_json::to_string_pretty(&to_json(&result)).map_err(|error| CliError::Failed(error.to_string()))?
-        ),
-        OutputFormat::Normal => to_text(&result),
-    };
+    for note in &result.notes {
+        eprintln!("note: {note}");
+    }
+    // fio prints terse lines, then the normal report, then the JSON document.
+    let format = invocation.output_format;
+    let mut text = String::new();
+    if format.terse {
+        text.push_str(&to_terse(&result));
+    }
+    if format.normal {
+        text.push_str(&to_text(&result));
+    }
+    if format.json || format.json_plus {
+        let document = to_json(&result, format.json_plus);
+        text.push_str(&serde_json::to_string_pretty(&document).map_err(|error| CliError::Failed(error.to_string()))?);
+        text.push('\n');
+    }
     match &invocation.output {
         Some(path) => std::fs::write(path, &text).map_err(|error| CliError::Io(path.clone(), error))?,
         None => out.write_all(text.as_bytes()).map_err(stdout_error)?,

@@ -110,7 +110,7 @@ fn a_runtime_bound_job_on_a_device_without_latency_ends_and_says_why() {
         args.extend_from_slice(extra);
         let run = zonelab(&args);
         assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
-        assert!(run.stdout.contains("job j stopped after 1048576 I/Os in a row"), "{args:?}: {}", run.stdout);
+        assert!(run.stderr.contains("note: job j stopped after 1048576 I/Os in a row"), "{args:?}: {}", run.stderr);
     }
     // A job bound by its size runs to its size, however many I/Os that takes at one instant.
     let run = zonelab(&[

@@ -89,3 +89,29 @@ fn text_has_every_line_real_fio_prints() {
         real_fio("normal").lines().map(label).filter(|label| !label.is_empty() && !ours.contains(label)).collect();
     assert!(missing.is_empty(), "lines real fio prints that zonelab lacks: {missing:?}");
 }
+
+#[test]
+fn terse_lines_have_real_fios_fields_and_formats_combine() {
+    if !have_fio() {
+        return;
+    }
+    let fields = |line: &str| line.trim_end().split(';').map(str::to_string).collect::<Vec<_>>();
+    let theirs = fields(&real_fio("terse"));
+    let ours = fields(&zonelab_fio("terse"));
+    assert_eq!(ours.len(), theirs.len(), "terse v3 fields:\n{theirs:?}\n{ours:?}");
+    assert_eq!((ours[0].as_str(), ours[1].as_str(), ours[2].as_str()), ("3", "fio-3.33", "j"));
+    for (index, (mine, real)) in ours.iter().zip(&theirs).enumerate() {
+        let shape = |field: &str| (field.contains('%'), field.contains('='), field.contains('.'));
+        // The disk's name (field 121) differs by design; every other field has real fio's shape.
+        if index != 121 {
+            assert_eq!(shape(mine), shape(real), "field {index}: {mine} against fio's {real}");
+        }
+    }
+    let both = zonelab_fio("normal,json+");
+    let json_start = both.find("\n{").expect("the JSON document follows the normal report");
+    assert!(both.starts_with("j: (g=0): rw=randread"), "{both}");
+    let document: Value = serde_json::from_str(&both[json_start..]).expect("JSON after the text");
+    let bins = document["jobs"][0]["read"]["clat_ns"]["bins"].as_object().expect("json+ bins");
+    let binned: u64 = bins.values().map(|hits| hits.as_u64().expect("count")).sum();
+    assert_eq!(binned, document["jobs"][0]["read"]["total_ios"].as_u64().expect("ios"), "every I/O is in a bin");
+}

@@ -105,6 +105,15 @@ impl LatencyStats {
         }
     }
 
+    /// The histogram's non-empty bins, as (the middle of the bin in ns, samples in it): fio's json+ `bins`.
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, &hits)| hits > 0)
+            .map(|(bucket, &hits)| (bucket_value(bucket), hits))
+    }
+
     /// The value at `percent` (0 to 100): the bucket holding that rank, clamped to the observed range.
     pub fn percentile(&self, percent: f64) -> u64 {
         if self.count == 0 {

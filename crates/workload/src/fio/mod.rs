@@ -12,4 +12,4 @@ pub use histogram::LatencyStats;
 pub use options::{
     parse_invocation, parse_size, FioError, FioInvocation, IoEngine, JobOptions, OutputFormat, ReadWrite, SizeSpec,
 };
-pub use report::{to_json, to_text, ZONELAB_VERSION};
+pub use report::{to_json, to_terse, to_text, ZONELAB_VERSION};

@@ -375,7 +375,6 @@ const IGNORED: &[&str] = &[
     "allow_mounted_write",
     "eta",
     "eta-newline",
-    "minimal",
 ];
 
 impl JobOptions {
@@ -477,11 +476,35 @@ impl JobOptions {
     }
 }
 
-/// How fio prints its results.
+/// How fio prints its results: any of its formats at once (`--output-format=normal,json`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputFormat {
-    Normal,
-    Json,
+pub struct OutputFormat {
+    pub normal: bool,
+    /// fio's terse version 3 (`--minimal`, `--output-format=terse`): one `;`-separated line per job.
+    pub terse: bool,
+    pub json: bool,
+    /// `json+`: JSON with each completion-latency histogram's bins.
+    pub json_plus: bool,
+}
+
+impl OutputFormat {
+    pub const NORMAL: OutputFormat = OutputFormat { normal: true, terse: false, json: false, json_plus: false };
+
+    fn parse(text: &str) -> Result<OutputFormat, FioError> {
+        let mut format = OutputFormat { normal: false, terse: false, json: false, json_plus: false };
+        for name in text.split(',').map(str::trim) {
+            match name {
+                "normal" => format.normal = true,
+                "terse" => format.terse = true,
+                "json" => format.json = true,
+                "json+" => format.json_plus = true,
+                other => {
+                    return fail(format!("option output-format: {other:?} is not one of terse, json, json+, normal"))
+                }
+            }
+        }
+        Ok(format)
+    }
 }
 
 /// A whole fio invocation: jobs in order, and where and how to print.
@@ -498,12 +521,12 @@ pub struct FioInvocation {
 fn set_invocation(invocation: &mut FioInvocation, key: &str, value: Option<&str>) -> Result<bool, FioError> {
     match key.replace('-', "_").as_str() {
         "output_format" => {
-            invocation.output_format = match value.map(str::trim) {
-                Some("normal") | Some("terse") => OutputFormat::Normal,
-                Some("json") | Some("json+") => OutputFormat::Json,
-                Some(other) => return fail(format!("option output-format: {other:?} is not normal or json")),
-                None => return fail("option output-format needs a value: normal or json"),
-            };
+            let text = value.ok_or_else(|| FioError::Options("option output-format needs a value".into()))?;
+            invocation.output_format = OutputFormat::parse(text)?;
+            Ok(true)
+        }
+        "minimal" => {
+            invocation.output_format = OutputFormat { normal: false, terse: true, json: false, json_plus: false };
             Ok(true)
         }
         "output" => {
@@ -563,7 +586,7 @@ pub fn parse_invocation(
     read_file: impl Fn(&str) -> Result<String, String>,
 ) -> Result<FioInvocation, FioError> {
     let mut invocation =
-        FioInvocation { jobs: Vec::new(), global_given: Vec::new(), output_format: OutputFormat::Normal, output: None };
+        FioInvocation { jobs: Vec::new(), global_given: Vec::new(), output_format: OutputFormat::NORMAL, output: None };
     let mut global = JobOptions::default();
     let mut current: Option<JobOptions> = None;
     let mut files = Vec::new();
@@ -636,7 +659,7 @@ mod tests {
         )
         .expect("parses");
         assert_eq!(invocation.jobs.len(), 2);
-        assert_eq!(invocation.output_format, OutputFormat::Json);
+        assert!(invocation.output_format.json && !invocation.output_format.normal);
         let (a, b) = (&invocation.jobs[0], &invocation.jobs[1]);
         assert_eq!(
             (a.name.as_str(), a.rw, a.size, a.direct, a.bs_bytes),

@@ -81,13 +81,19 @@ fn stats_json(stats: &LatencyStats, percentiles: Option<&[f64]>) -> Value {
     object
 }
 
-fn direction_json(stats: &DirectionStats, runtime_ns: u64, job: &JobResult, group_bw_bytes: f64) -> Value {
+fn direction_json(stats: &DirectionStats, runtime_ns: u64, job: &JobResult, group_bw_bytes: f64, bins: bool) -> Value {
     let seconds = runtime_ns as f64 / 1e9;
     let (bw_bytes, iops) =
         if stats.ios == 0 { (0.0, 0.0) } else { (stats.bytes as f64 / seconds, stats.ios as f64 / seconds) };
     let list = &job.options.percentile_list;
     let (bw_min, bw_max, bw_mean, bw_dev) = sample_stats(&stats.bw_samples);
     let (iops_min, iops_max, iops_mean, iops_dev) = sample_stats(&stats.iops_samples);
+    let mut clat = stats_json(&stats.clat, job.options.clat_percentiles.then_some(list.as_slice()));
+    if bins {
+        let table: Map<String, Value> =
+            stats.clat.bins().map(|(value, hits)| (value.to_string(), json!(hits))).collect();
+        clat["bins"] = Value::Object(table);
+    }
     let bw_agg = if group_bw_bytes > 0.0 { bw_mean / (group_bw_bytes / 1024.0) * 100.0 } else { 0.0 };
     json!({
         "io_bytes": stats.bytes,
@@ -100,7 +106,7 @@ fn direction_json(stats: &DirectionStats, runtime_ns: u64, job: &JobResult, grou
         "short_ios": 0,
         "drop_ios": 0,
         "slat_ns": stats_json(&stats.slat, None),
-        "clat_ns": stats_json(&stats.clat, job.options.clat_percentiles.then_some(list.as_slice())),
+        "clat_ns": clat,
         "lat_ns": stats_json(&stats.lat, job.options.lat_percentiles.then_some(list.as_slice())),
         "bw_min": bw_min as u64,
         "bw_max": bw_max as u64,
@@ -147,8 +153,8 @@ fn source_name(source: OpSource) -> &'static str {
     }
 }
 
-/// fio's JSON document.
-pub fn to_json(result: &FioResult) -> Value {
+/// fio's JSON document; with `bins` (json+), each completion-latency histogram's bins too.
+pub fn to_json(result: &FioResult, bins: bool) -> Value {
     let jobs: Vec<Value> = result
         .jobs
         .iter()
@@ -156,7 +162,7 @@ pub fn to_json(result: &FioResult) -> Value {
             let group = &result.groups[job.groupid as usize];
             let simulated_ios = group.commands as f64 / group.wall_seconds.max(1e-9);
             let direction = |stats: &DirectionStats, pick: fn(&JobResult) -> &DirectionStats| {
-                direction_json(stats, job.runtime_ns, job, group_bandwidth(result, job.groupid, pick))
+                direction_json(stats, job.runtime_ns, job, group_bandwidth(result, job.groupid, pick), bins)
             };
             let mut job_json = json!({
                 "jobname": job.options.name,
@@ -412,12 +418,10 @@ fn job_header(options: &super::options::JobOptions, groupid: u32) -> String {
     )
 }
 
-/// fio's normal text output, with `zonelab:` lines for what only a simulation knows.
+/// fio's normal text output, with `zonelab:` lines for what only a simulation knows. The run's notes are not
+/// part of it: like fio's warnings, they go to standard error.
 pub fn to_text(result: &FioResult) -> String {
     let mut out = String::new();
-    for note in &result.notes {
-        out.push_str(&format!("note: {note}\n"));
-    }
     let mut processes = 0;
     let mut previous: Option<&str> = None;
     for job in &result.jobs {
@@ -582,4 +586,72 @@ fn group_text(result: &FioResult, group: &GroupResult) -> String {
         group.commands
     ));
     out
+}
+
+/// fio's terse output, version 3 (`show_thread_status_terse_all`): one `;`-separated line per job with the
+/// read and write statistics in microseconds and KiB, CPU, IO depths, latency distribution and disk figures.
+pub fn to_terse(result: &FioResult) -> String {
+    let disk = disk_util(result);
+    let mut out = String::new();
+    for job in &result.jobs {
+        let mut fields =
+            vec!["3".to_string(), FIO_RELEASE.to_string(), job.options.name.clone(), job.groupid.to_string()];
+        fields.push(job.error.to_string());
+        for (stats, pick) in [
+            (&job.read, (|job: &JobResult| &job.read) as fn(&JobResult) -> &DirectionStats),
+            (&job.write, |job: &JobResult| &job.write),
+        ] {
+            terse_direction(job, stats, group_bandwidth(result, job.groupid, pick), &mut fields);
+        }
+        fields.extend(["0.00%", "0.00%", "0", "0", "0"].map(str::to_string));
+        fields.extend(percentages(&job.distribution.depth).iter().map(|share| format!("{share:3.1}%")));
+        let latency = percentages(&job.distribution.latency);
+        fields.extend(latency[10..32].iter().map(|share| format!("{share:3.2}%")));
+        for key in
+            ["name", "read_ios", "write_ios", "read_merges", "write_merges", "read_ticks", "write_ticks", "in_queue"]
+        {
+            fields.push(disk[key].as_str().map_or_else(|| disk[key].to_string(), str::to_string));
+        }
+        fields.push(format!("{:3.2}%", disk["util"].as_f64().unwrap_or(0.0)));
+        out.push_str(&fields.join(";"));
+        out.push('\n');
+    }
+    out
+}
+
+/// One direction of a terse line (`show_ddir_status_terse`): KiB, KiB/s, IOPS, runtime, then slat, clat with
+/// twenty percentile slots, lat, and bandwidth samples.
+fn terse_direction(job: &JobResult, stats: &DirectionStats, group_bw_bytes: f64, fields: &mut Vec<String>) {
+    let runtime_ms = if stats.ios == 0 { 0 } else { (job.runtime_ns as f64 / 1e6).round() as u64 };
+    let (bw, iops) = match runtime_ms {
+        0 => (0, 0),
+        ms => (stats.bytes * 1000 / ms / 1024, stats.ios * 1000 / ms),
+    };
+    fields.extend([stats.bytes >> 10, bw, iops, runtime_ms].map(|n| n.to_string()));
+    let latency = |latency: &LatencyStats, fields: &mut Vec<String>| {
+        fields.push((latency.min() / 1000).to_string());
+        fields.push((latency.max() / 1000).to_string());
+        fields.push(format!("{:.6}", latency.mean() / 1000.0));
+        fields.push(format!("{:.6}", latency.stddev() / 1000.0));
+    };
+    latency(&stats.slat, fields);
+    latency(&stats.clat, fields);
+    let list: &[f64] = if job.options.clat_percentiles { &job.options.percentile_list } else { &[] };
+    for slot in 0..20 {
+        match list.get(slot) {
+            Some(&percent) => fields.push(format!("{percent:.6}%={}", stats.clat.percentile(percent) / 1000)),
+            None => fields.push("0%=0".to_string()),
+        }
+    }
+    latency(&stats.lat, fields);
+    let (min, max, mean, dev) = sample_stats(&stats.bw_samples);
+    let share = if stats.bw_samples.is_empty() {
+        0.0
+    } else if group_bw_bytes > 0.0 {
+        (mean * 100.0 / (group_bw_bytes / 1024.0)).min(100.0)
+    } else {
+        100.0
+    };
+    fields.extend([(min as u64).to_string(), (max as u64).to_string(), format!("{share:.6}%")]);
+    fields.extend([format!("{mean:.6}"), format!("{dev:.6}")]);
 }
