@@ -3,7 +3,9 @@
 use std::io::Write;
 
 use zonelab_device::BuildError;
-use zonelab_workload::fio::{help, parse_invocation, run as run_jobs, to_json, to_terse, to_text, FioError};
+use zonelab_workload::fio::{
+    help, parse_invocation, run as run_jobs, to_json, to_terse, to_text, write_logs, FioError,
+};
 
 use crate::{stdout_error, CliError};
 
@@ -37,6 +39,8 @@ pub fn run(args: &[String], out: &mut impl Write) -> Result<(), CliError> {
     for note in &result.notes {
         eprintln!("note: {note}");
     }
+    let here = std::path::Path::new(".");
+    write_logs(&result.io_logs, here).map_err(|error| CliError::Io(here.to_path_buf(), error))?;
     // fio prints terse lines, then the normal report, then the JSON document.
     let format = invocation.output_format;
     let mut text = String::new();

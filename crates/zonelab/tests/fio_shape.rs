@@ -115,3 +115,41 @@ fn terse_lines_have_real_fios_fields_and_formats_combine() {
     let binned: u64 = bins.values().map(|hits| hits.as_u64().expect("count")).sum();
     assert_eq!(binned, document["jobs"][0]["read"]["total_ios"].as_u64().expect("ios"), "every I/O is in a bin");
 }
+
+/// The log files real fio writes for the same log options, by name, and lines of its five fields.
+#[test]
+fn logs_have_real_fios_names_and_line_format() {
+    if !have_fio() {
+        return;
+    }
+    let logs = ["--write_lat_log=x", "--write_bw_log=x", "--write_iops_log=x", "--log_avg_msec=10"];
+    let run_in = |dir: &std::path::Path, program: &str, device: String| {
+        let mut command = Command::new(program);
+        if program != "fio" {
+            command.arg("fio");
+        }
+        let output = command.current_dir(dir).args(JOB).args(logs).arg(device).output().expect("run");
+        assert!(output.status.success(), "{program}: {}", String::from_utf8_lossy(&output.stderr));
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .expect("dir")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".log"))
+            .collect();
+        names.sort();
+        names
+    };
+    let (real, ours) = (tempfile::tempdir().expect("tempdir"), tempfile::tempdir().expect("tempdir"));
+    let file = real.path().join("file").display().to_string();
+    let theirs = run_in(real.path(), "fio", format!("--filename={file}"));
+    let mine = run_in(ours.path(), env!("CARGO_BIN_EXE_zonelab"), "--filename=preset:zn540".to_string());
+    assert_eq!(mine, theirs, "log files");
+    for (dir, name) in [(&real, "x_lat.1.log"), (&ours, "x_lat.1.log"), (&ours, "x_bw.1.log"), (&ours, "x_iops.1.log")]
+    {
+        let text = std::fs::read_to_string(dir.path().join(name)).expect("log");
+        assert!(!text.is_empty() || name != "x_lat.1.log", "{name} is empty");
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split(", ").collect();
+            assert!(fields.len() == 5 && fields.iter().all(|f| f.parse::<u64>().is_ok()), "{name}: {line:?}");
+        }
+    }
+}

@@ -18,6 +18,7 @@ use zonelab_runtime::{CommandQueue, Host, IoData, QueuedCommand, Simulation};
 use zonelab_zns::{Geometry, MediaStore, Status, ZoneSendAction, ZoneState};
 
 use super::histogram::LatencyStats;
+use super::logs::{IoLog, LogEntry};
 use super::options::{FioError, FioInvocation, IoEngine, JobOptions, ReadWrite, SizeSpec};
 
 /// Statistics of one direction (read, write or trim) of a job.
@@ -143,6 +144,8 @@ pub struct FioResult {
     pub notes: Vec<String>,
     /// Options given before the first job or in `[global]`, as given.
     pub global_options: Vec<(String, String)>,
+    /// The logs jobs asked for (`write_lat_log` and the rest), by thread number.
+    pub io_logs: Vec<IoLog>,
     /// When the run started, in milliseconds since the Unix epoch (fio's `timestamp_ms`); the only figure
     /// besides the wall-clock ones that differs between runs of the same seed.
     pub started_unix_ms: u64,
@@ -281,6 +284,9 @@ struct JobState {
     /// Start of the current bandwidth sample, and the bytes and I/Os by direction at that instant.
     sample_start_ns: u64,
     sampled: [(u64, u64); 3],
+    /// Device time the job started, and its completed I/Os when it writes fio's logs.
+    started_ns: u64,
+    log: Option<Vec<LogEntry>>,
 }
 
 /// I/Os a job may issue in a row without device time moving. On a preset with no latency at all (`instant`)
@@ -677,6 +683,16 @@ async fn worker<S: MediaStore + 'static>(
         stats.lat.record(total);
         job.distribution.record(in_flight, total - slat);
         job.sample(completed);
+        let started = job.started_ns;
+        if let Some(log) = job.log.as_mut() {
+            let direction = match direction {
+                Direction::Read => 0,
+                Direction::Write => 1,
+                Direction::Trim => 2,
+            };
+            let time_ns = completed - started;
+            log.push(LogEntry { time_ns, direction, bytes, slat_ns: slat, clat_ns: total - slat, lat_ns: total });
+        }
     }
 }
 
@@ -759,7 +775,8 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
         ));
     }
     let zone_released = Rc::new(Notify::new());
-    let mut run = GroupRunner { simulation, scheduled, zones, zone_released, geometry, slat_ns };
+    let mut run =
+        GroupRunner { simulation, scheduled, zones, zone_released, geometry, slat_ns, threads: 0, io_logs: Vec::new() };
     let mut results = Vec::new();
     let mut group_results = Vec::new();
     for (groupid, group) in (0..).zip(job_groups(invocation)) {
@@ -782,6 +799,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
         wear: run.simulation.with_device(|device| device.media().erase_summary()),
         notes,
         global_options: invocation.global_given.clone(),
+        io_logs: std::mem::take(&mut run.io_logs),
         started_unix_ms,
     })
 }
@@ -936,6 +954,8 @@ impl JobState {
             distribution: IoDistribution::default(),
             sample_start_ns: group_start + job.ramp_time_ns,
             sampled: [(0, 0); 3],
+            started_ns: group_start,
+            log: (job.lat_log.is_some() || job.bw_log.is_some() || job.iops_log.is_some()).then(Vec::new),
         }
     }
 
@@ -992,6 +1012,9 @@ struct GroupRunner<S: MediaStore + 'static> {
     zone_released: Rc<Notify>,
     geometry: Geometry,
     slat_ns: u64,
+    /// Job instances started so far: fio's thread numbers, which name the log files.
+    threads: u32,
+    io_logs: Vec<IoLog>,
 }
 
 impl<S: MediaStore + 'static> GroupRunner<S> {
@@ -1042,7 +1065,19 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         let mut folded: Vec<JobResult> = Vec::new();
         let mut stalled_jobs: Vec<String> = Vec::new();
         for state in instances {
-            let state = state.borrow();
+            let mut state = state.borrow_mut();
+            self.threads += 1;
+            if let Some(entries) = state.log.take() {
+                let options = &state.options;
+                self.io_logs.push(IoLog {
+                    thread_number: self.threads,
+                    lat_prefix: options.lat_log.clone(),
+                    bw_prefix: options.bw_log.clone(),
+                    iops_prefix: options.iops_log.clone(),
+                    avg_msec: options.log_avg_msec,
+                    entries,
+                });
+            }
             if state.stalled {
                 stalled_jobs.push(state.options.name.clone());
             }

@@ -148,6 +148,13 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
     },
     doc("zinc_tokens", INT, "zonelab: ZINC's write tokens per epoch (needs scheduler=zinc first)", "8"),
     doc("zinc_max_priority", INT, "zonelab: ZINC's highest priority (needs scheduler=zinc first)", "4"),
+    doc("write_lat_log", STR, "Write log of latency during run (PREFIX_lat.N.log, _slat, _clat; ns)", "x"),
+    doc("write_bw_log", STR, "Write log of bandwidth during run (PREFIX_bw.N.log; KiB/s)", "x"),
+    doc("write_iops_log", STR, "Write log of IOPS during run (PREFIX_iops.N.log)", "x"),
+    OptionDoc {
+        default: Some("0"),
+        ..doc("log_avg_msec", INT, "Average bw/iops/lat logs over this period of time", "10")
+    },
     doc("prefill", STR, "zonelab: write the job's zones beforehand in no time: full, or a size per zone", "full"),
     doc("seed", INT, "zonelab: seed of the reordering of concurrent submissions", "3"),
 ];

@@ -4,11 +4,13 @@
 mod engine;
 pub mod help;
 mod histogram;
+mod logs;
 mod options;
 mod report;
 
 pub use engine::{run, DirectionStats, FioResult, GroupResult, IoDistribution, JobResult};
 pub use histogram::LatencyStats;
+pub use logs::{write_logs, IoLog, LogEntry};
 pub use options::{
     parse_invocation, parse_size, FioError, FioInvocation, IoEngine, JobOptions, OutputFormat, ReadWrite, SizeSpec,
 };

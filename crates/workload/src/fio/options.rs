@@ -285,6 +285,12 @@ pub struct JobOptions {
     /// preconditioned long ago): `Some(None)` fills the zones, `Some(Some(size))` writes that much of each.
     pub prefill: Option<Option<SizeSpec>>,
     pub seed: Option<u64>,
+    /// `write_lat_log`, `write_bw_log`, `write_iops_log`: the prefix of each log file (the job's name for a
+    /// bare flag), and `log_avg_msec`.
+    pub lat_log: Option<String>,
+    pub bw_log: Option<String>,
+    pub iops_log: Option<String>,
+    pub log_avg_msec: u64,
     /// Options accepted but meaningless here, as given.
     pub ignored: Vec<String>,
     /// The options set on this job itself (not inherited from global ones), as given, in order: fio's
@@ -332,6 +338,10 @@ impl Default for JobOptions {
             scheduler_defaulted: true,
             prefill: None,
             seed: None,
+            lat_log: None,
+            bw_log: None,
+            iops_log: None,
+            log_avg_msec: 0,
             ignored: Vec::new(),
             given: Vec::new(),
         }
@@ -462,6 +472,16 @@ impl JobOptions {
                 self.prefill = Some(if text == "full" { None } else { Some(parse_size(&key, text)?) });
             }
             "seed" => self.seed = Some(parse_number(&key, need(value)?)?),
+            "write_lat_log" | "write_bw_log" | "write_iops_log" => {
+                // A bare flag names the logs after the job, as fio does when the option has no value.
+                let prefix = Some(value.map_or_else(|| self.name.clone(), str::to_string));
+                match key.as_str() {
+                    "write_lat_log" => self.lat_log = prefix,
+                    "write_bw_log" => self.bw_log = prefix,
+                    _ => self.iops_log = prefix,
+                }
+            }
+            "log_avg_msec" => self.log_avg_msec = parse_number(&key, need(value)?)?,
             "description" => {}
             ignored if IGNORED.contains(&ignored) => {
                 self.ignored.push(match value {
@@ -633,8 +653,16 @@ pub fn parse_invocation(
     if invocation.jobs.is_empty() {
         return fail("no jobs defined: give --name=NAME with options, or a job file");
     }
-    for job in invocation.jobs.iter_mut().filter(|job| job.scheduler_defaulted) {
-        job.scheduler = job.ioengine.default_scheduler();
+    for job in &mut invocation.jobs {
+        if job.scheduler_defaulted {
+            job.scheduler = job.ioengine.default_scheduler();
+        }
+        // A bare log flag given before the job had a name: its logs take the job's name.
+        for prefix in [&mut job.lat_log, &mut job.bw_log, &mut job.iops_log].into_iter().flatten() {
+            if prefix.is_empty() {
+                prefix.clone_from(&job.name);
+            }
+        }
     }
     Ok(invocation)
 }
