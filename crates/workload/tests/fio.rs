@@ -115,6 +115,54 @@ fn schedulers_decide_whether_deep_writes_in_a_zone_fail() {
     assert!(job.scheduler.merged_requests > 0 && job.scheduler.write_commands < job.write.ios, "{:?}", job.scheduler);
 }
 
+/// `continue_on_error` goes past the failed writes of a job that names it for writes (counting them, as fio's
+/// `total_err` and `first_error`), and not past them when it names only reads.
+#[test]
+fn continue_on_error_goes_past_the_errors_it_names() {
+    let job = |coe: &str| {
+        fio(&format!("{DEVICE} --name=w --rw=write --bs=4k --size=1z --ioengine=libaio --iodepth=4 --scheduler=none --runtime=5ms --time_based --continue_on_error={coe}"))
+            .expect("runs")
+    };
+    let past = job("write");
+    let json = to_json(&past, false);
+    assert_eq!(json["jobs"][0]["error"], 0);
+    assert!(json["jobs"][0]["total_err"].as_u64().expect("total_err") > 0);
+    assert_eq!(json["jobs"][0]["first_error"], 5, "EIO");
+    let stopped = job("read");
+    assert_eq!((stopped.jobs[0].error, stopped.jobs[0].total_errors), (5, 0));
+    assert!(to_json(&stopped, false)["jobs"][0].get("total_err").is_some(), "named, so reported");
+    assert!(job("none").jobs[0].error == 5 && to_json(&job("none"), false)["jobs"][0].get("total_err").is_none());
+}
+
+/// startdelay, loops, number_ios and bssplit change the workload as in fio; options zonelab cannot honour are
+/// refused by name; `--section` picks job-file sections.
+#[test]
+fn workload_shaping_options_do_what_fio_does() {
+    let base = format!("{DEVICE} --name=w --rw=write --size=1z --io_size=1M --ioengine=spdk");
+    let plain = fio(&base).expect("runs");
+    let delayed = fio(&format!("{base} --startdelay=5ms")).expect("runs");
+    assert!(
+        delayed.groups[0].device_time_ns >= plain.groups[0].device_time_ns + 5_000_000,
+        "the job starts 5 ms late: {} against {} ns",
+        delayed.groups[0].device_time_ns,
+        plain.groups[0].device_time_ns
+    );
+    assert_eq!(delayed.jobs[0].runtime_ns, plain.jobs[0].runtime_ns, "the delay is not in the job's runtime");
+    assert_eq!(fio(&format!("{base} --loops=3")).expect("runs").jobs[0].write.bytes, 3 << 20);
+    assert_eq!(fio(&format!("{base} --number_ios=10")).expect("runs").jobs[0].write.ios, 10);
+    let split = fio(&format!("{base} --bssplit=4k/50:64k/50")).expect("runs");
+    let (ios, bytes) = (split.jobs[0].write.ios, split.jobs[0].write.bytes);
+    assert!(bytes > ios * 4096 && bytes < ios * 65536, "a mix of 4 KiB and 64 KiB: {bytes} bytes in {ios} I/Os");
+    for refused in ["--random_distribution=zipf:1.2", "--filesize=1M", "--read_iolog=trace", "--kb_base=1000"] {
+        let error = fio(&format!("{base} {refused}")).expect_err("refused");
+        assert!(error.contains("zonelab cannot honour it"), "{refused}: {error}");
+    }
+    let job_file = "[global]\nfilename=preset:zn540,zones=16\nzonemode=zbd\nrw=write\nsize=1z\nio_size=1M\n[a]\n[b]\n";
+    let args: Vec<String> = ["--section=b", "jobs.fio"].iter().map(|arg| arg.to_string()).collect();
+    let invocation = parse_invocation(&args, |_| Ok(job_file.to_string())).expect("parses");
+    assert_eq!(invocation.jobs.iter().map(|job| job.name.as_str()).collect::<Vec<_>>(), ["b"]);
+}
+
 /// Linux sets mq-deadline on a zoned block device, so the usual libaio job writing a zone at QD 8 works without
 /// naming a scheduler; SPDK and io_uring passthrough bypass the block layer's scheduler.
 #[test]

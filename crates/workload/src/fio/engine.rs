@@ -118,6 +118,9 @@ pub struct JobResult {
     pub zone_resets: u64,
     pub scheduler: SchedulerCounters,
     pub distribution: IoDistribution,
+    /// Failed I/Os gone past under `continue_on_error`, and the errno of the first (0 if none).
+    pub total_errors: u64,
+    pub first_error: i32,
 }
 
 /// Device-wide figures of one group.
@@ -257,12 +260,13 @@ struct JobState {
     bs_blocks: u64,
     budget_bytes: u64,
     issued_bytes: u64,
+    issued_ios: u64,
     cursor_lba: u64,
     cursor_zone: u32,
     open_zones: Vec<u32>,
     writes_since_reset: u64,
     /// The zones this job may read (written at least one block size), as of a `ZoneCache` version.
-    readable: (u64, Vec<u32>),
+    readable: ((u64, u64), Vec<u32>),
     deadline_ns: u64,
     ramp_end_ns: u64,
     next_issue_ns: u64,
@@ -287,6 +291,15 @@ struct JobState {
     /// Device time the job started, and its completed I/Os when it writes fio's logs.
     started_ns: u64,
     log: Option<Vec<LogEntry>>,
+    /// I/Os that failed and were gone past (`continue_on_error`), and the errno of the first.
+    total_errors: u64,
+    first_error: Option<i32>,
+}
+
+/// The errnos fio treats as non-fatal under `continue_on_error`.
+mod libc_errno {
+    pub const EIO: i32 = 5;
+    pub const EILSEQ: i32 = 84;
 }
 
 /// I/Os a job may issue in a row without device time moving. On a preset with no latency at all (`instant`)
@@ -408,6 +421,12 @@ impl JobState {
         if !self.options.time_based && self.issued_bytes >= self.budget_bytes {
             return Next::Done;
         }
+        if self.options.number_ios != 0 && self.issued_ios >= self.options.number_ios {
+            return Next::Done;
+        }
+        if !self.options.bssplit.is_empty() && self.waiting.is_none() {
+            self.bs_blocks = self.draw_block_size();
+        }
         let trims = matches!(self.options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish);
         let io = if self.options.zonemode_zbd {
             let (direction, zone) = match self.waiting.take() {
@@ -444,8 +463,22 @@ impl JobState {
         // A reset a writer issues before writing a full zone is fio's own, not an I/O of the job's size.
         if trims || !matches!(io, Io::Reset { .. }) {
             self.issued_bytes += io.bytes(&self.geometry);
+            self.issued_ios += 1;
         }
         Next::Issue(io)
+    }
+
+    /// A block size from `bssplit`, by its weights, in LBAs.
+    fn draw_block_size(&mut self) -> u64 {
+        let total: u64 = self.options.bssplit.iter().map(|(_, weight)| weight).sum();
+        let mut ticket = self.rng.below(total.max(1));
+        for &(bytes, weight) in &self.options.bssplit {
+            if ticket < weight {
+                return bytes >> self.geometry.lba_shift;
+            }
+            ticket -= weight;
+        }
+        self.options.bs_bytes >> self.geometry.lba_shift
     }
 
     fn next_direction(&mut self, trims: bool) -> Direction {
@@ -507,9 +540,9 @@ impl JobState {
     /// sequential reads the cursor's, moving to the next readable zone when the cursor reaches a write pointer.
     fn read_zone(&mut self, zones: &ZoneCache) -> Option<u32> {
         let bs = self.bs_blocks;
-        if self.readable.0 != zones.version {
+        if self.readable.0 != (zones.version, bs) {
             let readable = (self.first_zone..self.end_zone).filter(|&zone| zones.written(zone) >= bs).collect();
-            self.readable = (zones.version, readable);
+            self.readable = ((zones.version, bs), readable);
         }
         let readable = &self.readable.1;
         if readable.is_empty() {
@@ -615,7 +648,14 @@ async fn worker<S: MediaStore + 'static>(
     zone_released: Rc<Notify>,
 ) {
     let lba_shift = queue.geometry().lba_shift;
-    let zoned = state.borrow().options.zonemode_zbd;
+    let (zoned, started) = {
+        let job = state.borrow();
+        (job.options.zonemode_zbd, job.started_ns)
+    };
+    let now = queue.now_ns();
+    if started > now {
+        queue.sleep(started - now).await;
+    }
     loop {
         let now = queue.now_ns();
         let next = state.borrow_mut().next_io(now, &mut zones.borrow_mut());
@@ -657,6 +697,14 @@ async fn worker<S: MediaStore + 'static>(
         let mut job = state.borrow_mut();
         job.in_flight -= 1;
         if let Err(status) = result {
+            let coe = job.options.continue_on_error;
+            let continued = if direction == Direction::Read { coe.read } else { coe.write };
+            // fio goes on only past errors it deems non-fatal: EIO and EILSEQ.
+            if continued && matches!(status.errno(), libc_errno::EIO | libc_errno::EILSEQ) {
+                job.total_errors += 1;
+                job.first_error.get_or_insert(status.errno());
+                continue;
+            }
             let len_bytes = io.data_bytes(&job.geometry);
             job.error.get_or_insert(IoFailure { status, direction, lba, len_bytes });
             return;
@@ -881,11 +929,13 @@ fn instance_range(job: &JobOptions, instance: u32, geometry: &Geometry) -> Resul
         end_lba = end_lba / geometry.zone_size_lba * geometry.zone_size_lba;
     }
     let bs_blocks = job.bs_bytes >> geometry.lba_shift;
-    if !job.bs_bytes.is_multiple_of(u64::from(geometry.lba_size)) || bs_blocks == 0 {
-        return Err(FioError::Options(format!(
-            "job {}: bs={} is not a multiple of the {}-byte LBA",
-            job.name, job.bs_bytes, geometry.lba_size
-        )));
+    for bytes in job.bssplit.iter().map(|&(bytes, _)| bytes).chain([job.bs_bytes]) {
+        if !bytes.is_multiple_of(u64::from(geometry.lba_size)) || bytes < u64::from(geometry.lba_size) {
+            return Err(FioError::Options(format!(
+                "job {}: bs={bytes} is not a multiple of the {}-byte LBA",
+                job.name, geometry.lba_size
+            )));
+        }
     }
     if end_lba <= start_lba || end_lba - start_lba < bs_blocks {
         return Err(FioError::Options(format!(
@@ -916,9 +966,13 @@ impl JobState {
         } else {
             end_lba - start_lba
         };
-        let budget_bytes =
-            job.io_size.map_or(range_lbas << geometry.lba_shift, |io| io.resolve(device_bytes, zone_bytes));
+        let budget_bytes = job
+            .io_size
+            .map_or(range_lbas << geometry.lba_shift, |io| io.resolve(device_bytes, zone_bytes))
+            .saturating_mul(job.loops);
         let runtime = job.runtime_ns.unwrap_or(u64::MAX / 4);
+        // startdelay: the job's clock starts after it, as fio's does.
+        let group_start = group_start.saturating_add(job.startdelay_ns);
         JobState {
             options: job.clone(),
             instance_id: 0,
@@ -931,11 +985,12 @@ impl JobState {
             bs_blocks: job.bs_bytes >> geometry.lba_shift,
             budget_bytes,
             issued_bytes: 0,
+            issued_ios: 0,
             cursor_lba: start_lba,
             cursor_zone: first_zone,
             open_zones: Vec::new(),
             writes_since_reset: 0,
-            readable: (u64::MAX, Vec::new()),
+            readable: ((u64::MAX, 0), Vec::new()),
             deadline_ns: group_start.saturating_add(job.ramp_time_ns).saturating_add(runtime),
             ramp_end_ns: group_start + job.ramp_time_ns,
             next_issue_ns: group_start,
@@ -955,6 +1010,8 @@ impl JobState {
             sample_start_ns: group_start + job.ramp_time_ns,
             sampled: [(0, 0); 3],
             started_ns: group_start,
+            total_errors: 0,
+            first_error: None,
             log: (job.lat_log.is_some() || job.bw_log.is_some() || job.iops_log.is_some()).then(Vec::new),
         }
     }
@@ -982,6 +1039,8 @@ impl JobState {
             zone_resets: self.zone_resets,
             scheduler,
             distribution: self.distribution.clone(),
+            total_errors: self.total_errors,
+            first_error: self.first_error.unwrap_or(0),
         }
     }
 }
@@ -996,6 +1055,10 @@ impl JobResult {
         self.runtime_ns = self.runtime_ns.max(other.runtime_ns);
         self.zone_resets += other.zone_resets;
         self.distribution.merge(&other.distribution);
+        self.total_errors += other.total_errors;
+        if self.first_error == 0 {
+            self.first_error = other.first_error;
+        }
         if self.error == 0 {
             self.error = other.error;
             self.error_message = other.error_message;

@@ -155,6 +155,20 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
         default: Some("0"),
         ..doc("log_avg_msec", INT, "Average bw/iops/lat logs over this period of time", "10")
     },
+    OptionDoc {
+        default: Some("none"),
+        help: "Continue on non-fatal errors during IO: none, read, write, io, verify, all",
+        ..doc("continue_on_error", STR, "", "io")
+    },
+    OptionDoc { default: Some("0"), ..doc("startdelay", TIME, "Only start job when this period has passed", "1ms") },
+    OptionDoc {
+        default: Some("1"),
+        range: Some("min=1, max=4294967295"),
+        ..doc("loops", INT, "Number of times to run the job", "2")
+    },
+    OptionDoc { default: Some("0"), ..doc("number_ios", INT, "Force job completion after this number of IOs", "100") },
+    doc("bssplit", STR, "Set a specific mix of block sizes", "4k/50:64k/50"),
+    doc("section", STR, "Only run specified section in job file (command line; repeatable)", "a"),
     doc("prefill", STR, "zonelab: write the job's zones beforehand in no time: full, or a size per zone", "full"),
     doc("seed", INT, "zonelab: seed of the reordering of concurrent submissions", "3"),
 ];

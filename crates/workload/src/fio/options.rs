@@ -144,6 +144,60 @@ fn parse_fraction(key: &str, value: &str) -> Result<f64, FioError> {
     Ok(number)
 }
 
+/// fio's `continue_on_error`: which failed I/Os a job counts and goes on past. fio goes on only past the
+/// errors it deems non-fatal (EIO and EILSEQ, `td_non_fatal_error`); trims count as writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContinueOnError {
+    pub read: bool,
+    pub write: bool,
+}
+
+impl ContinueOnError {
+    fn parse(value: &str) -> Result<ContinueOnError, FioError> {
+        let (read, write) = match value.trim() {
+            "none" | "0" => (false, false),
+            "read" => (true, false),
+            "write" => (false, true),
+            "io" | "all" | "1" => (true, true),
+            // zonelab does not verify data, so there are no verify errors to go on past.
+            "verify" => (false, false),
+            other => {
+                return fail(format!(
+                    "option continue_on_error: {other:?} is not one of none, read, write, io, verify, all"
+                ))
+            }
+        };
+        Ok(ContinueOnError { read, write })
+    }
+
+    pub fn any(self) -> bool {
+        self.read || self.write
+    }
+}
+
+/// fio's `bssplit`: `4k/50:8k/30:64k/20` (block size / weight); a size without a weight shares what is left.
+fn parse_bssplit(text: &str) -> Result<Vec<(u64, u64)>, FioError> {
+    let mut split = Vec::new();
+    for part in text.split(':').filter(|part| !part.is_empty()) {
+        let (size, weight) = part.split_once('/').unwrap_or((part, ""));
+        let bytes = match parse_size("bssplit", size)? {
+            SizeSpec::Bytes(bytes) if bytes > 0 => bytes,
+            _ => return fail(format!("option bssplit: {size:?} is not a positive block size")),
+        };
+        let weight = if weight.is_empty() { 0 } else { u64::from(parse_bounded("bssplit", weight, 0, 100)?) };
+        split.push((bytes, weight));
+    }
+    let given: u64 = split.iter().map(|(_, weight)| weight).sum();
+    let unweighted = split.iter().filter(|(_, weight)| *weight == 0).count() as u64;
+    if given > 100 || split.is_empty() || (unweighted == 0 && given == 0) {
+        return fail(format!("option bssplit: {text:?} has weights that do not add up to at most 100"));
+    }
+    for entry in split.iter_mut().filter(|(_, weight)| *weight == 0) {
+        entry.1 = (100 - given) / unweighted.max(1);
+    }
+    Ok(split)
+}
+
 /// The I/O pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadWrite {
@@ -291,6 +345,15 @@ pub struct JobOptions {
     pub bw_log: Option<String>,
     pub iops_log: Option<String>,
     pub log_avg_msec: u64,
+    pub continue_on_error: ContinueOnError,
+    /// `startdelay`: device time between the group's start and the job's first I/O.
+    pub startdelay_ns: u64,
+    /// `loops`: how many times the job moves its size (a size-bound job).
+    pub loops: u64,
+    /// `number_ios`: the job ends after this many I/Os (0: no limit).
+    pub number_ios: u64,
+    /// `bssplit`: block sizes in bytes with their weights; each I/O draws one (empty: every I/O is `bs`).
+    pub bssplit: Vec<(u64, u64)>,
     /// Options accepted but meaningless here, as given.
     pub ignored: Vec<String>,
     /// The options set on this job itself (not inherited from global ones), as given, in order: fio's
@@ -342,6 +405,11 @@ impl Default for JobOptions {
             bw_log: None,
             iops_log: None,
             log_avg_msec: 0,
+            continue_on_error: ContinueOnError::default(),
+            startdelay_ns: 0,
+            loops: 1,
+            number_ios: 0,
+            bssplit: Vec::new(),
             ignored: Vec::new(),
             given: Vec::new(),
         }
@@ -482,6 +550,40 @@ impl JobOptions {
                 }
             }
             "log_avg_msec" => self.log_avg_msec = parse_number(&key, need(value)?)?,
+            "continue_on_error" => self.continue_on_error = ContinueOnError::parse(need(value)?)?,
+            "startdelay" => self.startdelay_ns = parse_time_ns(&key, need(value)?, 1_000_000_000)?,
+            "loops" => self.loops = u64::from(parse_bounded(&key, need(value)?, 1, u32::MAX)?),
+            "number_ios" => self.number_ios = parse_number(&key, need(value)?)?,
+            "bssplit" => self.bssplit = parse_bssplit(need(value)?)?,
+            "random_distribution" if need(value)?.trim() == "random" => {}
+            "kb_base" if need(value)?.trim() == "1024" => {}
+            "unit_base" if matches!(need(value)?.trim(), "0" | "8") => {}
+            // fio options zonelab cannot honour on one emulated device: an error that says so, never a silent
+            // change of the workload.
+            "random_distribution"
+            | "kb_base"
+            | "unit_base"
+            | "filesize"
+            | "nrfiles"
+            | "buffer_pattern"
+            | "read_iolog"
+            | "write_iolog"
+            | "trim_percentage"
+            | "verify"
+            | "do_verify"
+            | "verify_backlog" => {
+                return fail(format!(
+                    "option {key}={}: zonelab cannot honour it ({})",
+                    value.unwrap_or(""),
+                    match key.as_str() {
+                        "random_distribution" => "offsets are uniformly random: random_distribution=random only",
+                        "kb_base" | "unit_base" => "sizes are binary (kb_base=1024) and output is in bytes",
+                        "filesize" | "nrfiles" => "the device is one file; use size and offset",
+                        "read_iolog" | "write_iolog" => "trace replay is not implemented",
+                        _ => "data is not kept or checked by the fio simulation; use the ioengine with real fio",
+                    }
+                ));
+            }
             "description" => {}
             ignored if IGNORED.contains(&ignored) => {
                 self.ignored.push(match value {
@@ -535,6 +637,8 @@ pub struct FioInvocation {
     pub global_given: Vec<(String, String)>,
     pub output_format: OutputFormat,
     pub output: Option<PathBuf>,
+    /// `--section`: the only job-file sections to run (empty: all of them).
+    pub sections: Vec<String>,
 }
 
 /// Options that belong to the invocation, not to a job.
@@ -543,6 +647,11 @@ fn set_invocation(invocation: &mut FioInvocation, key: &str, value: Option<&str>
         "output_format" => {
             let text = value.ok_or_else(|| FioError::Options("option output-format needs a value".into()))?;
             invocation.output_format = OutputFormat::parse(text)?;
+            Ok(true)
+        }
+        "section" => {
+            let name = value.ok_or_else(|| FioError::Options("option section needs a section name".into()))?;
+            invocation.sections.push(name.to_string());
             Ok(true)
         }
         "minimal" => {
@@ -563,6 +672,7 @@ fn set_invocation(invocation: &mut FioInvocation, key: &str, value: Option<&str>
 fn parse_job_file(origin: &str, text: &str, base: &JobOptions, invocation: &mut FioInvocation) -> Result<(), FioError> {
     let mut global = base.clone();
     let mut current: Option<JobOptions> = None;
+    let mut skipped: Option<JobOptions> = None;
     for (number, raw) in text.lines().enumerate() {
         let line = raw.split([';', '#']).next().unwrap_or("").trim();
         if line.is_empty() {
@@ -572,6 +682,14 @@ fn parse_job_file(origin: &str, text: &str, base: &JobOptions, invocation: &mut 
             if let Some(job) = current.take() {
                 invocation.jobs.push(job);
             }
+            let chosen = invocation.sections.is_empty() || invocation.sections.iter().any(|name| name == section);
+            if section != "global" && !chosen {
+                // Parsed like any other section (its errors still count), then left out.
+                skipped.get_or_insert_with(|| global.clone()).name = section.to_string();
+                current = None;
+                continue;
+            }
+            skipped = None;
             if section != "global" {
                 let mut job = global.clone();
                 job.given.clear();
@@ -587,7 +705,10 @@ fn parse_job_file(origin: &str, text: &str, base: &JobOptions, invocation: &mut 
         if set_invocation(invocation, key, value)? {
             continue;
         }
-        let target = current.as_mut().unwrap_or(&mut global);
+        let target = match (current.as_mut(), skipped.as_mut()) {
+            (Some(job), _) | (None, Some(job)) => job,
+            (None, None) => &mut global,
+        };
         target
             .set(key, value)
             .map_err(|error| FioError::Options(format!("{origin}:{}: {}", number + 1, error.message())))?;
@@ -605,8 +726,13 @@ pub fn parse_invocation(
     args: &[String],
     read_file: impl Fn(&str) -> Result<String, String>,
 ) -> Result<FioInvocation, FioError> {
-    let mut invocation =
-        FioInvocation { jobs: Vec::new(), global_given: Vec::new(), output_format: OutputFormat::NORMAL, output: None };
+    let mut invocation = FioInvocation {
+        jobs: Vec::new(),
+        global_given: Vec::new(),
+        output_format: OutputFormat::NORMAL,
+        output: None,
+        sections: Vec::new(),
+    };
     let mut global = JobOptions::default();
     let mut current: Option<JobOptions> = None;
     let mut files = Vec::new();

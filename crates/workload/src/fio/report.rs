@@ -201,6 +201,10 @@ pub fn to_json(result: &FioResult, bins: bool) -> Value {
                 },
             });
             let object = job_json.as_object_mut().expect("a job is an object");
+            if job.options.continue_on_error.any() {
+                object.insert("total_err".into(), json!(job.total_errors));
+                object.insert("first_error".into(), json!(job.first_error));
+            }
             object.extend(distribution_json(job));
             object.insert("latency_depth".into(), json!(job.options.iodepth));
             object.insert("latency_target".into(), json!(0));
@@ -537,6 +541,17 @@ fn job_text(result: &FioResult, job: &JobResult) -> String {
         job.read.ios, job.write.ios, job.trim.ios
     ));
     out.push_str(&format!("     latency   : target=0, window=0, percentile=100.00%, depth={}\n", job.options.iodepth));
+    if job.options.continue_on_error.any() {
+        let reason = match job.first_error {
+            0 => "Success",
+            84 => "Invalid or incomplete multibyte or wide character",
+            _ => "Input/output error",
+        };
+        out.push_str(&format!(
+            "     errors    : total={}, first_error={}/<{reason}>\n",
+            job.total_errors, job.first_error
+        ));
+    }
     out.push_str(&format!(
         "  zonelab: scheduler {}, {} write commands for {} write requests\n",
         job.options.scheduler.name(),
@@ -613,6 +628,9 @@ pub fn to_terse(result: &FioResult) -> String {
             fields.push(disk[key].as_str().map_or_else(|| disk[key].to_string(), str::to_string));
         }
         fields.push(format!("{:3.2}%", disk["util"].as_f64().unwrap_or(0.0)));
+        if job.options.continue_on_error.any() {
+            fields.extend([job.total_errors.to_string(), job.first_error.to_string()]);
+        }
         out.push_str(&fields.join(";"));
         out.push('\n');
     }
