@@ -163,6 +163,25 @@ fn workload_shaping_options_do_what_fio_does() {
     assert_eq!(invocation.jobs.iter().map(|job| job.name.as_str()).collect::<Vec<_>>(), ["b"]);
 }
 
+/// fio 3.33's `zbd_set_max_open_zones`: a zbd job's open-zone bound defaults to the device's limit and may
+/// not exceed it unless `ignore_zone_limits` is set, and then the device refuses the zone past its limit.
+#[test]
+fn max_open_zones_is_checked_against_the_device_as_fio_does() {
+    // zn540 allows 14 open zones.
+    let base = "--filename=preset:zn540,zones=64 --zonemode=zbd --name=w --rw=randwrite --size=64z --io_size=64M --ioengine=spdk";
+    let error = fio(&format!("{base} --max_open_zones=20")).expect_err("above the device's limit");
+    assert!(error.contains("Specified --max_open_zones (20) is larger than max (14)"), "{error}");
+    let within = fio(&format!("{base} --max_open_zones=4")).expect("within the device's limit");
+    assert_eq!(within.jobs[0].error, 0, "{:?}", within.jobs[0].error_message);
+    let ignored = fio(&format!("{base} --max_open_zones=20 --ignore_zone_limits=1")).expect("the check is skipped");
+    assert!(ignored.jobs[0].error != 0, "and the device itself refuses a 15th open zone");
+    assert!(
+        ignored.jobs[0].error_message.as_deref().unwrap_or("").contains("Too Many"),
+        "{:?}",
+        ignored.jobs[0].error_message
+    );
+}
+
 /// Linux sets mq-deadline on a zoned block device, so the usual libaio job writing a zone at QD 8 works without
 /// naming a scheduler; SPDK and io_uring passthrough bypass the block layer's scheduler.
 #[test]

@@ -250,6 +250,8 @@ struct JobState {
     options: JobOptions,
     /// This instance among every instance of its group, for zone locks.
     instance_id: usize,
+    /// The open-zone bound of zbd mode, as fio sets it from `max_open_zones` and the device's limit (0: none).
+    max_open_zones: u32,
     /// In zbd mode, the kind and zone of an I/O chosen but not issued because another instance holds the zone.
     waiting: Option<(Direction, u32)>,
     geometry: Geometry,
@@ -616,7 +618,11 @@ impl JobState {
         if !self.options.rw.is_random() {
             return self.cursor_zone;
         }
-        let limit = if self.options.max_open_zones == 0 { u32::MAX } else { self.options.max_open_zones } as usize;
+        let limit = [self.max_open_zones, self.options.job_max_open_zones]
+            .into_iter()
+            .filter(|&limit| limit != 0)
+            .min()
+            .unwrap_or(u32::MAX) as usize;
         if self.open_zones.len() < limit {
             let zone = self.random_zone();
             if !self.open_zones.contains(&zone) {
@@ -762,6 +768,32 @@ impl JobState {
         }
         self.sample_start_ns = now;
     }
+}
+
+/// fio 3.33's open-zone bound for a zbd job (`zbd_set_max_open_zones`): the device's limit when the job sets
+/// none, the job's when it is within the device's, an error when it is above it (unless `ignore_zone_limits`),
+/// and never above fio's own 4096 (`ZBD_MAX_OPEN_ZONES`).
+fn max_open_zones(job: &JobOptions, geometry: &Geometry) -> Result<u32, FioError> {
+    const FIO_MAX_OPEN_ZONES: u32 = 4096;
+    let device = geometry.max_open;
+    let limit = match (job.max_open_zones, device) {
+        (wanted, _) if job.ignore_zone_limits || device == 0 => wanted,
+        (0, device) => device,
+        (wanted, device) if wanted <= device => wanted,
+        (wanted, device) => {
+            return Err(FioError::Options(format!(
+                "job {}: Specified --max_open_zones ({wanted}) is larger than max ({device})",
+                job.name
+            )))
+        }
+    };
+    if limit > FIO_MAX_OPEN_ZONES {
+        return Err(FioError::Options(format!(
+            "job {}: 'max_open_zones' value is larger than {FIO_MAX_OPEN_ZONES}",
+            job.name
+        )));
+    }
+    Ok(if job.zonemode_zbd { limit } else { 0 })
 }
 
 /// fio's message for a failed I/O, with the errno's text and the device's status.
@@ -976,6 +1008,7 @@ impl JobState {
         JobState {
             options: job.clone(),
             instance_id: 0,
+            max_open_zones: job.max_open_zones,
             waiting: None,
             geometry,
             first_zone,
@@ -1101,6 +1134,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 }
                 let mut state = JobState::new(job, instance, geometry, range, group_start, self.slat_ns);
                 state.instance_id = instances.len();
+                state.max_open_zones = max_open_zones(job, &geometry)?;
                 let state = Rc::new(RefCell::new(state));
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
                 for _ in 0..depth {

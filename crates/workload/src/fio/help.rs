@@ -96,6 +96,14 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
     },
     OptionDoc {
         default: Some("0"),
+        ..doc("job_max_open_zones", INT, "Limit on the number of sequential write zones opened by this job", "2")
+    },
+    OptionDoc {
+        default: Some("0"),
+        ..doc("ignore_zone_limits", BOOL, "Ignore the zone resource limits (max open/active zones) of the device", "1")
+    },
+    OptionDoc {
+        default: Some("0"),
         range: Some("min=0, max=1"),
         ..doc("zone_reset_threshold", FLOAT, "Zoned block device reset threshold", "0.5")
     },

@@ -317,6 +317,10 @@ pub struct JobOptions {
     pub direct: bool,
     pub zonemode_zbd: bool,
     pub max_open_zones: u32,
+    /// `job_max_open_zones`: this job's own bound on the zones it writes (0: none).
+    pub job_max_open_zones: u32,
+    /// `ignore_zone_limits`: do not check `max_open_zones` against the device's limit.
+    pub ignore_zone_limits: bool,
     pub zone_reset_threshold: f64,
     pub zone_reset_frequency: f64,
     pub rate_iops: u64,
@@ -383,6 +387,8 @@ impl Default for JobOptions {
             direct: false,
             zonemode_zbd: false,
             max_open_zones: 0,
+            job_max_open_zones: 0,
+            ignore_zone_limits: false,
             zone_reset_threshold: 0.0,
             zone_reset_frequency: 1.0,
             rate_iops: 0,
@@ -488,6 +494,8 @@ impl JobOptions {
                 }
             }
             "max_open_zones" => self.max_open_zones = parse_number(&key, need(value)?)?,
+            "job_max_open_zones" => self.job_max_open_zones = parse_number(&key, need(value)?)?,
+            "ignore_zone_limits" => self.ignore_zone_limits = parse_bool(&key, value)?,
             "zone_reset_threshold" => self.zone_reset_threshold = parse_fraction(&key, need(value)?)?,
             "zone_reset_frequency" => self.zone_reset_frequency = parse_fraction(&key, need(value)?)?,
             "rate_iops" => self.rate_iops = parse_number(&key, need(value)?)?,
