@@ -182,6 +182,25 @@ fn max_open_zones_is_checked_against_the_device_as_fio_does() {
     );
 }
 
+/// fio 3.33's zone_reset_frequency: past the threshold, the write that brings a device-wide countdown from
+/// 1/frequency to zero resets its zone first.
+#[test]
+fn zone_reset_frequency_resets_every_nth_write_past_the_threshold() {
+    let run = |extra: &str| {
+        let result =
+            fio(&format!("{DEVICE} --name=w --rw=write --bs=4k --size=2z --io_size=64k --ioengine=spdk {extra}"))
+                .expect("runs");
+        (result.jobs[0].write.ios, result.jobs[0].zone_resets)
+    };
+    assert_eq!(run("--zone_reset_frequency=0.25"), (16, 4), "every fourth write, from the first");
+    assert_eq!(
+        run("--zone_reset_threshold=0.5 --zone_reset_frequency=0.25"),
+        (16, 0),
+        "2 zones are far from half full"
+    );
+    assert_eq!(run("--zone_reset_threshold=0.5"), (16, 0), "no frequency, no threshold resets (fio's default)");
+}
+
 /// Linux sets mq-deadline on a zoned block device, so the usual libaio job writing a zone at QD 8 works without
 /// naming a scheduler; SPDK and io_uring passthrough bypass the block layer's scheduler.
 #[test]

@@ -177,6 +177,17 @@ struct ZoneCache {
     /// the I/O completes. The lock is recursive, so one instance keeps iodepth I/Os in a zone; another waits
     /// until all of them complete. By zone: the holding instance and its I/Os in flight there.
     holders: HashMap<u32, (usize, u32)>,
+    /// fio's `write_cnt`: writes over the reset threshold left until the next threshold reset.
+    reset_countdown: u64,
+}
+
+/// Where fio's reset countdown starts for a frequency (`_zbd_reset_write_cnt`: 1/frequency, truncated).
+fn reset_countdown_start(frequency: f64) -> u64 {
+    if frequency > 0.0 {
+        (1.0 / frequency).min(f64::from(u32::MAX)) as u64
+    } else {
+        u64::from(u32::MAX)
+    }
 }
 
 impl ZoneCache {
@@ -187,6 +198,7 @@ impl ZoneCache {
             geometry,
             version: 0,
             holders: HashMap::new(),
+            reset_countdown: 0,
         };
         cache.wp = (0..wp.len() as u32).map(|zone| geometry.zone_start_lba(zone)).collect();
         for (zone, wp) in (0..).zip(wp) {
@@ -266,7 +278,8 @@ struct JobState {
     cursor_lba: u64,
     cursor_zone: u32,
     open_zones: Vec<u32>,
-    writes_since_reset: u64,
+    /// The last I/O was a reset a write asked for; that write comes next and has been counted.
+    just_reset: bool,
     /// The zones this job may read (written at least one block size), as of a `ZoneCache` version.
     readable: ((u64, u64), Vec<u32>),
     deadline_ns: u64,
@@ -586,16 +599,18 @@ impl JobState {
     fn write_in(&mut self, zone: u32, zones: &mut ZoneCache) -> Io {
         let bs = self.bs_blocks;
         let start = self.geometry.zone_start_lba(zone);
-        if zones.full(zone) || self.reset_due(zones) && zones.written(zone) > 0 {
+        // fio decides on the threshold reset before it looks at whether the zone is full, once per write
+        // (`zbd_adjust_block`): the write that follows a reset was already counted.
+        let due = !std::mem::take(&mut self.just_reset) && self.reset_due(zones);
+        if zones.full(zone) || due && zones.written(zone) > 0 {
             zones.set_wp(zone, start);
-            self.writes_since_reset = 0;
+            self.just_reset = true;
             return Io::Reset { zone_start: start };
         }
         let room = start + self.geometry.zone_cap_lba - zones.wp[zone as usize];
         let blocks = bs.min(room);
         let lba = zones.wp[zone as usize];
         zones.set_wp(zone, lba + blocks);
-        self.writes_since_reset += 1;
         if zones.full(zone) {
             self.open_zones.retain(|&open| open != zone);
             // fio's sequential offset moves on to the next zone once this one is written to its capacity.
@@ -633,16 +648,26 @@ impl JobState {
         self.open_zones[self.rng.below(self.open_zones.len() as u64) as usize]
     }
 
-    /// fio's zone_reset_threshold / zone_reset_frequency: once the written share of the range passes the
-    /// threshold, one write in every 1/frequency resets its zone first.
-    fn reset_due(&self, zones: &ZoneCache) -> bool {
-        if self.options.zone_reset_threshold <= 0.0 || self.options.zone_reset_frequency <= 0.0 {
+    /// fio 3.33's zone_reset_threshold / zone_reset_frequency (`zbd_adjust_block`): with a frequency set, once
+    /// the data below the device's write pointers reaches the threshold times the job's range, each write counts
+    /// down a device-wide counter that starts at 1/frequency, and the write that brings it to zero resets its
+    /// zone first (and restarts the count).
+    fn reset_due(&self, zones: &mut ZoneCache) -> bool {
+        let frequency = self.options.zone_reset_frequency;
+        if frequency <= 0.0 {
             return false;
         }
-        let written = zones.written_below(self.end_zone) - zones.written_below(self.first_zone);
-        let range = u64::from(self.end_zone - self.first_zone) * self.geometry.zone_cap_lba;
-        let every = (1.0 / self.options.zone_reset_frequency).round().max(1.0) as u64;
-        written as f64 / range as f64 > self.options.zone_reset_threshold && self.writes_since_reset >= every
+        let written = zones.written_below(zones.wp.len() as u32) << self.geometry.lba_shift;
+        let range = (self.end_lba - self.start_lba) << self.geometry.lba_shift;
+        if (written as f64) < range as f64 * self.options.zone_reset_threshold {
+            return false;
+        }
+        zones.reset_countdown = zones.reset_countdown.saturating_sub(1);
+        if zones.reset_countdown > 0 {
+            return false;
+        }
+        zones.reset_countdown = reset_countdown_start(frequency);
+        true
     }
 }
 
@@ -1022,7 +1047,7 @@ impl JobState {
             cursor_lba: start_lba,
             cursor_zone: first_zone,
             open_zones: Vec::new(),
-            writes_since_reset: 0,
+            just_reset: false,
             readable: ((u64::MAX, 0), Vec::new()),
             deadline_ns: group_start.saturating_add(job.ramp_time_ns).saturating_add(runtime),
             ramp_end_ns: group_start + job.ramp_time_ns,
@@ -1132,6 +1157,8 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 if let Some(fill) = job.prefill {
                     self.prefill(job, fill, range)?;
                 }
+                // fio restarts the device's reset countdown as each job opens the device (`zbd_file_reset`).
+                self.zones.borrow_mut().reset_countdown = reset_countdown_start(job.zone_reset_frequency);
                 let mut state = JobState::new(job, instance, geometry, range, group_start, self.slat_ns);
                 state.instance_id = instances.len();
                 state.max_open_zones = max_open_zones(job, &geometry)?;

@@ -108,7 +108,7 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
         ..doc("zone_reset_threshold", FLOAT, "Zoned block device reset threshold", "0.5")
     },
     OptionDoc {
-        default: Some("1"),
+        default: Some("0"),
         range: Some("min=0, max=1"),
         ..doc("zone_reset_frequency", FLOAT, "Zoned block device zone reset frequency in HZ", "0.1")
     },

@@ -390,7 +390,7 @@ impl Default for JobOptions {
             job_max_open_zones: 0,
             ignore_zone_limits: false,
             zone_reset_threshold: 0.0,
-            zone_reset_frequency: 1.0,
+            zone_reset_frequency: 0.0,
             rate_iops: 0,
             runtime_ns: None,
             time_based: false,
