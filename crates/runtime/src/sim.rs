@@ -426,6 +426,16 @@ impl<S: MediaStore + 'static> Simulation<S> {
         shared.spawned = spawned;
     }
 
+    /// When the next thing happens: now if a task is ready to run, else the earliest timer or completion; None
+    /// when nothing is left. `run_until` in slices until this is None does exactly what `run` does.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        let shared = self.shared.borrow();
+        if !self.ready.is_empty() || !shared.spawned.is_empty() {
+            return Some(shared.now_ns);
+        }
+        shared.timers.next_ns()
+    }
+
     /// Tasks that have not finished (after `run`, those waiting on something that will never come).
     pub fn unfinished_tasks(&self) -> usize {
         self.tasks.iter().filter(|task| task.is_some()).count()

@@ -201,6 +201,26 @@ fn zone_reset_frequency_resets_every_nth_write_past_the_threshold() {
     assert_eq!(run("--zone_reset_threshold=0.5"), (16, 0), "no frequency, no threshold resets (fio's default)");
 }
 
+/// The status line's progress reports come from running the simulation in slices, which changes nothing:
+/// the output is the one `run` gives, and the share done only grows.
+#[test]
+fn progress_reports_do_not_change_the_run() {
+    let text = format!("{DEVICE} --name=r --rw=randread --bs=4k --size=2z --ioengine=libaio --iodepth=8 --prefill=full --runtime=30ms --time_based --name=w --rw=write --bs=64k --size=2z --offset=4z --ioengine=spdk --runtime=30ms --time_based");
+    let args: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+    let invocation = parse_invocation(&args, |_| Err("no files".into())).expect("parses");
+    let plain = deterministic_json(&zonelab_workload::fio::run(&invocation, 1).expect("runs"));
+    let mut reports: Vec<zonelab_workload::fio::Progress> = Vec::new();
+    let mut keep = |progress: &zonelab_workload::fio::Progress| reports.push(progress.clone());
+    let reported = zonelab_workload::fio::run_reporting(&invocation, 1, Some((std::time::Duration::ZERO, &mut keep)))
+        .expect("runs");
+    assert_eq!(deterministic_json(&reported), plain, "slicing the run changes nothing");
+    assert!(reports.len() >= 20, "a report per millisecond of device time: {}", reports.len());
+    assert!(reports.windows(2).all(|pair| pair[1].done >= pair[0].done), "the share done only grows");
+    let line = zonelab_workload::fio::status_line(&reports[5]);
+    assert!(line.starts_with("Jobs: 2 (f=2): [r(1),W(1)]["), "{line}");
+    assert!(line.contains("IOPS][eta "), "{line}");
+}
+
 /// Linux sets mq-deadline on a zoned block device, so the usual libaio job writing a zone at QD 8 works without
 /// naming a scheduler; SPDK and io_uring passthrough bypass the block layer's scheduler.
 #[test]

@@ -1,10 +1,11 @@
 //! `zonelab fio`: parse fio's arguments and job files, run them in virtual time, print fio's output.
 
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 use zonelab_device::BuildError;
 use zonelab_workload::fio::{
-    help, parse_invocation, run as run_jobs, to_json, to_terse, to_text, write_logs, FioError,
+    help, parse_invocation, run_reporting, status_line, to_json, to_terse, to_text, write_logs, Eta, FioError, Progress,
 };
 
 use crate::{stdout_error, CliError};
@@ -27,7 +28,31 @@ pub fn run(args: &[String], out: &mut impl Write) -> Result<(), CliError> {
     }
     let invocation = parse_invocation(args, |path| std::fs::read_to_string(path).map_err(|error| error.to_string()))
         .map_err(|error| CliError::Usage(error.to_string()))?;
-    let result = run_jobs(&invocation, 1).map_err(|error| match error {
+    // fio's status line, on standard error so that it never mixes with the report: on a terminal (or with
+    // --eta=always), once a second, rewritten in place unless --eta-newline asks for new lines.
+    let show = match invocation.eta {
+        Eta::Always => true,
+        Eta::Never => false,
+        // SAFETY: isatty only reads the descriptor's state.
+        Eta::Auto => (unsafe { libc::isatty(2) }) == 1,
+    };
+    let (mut printed, mut line_started) = (false, Instant::now());
+    let mut print_status = |progress: &Progress| {
+        let line = status_line(progress);
+        let newline =
+            invocation.eta_newline_ns.is_some_and(|every| line_started.elapsed().as_nanos() >= u128::from(every));
+        if newline {
+            line_started = Instant::now();
+        }
+        eprint!("{}{line}", if newline && printed { "\n" } else { "\r" });
+        printed = true;
+    };
+    let reporting = show.then_some((Duration::from_secs(1), &mut print_status as &mut dyn FnMut(&Progress)));
+    let result = run_reporting(&invocation, 1, reporting);
+    if printed {
+        eprintln!();
+    }
+    let result = result.map_err(|error| match error {
         // A bad preset or namespace in the spec is a configuration error (exit 2); a missing or corrupt image,
         // or a device that refused the prefill, exits 1 as every other command does.
         FioError::Device(BuildError::Config { .. } | BuildError::Namespace { .. }) => {

@@ -776,6 +776,29 @@ async fn worker<S: MediaStore + 'static>(
 }
 
 impl JobState {
+    /// Whether the job has stopped issuing: an error, its deadline, or its size done.
+    fn finished(&self, now: u64) -> bool {
+        self.error.is_some()
+            || now >= self.deadline_ns
+            || (!self.options.time_based && self.issued_bytes >= self.budget_bytes)
+    }
+
+    /// How much of its work the job has done, 0 to 1: of its runtime or of its size, whichever is further.
+    fn done_share(&self, now: u64) -> f64 {
+        if self.finished(now) {
+            return 1.0;
+        }
+        let by_size =
+            if self.options.time_based { 0.0 } else { self.issued_bytes as f64 / self.budget_bytes.max(1) as f64 };
+        let span = self.deadline_ns.saturating_sub(self.started_ns);
+        let by_time = if self.options.runtime_ns.is_some() && span > 0 {
+            now.saturating_sub(self.started_ns) as f64 / span as f64
+        } else {
+            0.0
+        };
+        by_size.max(by_time).min(1.0)
+    }
+
     /// Takes fio's bandwidth and IOPS samples (`add_bw_samples`, `add_iops_samples`): once `SAMPLE_NS` has
     /// passed since the last, each direction that moved data in between gets the rate over the span.
     fn sample(&mut self, now: u64) {
@@ -836,9 +859,56 @@ fn errno_message(failure: IoFailure, lba_bytes: u64) -> String {
     )
 }
 
+/// How a run stands, for fio's status line (`Jobs: 1 (f=1): [r(1)][45.0%][r=371MiB/s][r=94.9k IOPS][eta 00m:05s]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    pub group: u32,
+    /// Job instances still running, and what they do in fio's letters (`r(1),W(2)`).
+    pub running: u32,
+    pub patterns: String,
+    /// Share of the group's work done, 0 to 1.
+    pub done: f64,
+    /// The emulated device's rates since the last report, per second of device time: read and write bytes
+    /// and I/Os.
+    pub read_bytes_per_s: f64,
+    pub write_bytes_per_s: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    /// Wall-clock time the group has run.
+    pub wall: std::time::Duration,
+}
+
+/// fio's pattern summary of running jobs: each letter with how many jobs run it, in order (`r(2),W(1)`).
+fn patterns(letters: impl Iterator<Item = char>) -> String {
+    let mut counts: Vec<(char, u32)> = Vec::new();
+    for letter in letters {
+        match counts.iter_mut().find(|(seen, _)| *seen == letter) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((letter, 1)),
+        }
+    }
+    counts.iter().map(|(letter, count)| format!("{letter}({count})")).collect::<Vec<_>>().join(",")
+}
+
+/// How often (wall-clock time) to report progress, and to whom.
+pub type Reporter<'a> = (std::time::Duration, &'a mut dyn FnMut(&Progress));
+
+/// Device time simulated between looks at the wall clock when progress is reported.
+const PROGRESS_SLICE_NS: u64 = 1_000_000;
+
 /// Runs every job of `invocation` on one simulated device; `default_seed` seeds the reordering of concurrent
 /// submissions unless a job sets `seed`.
 pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, FioError> {
+    run_reporting(invocation, default_seed, None)
+}
+
+/// `run`, calling `report` about every `every` of wall-clock time while jobs run. The results are the same as
+/// without it: the simulation runs in slices of device time that end where it would have paused anyway.
+pub fn run_reporting(
+    invocation: &FioInvocation,
+    default_seed: u64,
+    mut report: Option<Reporter<'_>>,
+) -> Result<FioResult, FioError> {
     let started_unix_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_millis() as u64);
     let first = &invocation.jobs[0];
@@ -885,7 +955,7 @@ pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, F
     let mut results = Vec::new();
     let mut group_results = Vec::new();
     for (groupid, group) in (0..).zip(job_groups(invocation)) {
-        let (jobs, group_result, stalled_jobs) = run.run_group(groupid, &group)?;
+        let (jobs, group_result, stalled_jobs) = run.run_group(groupid, &group, &mut report)?;
         results.extend(jobs);
         group_results.push(group_result);
         for name in stalled_jobs {
@@ -1145,6 +1215,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         &mut self,
         groupid: u32,
         group: &[&JobOptions],
+        report: &mut Option<Reporter<'_>>,
     ) -> Result<(Vec<JobResult>, GroupResult, Vec<String>), FioError> {
         let geometry = self.geometry;
         let group_start = self.simulation.now_ns();
@@ -1172,7 +1243,12 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             }
         }
         let wall = Instant::now();
-        self.simulation.run();
+        match report {
+            None => {
+                self.simulation.run();
+            }
+            Some((every, report)) => self.run_reporting(groupid, &instances, *every, &mut **report),
+        }
         let wall_seconds = wall.elapsed().as_secs_f64();
         let group_end = self.simulation.now_ns();
         let (counters_after, flash_after) =
@@ -1215,6 +1291,51 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         }
         stalled_jobs.dedup();
         Ok((folded, group_result, stalled_jobs))
+    }
+
+    /// Runs the group in slices of device time, reporting its progress every `every` of wall-clock time.
+    fn run_reporting(
+        &mut self,
+        group: u32,
+        instances: &[Rc<RefCell<JobState>>],
+        every: std::time::Duration,
+        report: &mut dyn FnMut(&Progress),
+    ) {
+        let started = Instant::now();
+        let totals = |instances: &[Rc<RefCell<JobState>>]| {
+            instances.iter().fold([0u64; 4], |sum, state| {
+                let job = state.borrow();
+                [sum[0] + job.read.bytes, sum[1] + job.write.bytes, sum[2] + job.read.ios, sum[3] + job.write.ios]
+            })
+        };
+        let (mut last_wall, mut last_ns, mut last) = (started, self.simulation.now_ns(), totals(instances));
+        let now = self.simulation.now_ns();
+        self.simulation.run_until(now.saturating_add(PROGRESS_SLICE_NS));
+        while let Some(next) = self.simulation.next_event_ns() {
+            self.simulation.run_until(next.saturating_add(PROGRESS_SLICE_NS));
+            if last_wall.elapsed() < every {
+                continue;
+            }
+            let (now, current) = (self.simulation.now_ns(), totals(instances));
+            let seconds = (now.saturating_sub(last_ns) as f64 / 1e9).max(1e-9);
+            let rate = |index: usize| (current[index] - last[index]) as f64 / seconds;
+            let running: Vec<std::cell::Ref<JobState>> =
+                instances.iter().map(|state| state.borrow()).filter(|job| !job.finished(now)).collect();
+            let done =
+                instances.iter().map(|state| state.borrow().done_share(now)).sum::<f64>() / instances.len() as f64;
+            report(&Progress {
+                group,
+                running: running.len() as u32,
+                patterns: patterns(running.iter().map(|job| job.options.rw.letter())),
+                done,
+                read_bytes_per_s: rate(0),
+                write_bytes_per_s: rate(1),
+                read_iops: rate(2),
+                write_iops: rate(3),
+                wall: started.elapsed(),
+            });
+            (last_wall, last_ns, last) = (Instant::now(), now, current);
+        }
     }
 
     /// `prefill`: the zones of the range that hold nothing are written to `fill` (the zone capacity when

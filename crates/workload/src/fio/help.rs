@@ -192,10 +192,15 @@ pub fn usage() -> String {
         "{FIO_RELEASE}\n\
          zonelab fio [options] [job options] <job file(s)>\n\
          \x20 --output\t\tWrite output to file\n\
+         \x20 --minimal\t\tMinimal (terse) output\n\
          \x20 --output-format=type\tOutput format (terse,json,json+,normal)\n\
          \x20 --version\t\tPrint version info and exit\n\
          \x20 --help\t\tPrint this page\n\
          \x20 --cmdhelp=cmd\t\tPrint command help, \"all\" for all of them\n\
+         \x20 --eta=when\t\tWhen ETA estimate should be printed\n\
+         \x20           \t\tMay be \"always\", \"never\" or \"auto\"\n\
+         \x20 --eta-newline=t\tForce a new line for every 't' period passed\n\
+         \x20 --section=name\tOnly run specified section in job file, multiple sections can be specified\n\
          \n\
          zonelab fio runs fio's jobs in virtual time on an emulated ZNS device, with fio 3.33's options, zbd\n\
          rules and output; `--cmdhelp=all` lists the job options it accepts. Real fio drives zonelab in real time\n\

@@ -8,10 +8,10 @@ mod logs;
 mod options;
 mod report;
 
-pub use engine::{run, DirectionStats, FioResult, GroupResult, IoDistribution, JobResult};
+pub use engine::{run, run_reporting, DirectionStats, FioResult, GroupResult, IoDistribution, JobResult, Progress};
 pub use histogram::LatencyStats;
 pub use logs::{write_logs, IoLog, LogEntry};
 pub use options::{
-    parse_invocation, parse_size, FioError, FioInvocation, IoEngine, JobOptions, OutputFormat, ReadWrite, SizeSpec,
+    parse_invocation, parse_size, Eta, FioError, FioInvocation, IoEngine, JobOptions, OutputFormat, ReadWrite, SizeSpec,
 };
-pub use report::{to_json, to_terse, to_text, ZONELAB_VERSION};
+pub use report::{status_line, to_json, to_terse, to_text, ZONELAB_VERSION};

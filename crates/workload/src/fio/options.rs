@@ -229,6 +229,21 @@ impl ReadWrite {
         })
     }
 
+    /// fio's letter for the pattern in its status line.
+    pub fn letter(self) -> char {
+        match self {
+            ReadWrite::Read => 'R',
+            ReadWrite::Write => 'W',
+            ReadWrite::RandRead => 'r',
+            ReadWrite::RandWrite => 'w',
+            ReadWrite::ReadWrite => 'M',
+            ReadWrite::RandRw => 'm',
+            ReadWrite::Trim => 'T',
+            ReadWrite::RandTrim => 't',
+            ReadWrite::Finish => 'F',
+        }
+    }
+
     /// The pattern as fio names it.
     pub fn name(self) -> &'static str {
         match self {
@@ -457,8 +472,6 @@ const IGNORED: &[&str] = &[
     "end_fsync",
     "create_on_open",
     "allow_mounted_write",
-    "eta",
-    "eta-newline",
 ];
 
 impl JobOptions {
@@ -647,6 +660,20 @@ pub struct FioInvocation {
     pub output: Option<PathBuf>,
     /// `--section`: the only job-file sections to run (empty: all of them).
     pub sections: Vec<String>,
+    /// `--eta`: when to print the status line while jobs run.
+    pub eta: Eta,
+    /// `--eta-newline`: start a new status line this often (ns of wall time) instead of rewriting one.
+    pub eta_newline_ns: Option<u64>,
+}
+
+/// fio's `--eta`: the status line while jobs run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Eta {
+    /// On a terminal, once a run has taken a second (fio's default).
+    #[default]
+    Auto,
+    Always,
+    Never,
 }
 
 /// Options that belong to the invocation, not to a job.
@@ -655,6 +682,20 @@ fn set_invocation(invocation: &mut FioInvocation, key: &str, value: Option<&str>
         "output_format" => {
             let text = value.ok_or_else(|| FioError::Options("option output-format needs a value".into()))?;
             invocation.output_format = OutputFormat::parse(text)?;
+            Ok(true)
+        }
+        "eta" => {
+            invocation.eta = match value.map(str::trim) {
+                Some("auto") => Eta::Auto,
+                Some("always") => Eta::Always,
+                Some("never") => Eta::Never,
+                other => return fail(format!("option eta: {:?} is not always, never or auto", other.unwrap_or(""))),
+            };
+            Ok(true)
+        }
+        "eta_newline" => {
+            let text = value.ok_or_else(|| FioError::Options("option eta-newline needs a time".into()))?;
+            invocation.eta_newline_ns = Some(parse_time_ns("eta-newline", text, 1_000_000_000)?.max(1));
             Ok(true)
         }
         "section" => {
@@ -740,6 +781,8 @@ pub fn parse_invocation(
         output_format: OutputFormat::NORMAL,
         output: None,
         sections: Vec::new(),
+        eta: Eta::Auto,
+        eta_newline_ns: None,
     };
     let mut global = JobOptions::default();
     let mut current: Option<JobOptions> = None;

@@ -673,3 +673,29 @@ fn terse_direction(job: &JobResult, stats: &DirectionStats, group_bw_bytes: f64,
     fields.extend([(min as u64).to_string(), (max as u64).to_string(), format!("{share:.6}%")]);
     fields.extend([format!("{mean:.6}"), format!("{dev:.6}")]);
 }
+
+/// fio's status line for a run in progress: `Jobs: 1 (f=1): [r(1)][45.0%][r=371MiB/s][r=94.9k IOPS][eta 00m:05s]`.
+/// Rates are the emulated device's, per second of device time; the ETA is in wall-clock time.
+pub fn status_line(progress: &super::engine::Progress) -> String {
+    let rate = |read: f64, write: f64, show: &dyn Fn(f64) -> String| match (read > 0.0, write > 0.0) {
+        (true, true) => format!("r={},w={}", show(read), show(write)),
+        (false, true) => format!("w={}", show(write)),
+        _ => format!("r={}", show(read)),
+    };
+    let eta_seconds = if progress.done > 0.0 {
+        (progress.wall.as_secs_f64() * (1.0 - progress.done) / progress.done).round() as u64
+    } else {
+        0
+    };
+    format!(
+        "Jobs: {} (f={}): [{}][{:.1}%][{}][{} IOPS][eta {:02}m:{:02}s]",
+        progress.running,
+        progress.running,
+        progress.patterns,
+        progress.done * 100.0,
+        rate(progress.read_bytes_per_s, progress.write_bytes_per_s, &|bytes| binary_bytes(bytes, "/s")),
+        rate(progress.read_iops, progress.write_iops, &count),
+        eta_seconds / 60,
+        eta_seconds % 60
+    )
+}
