@@ -153,7 +153,7 @@ fn workload_shaping_options_do_what_fio_does() {
     let split = fio(&format!("{base} --bssplit=4k/50:64k/50")).expect("runs");
     let (ios, bytes) = (split.jobs[0].write.ios, split.jobs[0].write.bytes);
     assert!(bytes > ios * 4096 && bytes < ios * 65536, "a mix of 4 KiB and 64 KiB: {bytes} bytes in {ios} I/Os");
-    for refused in ["--random_distribution=zipf:1.2", "--filesize=1M", "--read_iolog=trace", "--kb_base=1000"] {
+    for refused in ["--filesize=1M", "--nrfiles=2", "--read_iolog=trace", "--kb_base=1000"] {
         let error = fio(&format!("{base} {refused}")).expect_err("refused");
         assert!(error.contains("zonelab cannot honour it"), "{refused}: {error}");
     }
@@ -219,6 +219,21 @@ fn progress_reports_do_not_change_the_run() {
     let line = zonelab_workload::fio::status_line(&reports[5]);
     assert!(line.starts_with("Jobs: 2 (f=2): [r(1),W(1)]["), "{line}");
     assert!(line.contains("IOPS][eta "), "{line}");
+}
+
+/// A skewed `random_distribution` moves reads onto a few hot blocks, which the device serves differently from
+/// uniform ones; an unknown distribution is refused by name.
+#[test]
+fn random_distribution_skews_the_reads() {
+    let run = |distribution: &str| {
+        fio(&format!("{DEVICE} --name=r --rw=randread --bs=4k --size=4z --io_size=16M --ioengine=spdk --iodepth=16 --prefill=full --random_distribution={distribution}"))
+    };
+    let uniform = run("random").expect("runs");
+    let zipf = run("zipf:1.2").expect("runs");
+    assert_eq!((zipf.jobs[0].error, zipf.jobs[0].read.bytes), (0, 16 << 20));
+    assert_ne!(zipf.jobs[0].read.clat.mean(), uniform.jobs[0].read.clat.mean(), "other blocks, other latencies");
+    assert_eq!(deterministic_json(&run("zipf:1.2").expect("runs")), deterministic_json(&zipf), "and deterministic");
+    assert!(run("zoned:50/5:50/95").expect_err("refused").contains("random_distribution"));
 }
 
 /// Linux sets mq-deadline on a zoned block device, so the usual libaio job writing a zone at QD 8 works without

@@ -17,6 +17,7 @@ use zonelab_runtime::sync::Notify;
 use zonelab_runtime::{CommandQueue, Host, IoData, QueuedCommand, Simulation};
 use zonelab_zns::{Geometry, MediaStore, Status, ZoneSendAction, ZoneState};
 
+use super::distribution::{Distribution, Picker};
 use super::histogram::LatencyStats;
 use super::logs::{IoLog, LogEntry};
 use super::options::{FioError, FioInvocation, IoEngine, JobOptions, ReadWrite, SizeSpec};
@@ -278,6 +279,10 @@ struct JobState {
     cursor_lba: u64,
     cursor_zone: u32,
     open_zones: Vec<u32>,
+    /// `random_distribution` other than uniform: draws blocks of the job's range, and the last draw of a zbd
+    /// read until its offset is chosen.
+    skew: Option<Picker>,
+    drawn_lba: Option<u64>,
     /// The last I/O was a reset a write asked for; that write comes next and has been counted.
     just_reset: bool,
     /// The zones this job may read (written at least one block size), as of a `ZoneCache` version.
@@ -542,7 +547,12 @@ impl JobState {
     fn unzoned_lba(&mut self) -> u64 {
         let bs = self.bs_blocks;
         if self.options.rw.is_random() {
-            return self.start_lba + self.rng.below(((self.end_lba - self.start_lba) / bs).max(1)) * bs;
+            let blocks = ((self.end_lba - self.start_lba) / bs).max(1);
+            let block = match &self.skew {
+                Some(picker) => picker.next(&mut self.rng) % blocks,
+                None => self.rng.below(blocks),
+            };
+            return self.start_lba + block * bs;
         }
         if self.cursor_lba + bs > self.end_lba {
             self.cursor_lba = self.start_lba;
@@ -570,7 +580,15 @@ impl JobState {
             return None;
         }
         if self.options.rw.is_random() {
-            return Some(readable[self.rng.below(readable.len() as u64) as usize]);
+            let Some(picker) = &self.skew else {
+                return Some(readable[self.rng.below(readable.len() as u64) as usize]);
+            };
+            // A skewed pick is a block of the job's range; fio moves a read of a zone without enough data to
+            // another zone (`zbd_find_zone`), here the next readable one.
+            let lba = self.start_lba + picker.next(&mut self.rng) * (self.options.bs_bytes >> self.geometry.lba_shift);
+            let zone = self.geometry.zone_of(lba.min(self.end_lba - 1));
+            self.drawn_lba = Some(lba);
+            return Some(readable[readable.partition_point(|&candidate| candidate < zone) % readable.len()]);
         }
         let mut zone = self.geometry.zone_of(self.cursor_lba.min(self.end_lba - 1));
         if self.cursor_lba + bs > zones.wp[zone as usize] {
@@ -585,7 +603,13 @@ impl JobState {
         let bs = self.bs_blocks;
         if self.options.rw.is_random() {
             let written = zones.written(zone);
-            let lba = self.geometry.zone_start_lba(zone) + self.rng.below((written / bs).max(1)) * bs;
+            let slots = (written / bs).max(1);
+            // fio keeps a skewed pick's place in its zone, wrapped into the zone's written part.
+            let slot = match self.drawn_lba.take() {
+                Some(lba) => (lba % self.geometry.zone_size_lba) / bs % slots,
+                None => self.rng.below(slots),
+            };
+            let lba = self.geometry.zone_start_lba(zone) + slot * bs;
             return (written >= bs).then_some(Io::Read { lba, blocks: bs });
         }
         if self.geometry.zone_of(self.cursor_lba) != zone || self.cursor_lba + bs > zones.wp[zone as usize] {
@@ -1118,6 +1142,11 @@ impl JobState {
             cursor_zone: first_zone,
             open_zones: Vec::new(),
             just_reset: false,
+            skew: (job.random_distribution != Distribution::Uniform).then(|| {
+                let blocks = ((end_lba - start_lba) / (job.bs_bytes >> geometry.lba_shift).max(1)).max(1);
+                Picker::new(job.random_distribution, blocks)
+            }),
+            drawn_lba: None,
             readable: ((u64::MAX, 0), Vec::new()),
             deadline_ns: group_start.saturating_add(job.ramp_time_ns).saturating_add(runtime),
             ramp_end_ns: group_start + job.ramp_time_ns,

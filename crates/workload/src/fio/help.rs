@@ -175,6 +175,11 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
         ..doc("loops", INT, "Number of times to run the job", "2")
     },
     OptionDoc { default: Some("0"), ..doc("number_ios", INT, "Force job completion after this number of IOs", "100") },
+    OptionDoc {
+        default: Some("random"),
+        help: "Random offset distribution generator: random, zipf:theta, pareto:h, normal:dev",
+        ..doc("random_distribution", STR, "", "zipf:1.2")
+    },
     doc("bssplit", STR, "Set a specific mix of block sizes", "4k/50:64k/50"),
     doc("section", STR, "Only run specified section in job file (command line; repeatable)", "a"),
     doc("prefill", STR, "zonelab: write the job's zones beforehand in no time: full, or a size per zone", "full"),

@@ -1,6 +1,7 @@
 //! `zonelab fio`: fio's options and outputs over a simulated device. A job file or command line written for
 //! fio runs with only `--filename` changed, in virtual time.
 
+mod distribution;
 mod engine;
 pub mod help;
 mod histogram;

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use zonelab_host::{SchedulerKind, ZincConfig};
 
+use super::distribution::Distribution;
+
 /// Why a fio run could not start or went wrong before its jobs ran, naming what is wrong.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -373,6 +375,8 @@ pub struct JobOptions {
     pub number_ios: u64,
     /// `bssplit`: block sizes in bytes with their weights; each I/O draws one (empty: every I/O is `bs`).
     pub bssplit: Vec<(u64, u64)>,
+    /// `random_distribution`: how random I/Os pick their blocks.
+    pub random_distribution: Distribution,
     /// Options accepted but meaningless here, as given.
     pub ignored: Vec<String>,
     /// The options set on this job itself (not inherited from global ones), as given, in order: fio's
@@ -431,6 +435,7 @@ impl Default for JobOptions {
             loops: 1,
             number_ios: 0,
             bssplit: Vec::new(),
+            random_distribution: Distribution::Uniform,
             ignored: Vec::new(),
             given: Vec::new(),
         }
@@ -576,28 +581,17 @@ impl JobOptions {
             "loops" => self.loops = u64::from(parse_bounded(&key, need(value)?, 1, u32::MAX)?),
             "number_ios" => self.number_ios = parse_number(&key, need(value)?)?,
             "bssplit" => self.bssplit = parse_bssplit(need(value)?)?,
-            "random_distribution" if need(value)?.trim() == "random" => {}
+            "random_distribution" => self.random_distribution = Distribution::parse(need(value)?)?,
             "kb_base" if need(value)?.trim() == "1024" => {}
             "unit_base" if matches!(need(value)?.trim(), "0" | "8") => {}
             // fio options zonelab cannot honour on one emulated device: an error that says so, never a silent
             // change of the workload.
-            "random_distribution"
-            | "kb_base"
-            | "unit_base"
-            | "filesize"
-            | "nrfiles"
-            | "buffer_pattern"
-            | "read_iolog"
-            | "write_iolog"
-            | "trim_percentage"
-            | "verify"
-            | "do_verify"
-            | "verify_backlog" => {
+            "kb_base" | "unit_base" | "filesize" | "nrfiles" | "buffer_pattern" | "read_iolog" | "write_iolog"
+            | "trim_percentage" | "verify" | "do_verify" | "verify_backlog" => {
                 return fail(format!(
                     "option {key}={}: zonelab cannot honour it ({})",
                     value.unwrap_or(""),
                     match key.as_str() {
-                        "random_distribution" => "offsets are uniformly random: random_distribution=random only",
                         "kb_base" | "unit_base" => "sizes are binary (kb_base=1024) and output is in bytes",
                         "filesize" | "nrfiles" => "the device is one file; use size and offset",
                         "read_iolog" | "write_iolog" => "trace replay is not implemented",
