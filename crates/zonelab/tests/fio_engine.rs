@@ -172,6 +172,38 @@ fn the_seeds_listing_9_runs_under_real_fio() {
     assert_eq!(json(&deep)["jobs"][0]["error"], 0);
 }
 
+/// The seed's Listing 10 (a zone filled, then read sequentially at QD 8 after a ramp) under real fio with the
+/// engine: it completes, and the reads are served from the written zone.
+#[test]
+fn the_seeds_listing_10_runs_under_real_fio() {
+    if !have_fio() {
+        return;
+    }
+    let device = "--filename=preset\\:zn540,zones=50,store=null";
+    let fill = ["--name=fill", device, "--zonemode=zbd", "--direct=1", "--rw=write", "--bs=128k", "--size=1z"];
+    let read = [
+        "--name=seqread",
+        "--stonewall",
+        device,
+        "--direct=1",
+        "--size=1z",
+        "--zonemode=zbd",
+        "--rw=read",
+        "--bs=4Ki",
+        "--runtime=1",
+        "--ramp_time=1",
+        "--iodepth=8",
+        "--time_based",
+        "--percentile_list=50:95",
+    ];
+    let run = fio(&[&fill[..], &read[..]].concat());
+    assert!(run.status.success(), "fio failed:\n{}", stderr(&run));
+    let jobs = json(&run)["jobs"].clone();
+    assert_eq!((jobs[0]["error"].as_i64(), jobs[1]["error"].as_i64()), (Some(0), Some(0)));
+    assert!(jobs[0]["write"]["io_bytes"].as_u64().expect("written") > 1 << 30, "the fill wrote the zone");
+    assert!(jobs[1]["read"]["iops"].as_f64().expect("iops") > 1000.0, "{}", jobs[1]["read"]);
+}
+
 #[test]
 fn a_write_off_the_write_pointer_fails_as_zonelab_fio_reports_it() {
     if !have_fio() {
