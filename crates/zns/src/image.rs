@@ -251,13 +251,20 @@ impl Image {
             }
             other => other,
         });
-        let placed = built.and_then(|()| Image::put_in_place(&building, dir, replace));
-        if placed.is_err() {
-            let _ = fs::remove_dir_all(&building);
-        }
-        placed?;
+        // The new image is opened (and locked) before it is put in place, so that no other process can take it
+        // between the exchange and this one's open: the lock moves with the directory.
+        let opened = built.and_then(|()| Image::open(&building));
+        let placed = opened.and_then(|image| Image::put_in_place(&building, dir, replace).map(|()| image));
+        let mut image = match placed {
+            Ok(image) => image,
+            Err(error) => {
+                let _ = fs::remove_dir_all(&building);
+                return Err(error);
+            }
+        };
+        image.path = dir.to_path_buf();
         drop(old_lock);
-        Image::open(dir)
+        Ok(image)
     }
 
     /// Writes a complete image (data file, journal, then configuration) into the new directory `dir`.
