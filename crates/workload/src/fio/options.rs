@@ -728,7 +728,9 @@ fn parse_job_file(origin: &str, text: &str, base: &JobOptions, invocation: &mut 
             let chosen = invocation.sections.is_empty() || invocation.sections.iter().any(|name| name == section);
             if section != "global" && !chosen {
                 // Parsed like any other section (its errors still count), then left out.
-                skipped.get_or_insert_with(|| global.clone()).name = section.to_string();
+                let mut job = global.clone();
+                job.name = section.to_string();
+                skipped = Some(job);
                 current = None;
                 continue;
             }
