@@ -310,3 +310,110 @@ fn engine_errors_name_the_problem() {
     assert!(error(&format!("{DEVICE} --name=a --rw=write --offset=100z")).contains("empty"));
     assert!(error(&format!("{DEVICE} --name=a --name=b --filename=preset:instant")).contains("one device"));
 }
+
+/// Zones small enough that verified writes (whose data the device keeps) stay quick.
+const SMALL: &str = "--filename=preset:zn540,zones=8,zone-size=4MiB,zone-cap=4MiB --zonemode=zbd --direct=1";
+
+#[test]
+fn verify_reads_back_every_write_and_counts_the_reads() {
+    for method in ["crc32c", "md5", "crc32", "meta"] {
+        let result = fio(&format!(
+            "{SMALL} --name=w --rw=write --bs=64k --size=2z --verify={method} --ioengine=libaio --iodepth=8"
+        ))
+        .expect("runs");
+        let job = &result.jobs[0];
+        assert_eq!(job.error, 0, "{method}: {:?}", job.error_message);
+        // fio's verify phase reads every block written, and reports the reads as reads.
+        assert_eq!((job.write.bytes, job.read.bytes), (8 << 20, 8 << 20), "{method}");
+    }
+    // Random writes in zbd mode verify too, with at most max_open_zones zones written at once.
+    let random =
+        fio(&format!("{SMALL} --name=w --rw=randwrite --bs=16k --size=4z --verify=crc32c --max_open_zones=2 --ioengine=libaio --iodepth=4"))
+            .expect("runs");
+    assert_eq!((random.jobs[0].error, random.jobs[0].read.bytes), (0, 16 << 20), "{:?}", random.jobs[0].error_message);
+}
+
+#[test]
+fn verify_backlog_checks_writes_while_the_job_writes() {
+    let run = |extra: &str| {
+        fio(&format!("{SMALL} --name=w --rw=write --bs=64k --size=1z --verify=crc32c --write_lat_log {extra}"))
+            .expect("runs")
+    };
+    let last_write_and_first_read = |result: &FioResult| {
+        let entries = &result.io_logs[0].entries;
+        let last_write = entries.iter().rposition(|entry| entry.direction == 1).expect("writes");
+        let first_read = entries.iter().position(|entry| entry.direction == 0).expect("reads");
+        (last_write, first_read)
+    };
+    let (last_write, first_read) = last_write_and_first_read(&run(""));
+    assert!(first_read > last_write, "without a backlog every check comes after the last write");
+    let backlog = run("--verify_backlog=8");
+    let (last_write, first_read) = last_write_and_first_read(&backlog);
+    assert!(first_read < last_write, "with a backlog of 8, checks start among the writes");
+    assert_eq!(first_read, 8, "after the 8th write");
+    assert_eq!(backlog.jobs[0].read.bytes, 4 << 20, "each block is checked once");
+    // do_verify=0 with no backlog: nothing is read back.
+    assert_eq!(run("--do_verify=0").jobs[0].read.bytes, 0);
+}
+
+#[test]
+fn a_block_that_reads_back_wrong_fails_the_job_with_fios_message() {
+    // A reader with the writer's seed checks what the writer left; a zone rewritten since then fails.
+    let writer = "--name=w --rw=write --bs=16k --size=2z --verify=crc32c --do_verify=0";
+    let rewrite = "--name=t --stonewall --rw=trim --bs=4M --size=1z --name=z --stonewall --rw=write --bs=16k --size=1z --io_size=64k";
+    let reader = "--name=r --stonewall --rw=read --bs=16k --size=2z --verify=crc32c";
+    let clean = fio(&format!("{SMALL} {writer} {reader}")).expect("runs");
+    assert!(clean.jobs.iter().all(|job| job.error == 0), "{:?}", clean.jobs[1].error_message);
+    assert_eq!(clean.jobs[1].read.bytes, 8 << 20);
+    let damaged = fio(&format!("{SMALL} {writer} {rewrite} {reader}")).expect("runs");
+    let read = damaged.jobs.last().expect("reader");
+    assert_eq!(read.error, 84, "EILSEQ, as fio");
+    assert_eq!(
+        read.error_message.as_deref(),
+        Some(
+            "verify: bad magic header 0, wanted acca at file preset:zn540,zones=8,zone-size=4MiB,zone-cap=4MiB \
+             offset 0, length 16384 (requested block: offset=0, length=16384)"
+        )
+    );
+    // Another seed: the header's random seed is not the reader's.
+    let other_seed = fio(&format!("{SMALL} {writer} {reader} --randseed=99")).expect("runs");
+    let message = other_seed.jobs[1].error_message.clone().unwrap_or_default();
+    assert!(message.starts_with("verify: bad header rand_seed"), "{message}");
+    // continue_on_error=verify goes on and counts every bad block.
+    let counted = fio(&format!("{SMALL} {writer} {rewrite} {reader} --continue_on_error=verify")).expect("runs");
+    let read = counted.jobs.last().expect("reader");
+    assert_eq!((read.error, read.first_error, read.read.bytes), (0, 84, 8 << 20));
+    // In zbd mode the reader reads below write pointers only: zone 0's 64 KiB rewritten without a header (4
+    // blocks) and zone 1; its 8 MiB wrap over them, reading the 4 bad blocks twice.
+    assert_eq!(read.total_errors, 8, "each read of a rewritten block");
+}
+
+#[test]
+fn patterns_fill_the_data_and_verify_pattern_checks_it() {
+    let result = fio(&format!(
+        "{SMALL} --name=w --rw=write --bs=4k --size=1z --verify_pattern=0xdeadbeef --name=r --stonewall --rw=read --bs=4k --size=1z --verify=pattern --verify_pattern=0xdeadbeef"
+    ))
+    .expect("runs");
+    assert!(result.jobs.iter().all(|job| job.error == 0), "{:?}", result.jobs[1].error_message);
+    let wrong = fio(&format!(
+        "{SMALL} --name=w --rw=write --bs=4k --size=1z --buffer_pattern=0xdeadbeef --name=r --stonewall --rw=read --bs=4k --size=1z --verify_pattern=0xfeedface"
+    ))
+    .expect("runs");
+    assert_eq!(wrong.jobs[1].error, 84, "buffer_pattern wrote deadbeef, the reader wants feedface");
+    let matching = fio(&format!(
+        "{SMALL} --name=w --rw=write --bs=4k --size=1z --buffer_pattern=\"zone\" --name=r --stonewall --rw=read --bs=4k --size=1z --verify_pattern=\"zone\""
+    ))
+    .expect("runs");
+    assert_eq!(matching.jobs[1].error, 0, "{:?}", matching.jobs[1].error_message);
+}
+
+#[test]
+fn verify_refuses_what_fio_refuses() {
+    let error =
+        |extra: &str| fio(&format!("{SMALL} --name=w --rw=write --size=1z --verify=crc32c {extra}")).expect_err(extra);
+    assert!(error("--bs=12k").contains("block size 12288 is not a divisor of the zone size 4194304"));
+    assert!(error("--bs=4k --verify_interval=8k").contains("not a multiple of verify_interval 8192"));
+    assert!(error("--bs=4k --zone_reset_frequency=0.1").contains("zone_reset_frequency"));
+    assert!(error("--bs=4k --zone_append=1 --ioengine=spdk").contains("zone_append"));
+    assert!(error("--bs=4k --verify=sha256").contains("\"sha256\" is not one zonelab implements"));
+}

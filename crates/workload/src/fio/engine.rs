@@ -2,25 +2,27 @@
 //! through the chosen scheduler, with fio's zoned-block-device rules in `zonemode=zbd`: writes go to write
 //! pointers, a sequential writer moves to the next zone when one fills and resets a full zone before writing it
 //! again, `max_open_zones` bounds the zones a job writes, `rw=trim` resets zones, and reads stay below write
-//! pointers. Jobs separated by `stonewall` or `new_group` run one group after another on the same device.
+//! pointers. Jobs separated by `stonewall` or `new_group` run one group after another on the same device. With
+//! `verify`, writes carry fio's verify blocks and are read back and checked (`verify.rs`).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
 
-use zonelab_device::{Built, DeviceBuilder, DeviceCounters, DeviceSpec, HostPath};
+use zonelab_device::{Built, DeviceBuilder, DeviceCounters, DeviceSpec, HostPath, StoreChoice};
 use zonelab_host::{Scheduled, SchedulerCounters, SchedulerKind};
 use zonelab_media::FlashCounters;
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::sync::Notify;
-use zonelab_runtime::{CommandQueue, Host, IoData, QueuedCommand, Simulation};
+use zonelab_runtime::{CommandQueue, Host, IoData, Output, QueuedCommand, Simulation};
 use zonelab_zns::{Geometry, MediaStore, Status, ZoneSendAction, ZoneState};
 
 use super::distribution::{Distribution, Picker};
 use super::histogram::LatencyStats;
 use super::logs::{IoLog, LogEntry};
 use super::options::{FioError, FioInvocation, IoEngine, JobOptions, ReadWrite, SizeSpec};
+use super::verify::{fill_pattern, BlockStamp, VerifyLayout};
 
 /// Statistics of one direction (read, write or trim) of a job.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -314,6 +316,29 @@ struct JobState {
     /// I/Os that failed and were gone past (`continue_on_error`), and the errno of the first.
     total_errors: u64,
     first_error: Option<i32>,
+    /// Writes issued so far: fio's `numberio` of the next write.
+    writes_issued: u64,
+    verify: Option<Verifier>,
+    /// The first block that read back wrong, in fio's words (the job stops on it unless `continue_on_error`
+    /// covers verify).
+    verify_error: Option<String>,
+}
+
+/// fio's verification of one job instance: the written blocks not yet checked (`io_hist_list`), the
+/// `verify_backlog` batches, and the verify phase after the writes (`do_verify`).
+struct Verifier {
+    layout: VerifyLayout,
+    /// Blocks written and not yet checked, oldest first: LBA, blocks, and the numberio expected in the header
+    /// (None when fio does not check it: more than one block size, or a time-based job).
+    pending: VecDeque<(u64, u64, Option<u16>)>,
+    /// Writes logged so far, and checks left in the current backlog batch.
+    logged: u64,
+    batch_left: u64,
+    writes_in_flight: u64,
+    /// The writes are over: only checks remain.
+    verifying: bool,
+    /// Wakes workers waiting for the last writes to complete before the verify phase.
+    drained: Rc<Notify>,
 }
 
 /// The errnos fio treats as non-fatal under `continue_on_error`.
@@ -332,6 +357,8 @@ enum Next {
     Issue(Io),
     /// In zbd mode: wait until another instance releases the zone this one chose.
     WaitForZone,
+    /// Verify phase: wait until the writes still in flight complete, then check them.
+    WaitForWrites(Rc<Notify>),
     Done,
 }
 
@@ -365,20 +392,40 @@ struct IoFailure {
 
 /// One I/O a worker issues.
 enum Io {
-    Read { lba: u64, blocks: u64 },
-    Write { lba: u64, blocks: u64 },
-    Append { zone_start: u64, blocks: u64 },
-    Reset { zone_start: u64 },
-    Finish { zone_start: u64 },
+    Read {
+        lba: u64,
+        blocks: u64,
+    },
+    /// A read whose data is checked against the verify block written there (`numberio`: the write expected).
+    Verify {
+        lba: u64,
+        blocks: u64,
+        numberio: Option<u16>,
+    },
+    Write {
+        lba: u64,
+        blocks: u64,
+    },
+    Append {
+        zone_start: u64,
+        blocks: u64,
+    },
+    Reset {
+        zone_start: u64,
+    },
+    Finish {
+        zone_start: u64,
+    },
 }
 
 impl Io {
     /// The bytes fio counts for the I/O: its data, or the whole zone for a reset or finish.
     fn bytes(&self, geometry: &Geometry) -> u64 {
         match *self {
-            Io::Read { blocks, .. } | Io::Write { blocks, .. } | Io::Append { blocks, .. } => {
-                blocks << geometry.lba_shift
-            }
+            Io::Read { blocks, .. }
+            | Io::Verify { blocks, .. }
+            | Io::Write { blocks, .. }
+            | Io::Append { blocks, .. } => blocks << geometry.lba_shift,
             Io::Reset { .. } | Io::Finish { .. } => geometry.zone_size_lba << geometry.lba_shift,
         }
     }
@@ -396,6 +443,9 @@ impl Io {
         match *self {
             Io::Read { lba, blocks } => {
                 (Direction::Read, QueuedCommand::Read { slba: lba, nlb: blocks, keep: false }, lba)
+            }
+            Io::Verify { lba, blocks, .. } => {
+                (Direction::Read, QueuedCommand::Read { slba: lba, nlb: blocks, keep: true }, lba)
             }
             Io::Write { lba, blocks } => {
                 (Direction::Write, QueuedCommand::Write { slba: lba, data: IoData::Zeros(blocks << lba_shift) }, lba)
@@ -425,7 +475,7 @@ impl JobState {
     /// and the offset in it is chosen once it is free. A zone that must be reset before it is written again
     /// comes back as a Reset first.
     fn next_io(&mut self, now: u64, zones: &mut ZoneCache) -> Next {
-        if self.error.is_some() || now >= self.deadline_ns {
+        if self.failed() || now >= self.deadline_ns {
             return Next::Done;
         }
         // Only a job bound by its runtime can wait forever for time to pass; a size-bound one ends by its size.
@@ -438,11 +488,14 @@ impl JobState {
         } else {
             (self.still_at_ns, self.still_ios) = (now, 1);
         }
+        if let Some(next) = self.next_check(zones) {
+            return next;
+        }
         if !self.options.time_based && self.issued_bytes >= self.budget_bytes {
-            return Next::Done;
+            return self.end_writes(zones);
         }
         if self.options.number_ios != 0 && self.issued_ios >= self.options.number_ios {
-            return Next::Done;
+            return self.end_writes(zones);
         }
         if !self.options.bssplit.is_empty() && self.waiting.is_none() {
             self.bs_blocks = self.draw_block_size();
@@ -461,6 +514,15 @@ impl JobState {
                 self.waiting = Some((direction, zone));
                 return Next::WaitForZone;
             }
+            let zone = match direction {
+                // fio never resets a full zone of a verifying job, whose data is still to be checked
+                // (`zbd_open_zone`): the writes go on in a zone with room, and end when there is none.
+                Direction::Write if self.verify.is_some() && zones.full(zone) => match self.zone_with_room(zones) {
+                    Some(zone) => zone,
+                    None => return self.end_writes(zones),
+                },
+                _ => zone,
+            };
             let io = match direction {
                 Direction::Trim => self.trim_in(zone, zones),
                 Direction::Read => match self.read_in(zone, zones) {
@@ -485,7 +547,90 @@ impl JobState {
             self.issued_bytes += io.bytes(&self.geometry);
             self.issued_ios += 1;
         }
+        // A job that only reads checks each block it reads against the verify block written there.
+        let io = match io {
+            Io::Read { lba, blocks } if self.verify.is_some() && !self.options.rw.writes() => {
+                Io::Verify { lba, blocks, numberio: None }
+            }
+            io => io,
+        };
         Next::Issue(io)
+    }
+
+    fn failed(&self) -> bool {
+        self.error.is_some() || self.verify_error.is_some()
+    }
+
+    /// The next check of a written block, when one is due: in a `verify_backlog` batch, or in the verify phase
+    /// (where the job ends, or waits for its last writes, once nothing is left to check).
+    fn next_check(&mut self, zones: &mut ZoneCache) -> Option<Next> {
+        let verifier = self.verify.as_mut()?;
+        if !verifier.verifying && verifier.batch_left == 0 {
+            return None;
+        }
+        if let Some((lba, blocks, numberio)) = verifier.pending.pop_front() {
+            if self.options.zonemode_zbd {
+                let zone = self.geometry.zone_of(lba);
+                if zones.held_by_another(zone, self.instance_id) {
+                    verifier.pending.push_front((lba, blocks, numberio));
+                    return Some(Next::WaitForZone);
+                }
+                zones.hold(zone, self.instance_id);
+            }
+            verifier.batch_left = verifier.batch_left.saturating_sub(1);
+            return Some(Next::Issue(Io::Verify { lba, blocks, numberio }));
+        }
+        verifier.batch_left = 0;
+        match (verifier.verifying, verifier.writes_in_flight) {
+            (false, _) => None,
+            (true, 0) => Some(Next::Done),
+            (true, _) => Some(Next::WaitForWrites(Rc::clone(&verifier.drained))),
+        }
+    }
+
+    /// The job's writes are done: a verifying job that writes goes on to check them (`do_verify`).
+    fn end_writes(&mut self, zones: &mut ZoneCache) -> Next {
+        let writes = self.options.rw.writes() && self.options.do_verify;
+        match self.verify.as_mut() {
+            Some(verifier) if writes && !verifier.verifying => {
+                verifier.verifying = true;
+                self.next_check(zones).unwrap_or(Next::Done)
+            }
+            _ => Next::Done,
+        }
+    }
+
+    /// A zone of the job's range that is not full, for a verifying writer whose zone is: the next one after
+    /// it for sequential writes, an open or new one for random writes.
+    fn zone_with_room(&mut self, zones: &ZoneCache) -> Option<u32> {
+        self.open_zones.retain(|&open| !zones.full(open));
+        if let Some(&open) = self.open_zones.first().filter(|_| self.options.rw.is_random()) {
+            return Some(open);
+        }
+        let zone = (self.first_zone..self.end_zone).find(|&zone| !zones.full(zone))?;
+        self.cursor_zone = zone;
+        if self.options.rw.is_random() {
+            self.open_zones.push(zone);
+        }
+        Some(zone)
+    }
+
+    /// The data of a write of `blocks` at `lba` issued at `now`, when the job's data matters: a verify block
+    /// (with the numberio it carries), or the buffer pattern. None: zeros.
+    fn write_data(&mut self, lba: u64, blocks: u64, now: u64) -> Option<(Vec<u8>, Option<u16>)> {
+        let numberio = self.writes_issued as u16;
+        self.writes_issued += 1;
+        let len = (blocks << self.geometry.lba_shift) as usize;
+        if let Some(verifier) = &self.verify {
+            let stamp = BlockStamp { numberio, thread: self.instance_id as u16 + 1, time_ns: now };
+            let data = verifier.layout.fill(lba << self.geometry.lba_shift, len, stamp);
+            let fixed = self.options.bssplit.is_empty() && !self.options.time_based;
+            return Some((data, fixed.then_some(numberio)));
+        }
+        let pattern = self.options.buffer_pattern.as_ref()?;
+        let mut data = vec![0; len];
+        fill_pattern(&mut data, pattern);
+        Some((data, None))
     }
 
     /// A block size from `bssplit`, by its weights, in LBAs.
@@ -720,6 +865,10 @@ async fn worker<S: MediaStore + 'static>(
                 zone_released.notified().await;
                 continue;
             }
+            Next::WaitForWrites(drained) => {
+                drained.notified().await;
+                continue;
+            }
             Next::Done => return,
         };
         let wait = {
@@ -735,7 +884,23 @@ async fn worker<S: MediaStore + 'static>(
         if wait > 0 {
             queue.sleep(wait).await;
         }
-        let (direction, command, lba) = io.command(lba_shift);
+        let (direction, mut command, lba) = io.command(lba_shift);
+        let mut logged_write = None;
+        if let (Io::Write { lba, blocks } | Io::Append { zone_start: lba, blocks }, QueuedCommand::Write { data, .. })
+        | (
+            Io::Write { lba, blocks } | Io::Append { zone_start: lba, blocks },
+            QueuedCommand::Append { data, .. },
+        ) = (&io, &mut command)
+        {
+            let mut job = state.borrow_mut();
+            if let Some((bytes, numberio)) = job.write_data(*lba, *blocks, queue.now_ns()) {
+                *data = IoData::Bytes(bytes);
+                if let Some(verifier) = job.verify.as_mut() {
+                    verifier.writes_in_flight += 1;
+                    logged_write = Some((*lba, *blocks, numberio));
+                }
+            }
+        }
         let is_internal_reset = direction == Direction::Trim
             && !matches!(state.borrow().options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish);
         let submitted = queue.now_ns();
@@ -751,6 +916,35 @@ async fn worker<S: MediaStore + 'static>(
         }
         let mut job = state.borrow_mut();
         job.in_flight -= 1;
+        let (backlog, batch) = (job.options.verify_backlog, job.options.verify_batch);
+        if let (Some(piece), Some(verifier)) = (logged_write, job.verify.as_mut()) {
+            verifier.writes_in_flight -= 1;
+            if result.is_ok() {
+                verifier.pending.push_back(piece);
+                verifier.logged += 1;
+                if backlog != 0 && verifier.logged % backlog == 0 {
+                    verifier.batch_left = if batch != 0 { batch } else { backlog };
+                }
+            }
+            if verifier.writes_in_flight == 0 {
+                verifier.drained.notify_waiters();
+            }
+        }
+        if let (Io::Verify { lba, numberio, .. }, Ok(Output::Data(data))) = (&io, &result) {
+            let file = job.options.filename.clone().unwrap_or_default();
+            let offset = lba << lba_shift;
+            let checked =
+                job.verify.as_ref().map_or(Ok(()), |verifier| verifier.layout.check(&file, offset, data, *numberio));
+            // The read counts as a read either way, as fio accounts it before its verify callback.
+            if let Err(message) = checked {
+                if job.options.continue_on_error.verify {
+                    job.total_errors += 1;
+                    job.first_error.get_or_insert(libc_errno::EILSEQ);
+                } else {
+                    job.verify_error.get_or_insert(message);
+                }
+            }
+        }
         if let Err(status) = result {
             let coe = job.options.continue_on_error;
             let continued = if direction == Direction::Read { coe.read } else { coe.write };
@@ -802,9 +996,10 @@ async fn worker<S: MediaStore + 'static>(
 impl JobState {
     /// Whether the job has stopped issuing: an error, its deadline, or its size done.
     fn finished(&self, now: u64) -> bool {
-        self.error.is_some()
+        let checking = self.verify.as_ref().is_some_and(|verifier| !verifier.pending.is_empty());
+        self.failed()
             || now >= self.deadline_ns
-            || (!self.options.time_based && self.issued_bytes >= self.budget_bytes)
+            || (!self.options.time_based && self.issued_bytes >= self.budget_bytes && !checking)
     }
 
     /// How much of its work the job has done, 0 to 1: of its runtime or of its size, whichever is further.
@@ -938,7 +1133,11 @@ pub fn run_reporting(
     let first = &invocation.jobs[0];
     let (filename, host, mut notes) = check_jobs(invocation)?;
     // `preset:NAME[,key=value...]` is an ephemeral device with the null store; anything else is a device image.
-    let built = DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).build().map_err(FioError::Device)?;
+    // Verification needs the data back: a preset keeps it in memory for the run unless its spec says otherwise.
+    let verifies = invocation.jobs.iter().any(|job| job.verify.is_some());
+    let store = if verifies { StoreChoice::Memory } else { StoreChoice::Null };
+    let built =
+        DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).store(store).build().map_err(FioError::Device)?;
     let seed = first.seed.unwrap_or(default_seed);
     let Built { device, config, host: host_side } = built;
     let slat_ns = host_side.submit_ns;
@@ -1036,6 +1235,20 @@ fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<Strin
                 job.ioengine.name()
             )));
         }
+        if job.verify.is_some() && job.zone_append {
+            return Err(FioError::Options(format!(
+                "job {}: verify with zone_append=1: an append's offset is known only when it completes, after its \
+                 verify header is written",
+                job.name
+            )));
+        }
+        if job.verify.is_some() && job.zone_reset_frequency > 0.0 {
+            return Err(FioError::Options(format!(
+                "job {}: verify with zone_reset_frequency: a threshold reset loses data still to be verified (fio \
+                 3.33 stops on an assertion)",
+                job.name
+            )));
+        }
         if matches!(job.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish) && !job.zonemode_zbd {
             return Err(FioError::Options(format!(
                 "job {}: rw=trim needs zonemode=zbd (zone resets); zonelab has no deallocate",
@@ -1051,6 +1264,37 @@ fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<Strin
         }
     }
     Ok((filename, host, notes))
+}
+
+/// Bytes each verify header covers: `verify_interval`, else the smallest block size (fio's `min_bs`).
+fn verify_interval(job: &JobOptions) -> u64 {
+    let smallest = job.bssplit.iter().map(|&(bytes, _)| bytes).chain([job.bs_bytes]).min().unwrap_or(job.bs_bytes);
+    job.verify_interval.unwrap_or(smallest)
+}
+
+/// What fio 3.33 requires of a verifying job's sizes (`zbd_verify_bs`, `fixup_options`): each block size
+/// divides the zone size in zbd mode, and is a whole number of verify intervals.
+fn check_verify_sizes(job: &JobOptions, geometry: &Geometry) -> Result<(), FioError> {
+    if job.verify.is_none() {
+        return Ok(());
+    }
+    let zone_bytes = geometry.zone_size_lba << geometry.lba_shift;
+    let interval = verify_interval(job);
+    for bytes in job.bssplit.iter().map(|&(bytes, _)| bytes).chain([job.bs_bytes]) {
+        if job.zonemode_zbd && !zone_bytes.is_multiple_of(bytes) {
+            return Err(FioError::Options(format!(
+                "job {}: block size {bytes} is not a divisor of the zone size {zone_bytes}",
+                job.name
+            )));
+        }
+        if bytes % interval != 0 {
+            return Err(FioError::Options(format!(
+                "job {}: block size {bytes} is not a multiple of verify_interval {interval}",
+                job.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Jobs in the groups that run one after another: a job with `stonewall` or `new_group` starts a new one.
@@ -1169,6 +1413,22 @@ impl JobState {
             started_ns: group_start,
             total_errors: 0,
             first_error: None,
+            writes_issued: 0,
+            verify: job.verify.map(|method| Verifier {
+                layout: VerifyLayout {
+                    method,
+                    interval: verify_interval(job) as usize,
+                    pattern: job.verify_pattern.clone(),
+                    randseed: job.randseed,
+                },
+                pending: VecDeque::new(),
+                logged: 0,
+                batch_left: 0,
+                writes_in_flight: 0,
+                verifying: false,
+                drained: Rc::new(Notify::new()),
+            }),
+            verify_error: None,
             log: (job.lat_log.is_some() || job.bw_log.is_some() || job.iops_log.is_some()).then(Vec::new),
         }
     }
@@ -1181,7 +1441,10 @@ impl JobState {
                 (5, Some(format!("{}: no written data to read in the job's zones", self.options.name)))
             }
             Some(failure) => (failure.status.errno(), Some(errno_message(failure, lba_bytes))),
-            None => (0, None),
+            None => match &self.verify_error {
+                Some(message) => (libc_errno::EILSEQ, Some(message.clone())),
+                None => (0, None),
+            },
         };
         JobResult {
             options: self.options.clone(),
@@ -1247,6 +1510,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         report: &mut Option<Reporter<'_>>,
     ) -> Result<(Vec<JobResult>, GroupResult, Vec<String>), FioError> {
         let geometry = self.geometry;
+        self.reset_for_verify(group)?;
         let group_start = self.simulation.now_ns();
         let counters_before =
             self.simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
@@ -1262,6 +1526,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 let mut state = JobState::new(job, instance, geometry, range, group_start, self.slat_ns);
                 state.instance_id = instances.len();
                 state.max_open_zones = max_open_zones(job, &geometry)?;
+                check_verify_sizes(job, &geometry)?;
                 let state = Rc::new(RefCell::new(state));
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
                 for _ in 0..depth {
@@ -1365,6 +1630,49 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             });
             (last_wall, last_ns, last) = (Instant::now(), now, current);
         }
+    }
+
+    /// fio resets the zones a verifying job writes before it starts (`zbd_file_reset`), so that no reset is
+    /// needed, and no data lost, while it writes. The resets go through the device before the group's clock
+    /// starts.
+    fn reset_for_verify(&mut self, group: &[&JobOptions]) -> Result<(), FioError> {
+        let geometry = self.geometry;
+        let mut targets: Vec<(u32, String)> = Vec::new();
+        for &job in group.iter().filter(|job| job.verify.is_some() && job.zonemode_zbd && job.rw.writes()) {
+            for instance in 0..job.numjobs {
+                let (start, end) = instance_range(job, instance, &geometry)?;
+                for zone in geometry.zone_of(start)..=geometry.zone_of(end - 1) {
+                    if self.zones.borrow().written(zone) > 0 && !targets.iter().any(|&(target, _)| target == zone) {
+                        targets.push((zone, job.name.clone()));
+                    }
+                }
+            }
+        }
+        if targets.is_empty() {
+            return Ok(());
+        }
+        let failure = Rc::new(RefCell::new(None));
+        let (queue, failed, resets) = (self.scheduled.clone(), Rc::clone(&failure), targets.clone());
+        self.simulation.spawn(async move {
+            for (zone, job) in resets {
+                let slba = geometry.zone_start_lba(zone);
+                let reset = QueuedCommand::ZoneSend { slba, action: ZoneSendAction::Reset, select_all: false };
+                if let Err(status) = queue.submit(reset).await {
+                    *failed.borrow_mut() = Some((job, zone, status));
+                    return;
+                }
+            }
+        });
+        self.simulation.run();
+        if let Some((job, zone, status)) = failure.take() {
+            return Err(FioError::Options(format!(
+                "job {job}: resetting zone {zone} before the writes it verifies failed: {status}"
+            )));
+        }
+        for (zone, _) in targets {
+            self.zones.borrow_mut().set_wp(zone, geometry.zone_start_lba(zone));
+        }
+        Ok(())
     }
 
     /// `prefill`: the zones of the range that hold nothing are written to `fill` (the zone capacity when

@@ -181,6 +181,17 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
         ..doc("random_distribution", STR, "", "zipf:1.2")
     },
     doc("bssplit", STR, "Set a specific mix of block sizes", "4k/50:64k/50"),
+    OptionDoc {
+        default: Some("0"),
+        help: "Verify data written: md5, crc32c, crc32c-intel, crc32, meta, pattern, null",
+        ..doc("verify", STR, "", "crc32c")
+    },
+    OptionDoc { default: Some("1"), ..doc("do_verify", BOOL, "Run verification stage after write", "0") },
+    doc("verify_backlog", INT, "Verify after this number of blocks are written", "16"),
+    doc("verify_batch", INT, "Verify this number of IO blocks", "8"),
+    doc("verify_interval", SIZE, "Store verify buffer header every N bytes", "4k"),
+    doc("verify_pattern", STR, "Fill pattern for IO buffers", "0xdeadbeef"),
+    doc("buffer_pattern", STR, "Fill pattern for IO buffers", "\"zone\""),
     doc("section", STR, "Only run specified section in job file (command line; repeatable)", "a"),
     doc("prefill", STR, "zonelab: write the job's zones beforehand in no time: full, or a size per zone", "full"),
     doc("seed", INT, "zonelab: seed of the reordering of concurrent submissions", "3"),

@@ -8,6 +8,7 @@ mod histogram;
 mod logs;
 mod options;
 mod report;
+mod verify;
 
 pub use engine::{run, run_reporting, DirectionStats, FioResult, GroupResult, IoDistribution, JobResult, Progress};
 pub use histogram::LatencyStats;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use zonelab_host::{SchedulerKind, ZincConfig};
 
 use super::distribution::Distribution;
+use super::verify::{parse_pattern, VerifyMethod};
 
 /// Why a fio run could not start or went wrong before its jobs ran, naming what is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -147,33 +148,35 @@ fn parse_fraction(key: &str, value: &str) -> Result<f64, FioError> {
 }
 
 /// fio's `continue_on_error`: which failed I/Os a job counts and goes on past. fio goes on only past the
-/// errors it deems non-fatal (EIO and EILSEQ, `td_non_fatal_error`); trims count as writes.
+/// errors it deems non-fatal (EIO and EILSEQ, `td_non_fatal_error`); trims count as writes; `verify` covers
+/// blocks that read back wrong.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ContinueOnError {
     pub read: bool,
     pub write: bool,
+    pub verify: bool,
 }
 
 impl ContinueOnError {
     fn parse(value: &str) -> Result<ContinueOnError, FioError> {
-        let (read, write) = match value.trim() {
-            "none" | "0" => (false, false),
-            "read" => (true, false),
-            "write" => (false, true),
-            "io" | "all" | "1" => (true, true),
-            // zonelab does not verify data, so there are no verify errors to go on past.
-            "verify" => (false, false),
+        let (read, write, verify) = match value.trim() {
+            "none" | "0" => (false, false, false),
+            "read" => (true, false, false),
+            "write" => (false, true, false),
+            "io" => (true, true, false),
+            "verify" => (false, false, true),
+            "all" | "1" => (true, true, true),
             other => {
                 return fail(format!(
                     "option continue_on_error: {other:?} is not one of none, read, write, io, verify, all"
                 ))
             }
         };
-        Ok(ContinueOnError { read, write })
+        Ok(ContinueOnError { read, write, verify })
     }
 
     pub fn any(self) -> bool {
-        self.read || self.write
+        self.read || self.write || self.verify
     }
 }
 
@@ -377,6 +380,20 @@ pub struct JobOptions {
     pub bssplit: Vec<(u64, u64)>,
     /// `random_distribution`: how random I/Os pick their blocks.
     pub random_distribution: Distribution,
+    /// `verify`: how written data is checked when read back (None: not checked).
+    pub verify: Option<VerifyMethod>,
+    /// `do_verify`: a writing job reads back and checks what it wrote once its writes are done.
+    pub do_verify: bool,
+    /// `verify_backlog`: after this many writes, check that many before writing on (0: only at the end);
+    /// `verify_batch`: how many to check then (0: the backlog).
+    pub verify_backlog: u64,
+    pub verify_batch: u64,
+    /// `verify_interval`: bytes each verify header covers (None: the block size).
+    pub verify_interval: Option<u64>,
+    /// `verify_pattern`: the bytes a verified block's data repeats (random bytes from the block's seed when
+    /// None); `buffer_pattern`: what the data of writes that are not verified repeats (zeros when None).
+    pub verify_pattern: Option<Vec<u8>>,
+    pub buffer_pattern: Option<Vec<u8>>,
     /// Options accepted but meaningless here, as given.
     pub ignored: Vec<String>,
     /// The options set on this job itself (not inherited from global ones), as given, in order: fio's
@@ -436,6 +453,13 @@ impl Default for JobOptions {
             number_ios: 0,
             bssplit: Vec::new(),
             random_distribution: Distribution::Uniform,
+            verify: None,
+            do_verify: true,
+            verify_backlog: 0,
+            verify_batch: 0,
+            verify_interval: None,
+            verify_pattern: None,
+            buffer_pattern: None,
             ignored: Vec::new(),
             given: Vec::new(),
         }
@@ -586,8 +610,21 @@ impl JobOptions {
             "unit_base" if matches!(need(value)?.trim(), "0" | "8") => {}
             // fio options zonelab cannot honour on one emulated device: an error that says so, never a silent
             // change of the workload.
-            "kb_base" | "unit_base" | "filesize" | "nrfiles" | "buffer_pattern" | "read_iolog" | "write_iolog"
-            | "trim_percentage" | "verify" | "do_verify" | "verify_backlog" => {
+            "verify" => self.verify = VerifyMethod::parse(need(value)?)?,
+            "do_verify" => self.do_verify = parse_bool(&key, value)?,
+            "verify_backlog" => self.verify_backlog = parse_number(&key, need(value)?)?,
+            "verify_batch" => self.verify_batch = parse_number(&key, need(value)?)?,
+            "verify_interval" => match parse_size(&key, need(value)?)? {
+                SizeSpec::Bytes(bytes) if bytes > 0 => self.verify_interval = Some(bytes),
+                _ => return fail(format!("option {key}: the interval must be a positive number of bytes")),
+            },
+            "verify_pattern" => {
+                self.verify_pattern = Some(parse_pattern(&key, need(value)?)?);
+                // fio: a verify pattern with no verify method given verifies by the pattern alone.
+                self.verify.get_or_insert(VerifyMethod::Pattern);
+            }
+            "buffer_pattern" => self.buffer_pattern = Some(parse_pattern(&key, need(value)?)?),
+            "kb_base" | "unit_base" | "filesize" | "nrfiles" | "read_iolog" | "write_iolog" | "trim_percentage" => {
                 return fail(format!(
                     "option {key}={}: zonelab cannot honour it ({})",
                     value.unwrap_or(""),
@@ -595,7 +632,7 @@ impl JobOptions {
                         "kb_base" | "unit_base" => "sizes are binary (kb_base=1024) and output is in bytes",
                         "filesize" | "nrfiles" => "the device is one file; use size and offset",
                         "read_iolog" | "write_iolog" => "trace replay is not implemented",
-                        _ => "data is not kept or checked by the fio simulation; use the ioengine with real fio",
+                        _ => "a zoned device discards whole zones, not the blocks fio's trim verification discards",
                     }
                 ));
             }
