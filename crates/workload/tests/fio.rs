@@ -153,7 +153,7 @@ fn workload_shaping_options_do_what_fio_does() {
     let split = fio(&format!("{base} --bssplit=4k/50:64k/50")).expect("runs");
     let (ios, bytes) = (split.jobs[0].write.ios, split.jobs[0].write.bytes);
     assert!(bytes > ios * 4096 && bytes < ios * 65536, "a mix of 4 KiB and 64 KiB: {bytes} bytes in {ios} I/Os");
-    for refused in ["--filesize=1M", "--nrfiles=2", "--read_iolog=trace", "--kb_base=1000"] {
+    for refused in ["--filesize=1M", "--nrfiles=2", "--trim_percentage=10", "--kb_base=1000"] {
         let error = fio(&format!("{base} {refused}")).expect_err("refused");
         assert!(error.contains("zonelab cannot honour it"), "{refused}: {error}");
     }
@@ -416,4 +416,64 @@ fn verify_refuses_what_fio_refuses() {
     assert!(error("--bs=4k --zone_reset_frequency=0.1").contains("zone_reset_frequency"));
     assert!(error("--bs=4k --zone_append=1 --ioengine=spdk").contains("zone_append"));
     assert!(error("--bs=4k --verify=sha256").contains("\"sha256\" is not one zonelab implements"));
+}
+
+#[test]
+fn a_written_iolog_replays_the_same_io() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("trace.log");
+    let trace = trace.to_str().expect("utf-8");
+    let written = fio(&format!(
+        "{SMALL} --name=w --rw=randwrite --bs=16k --size=2z --io_size=512k --ioengine=libaio --iodepth=4 --write_iolog={trace}"
+    ))
+    .expect("runs");
+    zonelab_workload::fio::write_logs(&written.io_logs, std::path::Path::new("/")).expect("writes the trace");
+    let text = std::fs::read_to_string(trace).expect("trace");
+    assert!(text.starts_with("fio version 3 iolog\n0 preset:zn540"), "{text}");
+    assert_eq!(text.lines().filter(|line| line.contains(" write ")).count(), 32, "one line per write");
+    let replayed = fio(&format!(
+        "--filename=preset:zn540,zones=8,zone-size=4MiB,zone-cap=4MiB --name=r --read_iolog={trace} --ioengine=libaio --iodepth=4"
+    ))
+    .expect("runs");
+    let (before, after) = (&written.jobs[0], &replayed.jobs[0]);
+    assert_eq!(after.error, 0, "{:?}", after.error_message);
+    assert_eq!((after.write.ios, after.write.bytes), (before.write.ios, before.write.bytes));
+    assert_eq!(replayed.groups[0].device.bytes_written, written.groups[0].device.bytes_written);
+    let iops = |job: &zonelab_workload::fio::JobResult| job.write.ios as f64 * 1e9 / job.runtime_ns as f64;
+    let ratio = iops(after) / iops(before);
+    assert!((0.95..1.05).contains(&ratio), "the replay runs at the rate of the run it traced: {ratio:.3}");
+}
+
+#[test]
+fn a_version_2_trace_replays_reads_writes_resets_and_flushes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("v2.log");
+    let trace = "fio version 2 iolog\nx add\nx open\nx write 0 4096\nx sync 0 0\nx wait 2000 0\nx trim 0 4194304\nx write 0 8192\nx read 0 8192\nx close\n";
+    std::fs::write(&path, trace).expect("writes");
+    let path = path.to_str().expect("utf-8");
+    let result =
+        fio(&format!("--filename=preset:zn540,zones=8,zone-size=4MiB,zone-cap=4MiB --name=r --read_iolog={path}"))
+            .expect("runs");
+    let job = &result.jobs[0];
+    assert_eq!(job.error, 0, "{:?}", job.error_message);
+    assert_eq!((job.write.bytes, job.read.bytes, job.trim.ios, job.sync.ios), (12288, 8192, 1, 1));
+    assert!(result.groups[0].device_time_ns >= 2_000_000, "the 2 ms wait is replayed");
+    let json = to_json(&result, false);
+    assert_eq!(json["jobs"][0]["sync"]["total_ios"], 1);
+    let stalled = fio(&format!(
+        "--filename=preset:zn540,zones=8,zone-size=4MiB,zone-cap=4MiB --name=r --read_iolog={path} --replay_no_stall"
+    ))
+    .expect("runs");
+    assert!(stalled.groups[0].device_time_ns < result.groups[0].device_time_ns - 1_000_000, "no wait");
+    // Replayed as written: a write off the write pointer fails as it would on the drive.
+    std::fs::write(path, "fio version 2 iolog\nx write 8192 4096\n").expect("writes");
+    let off =
+        fio(&format!("--filename=preset:zn540,zones=8,zone-size=4MiB,zone-cap=4MiB --name=r --read_iolog={path}"))
+            .expect("runs");
+    assert_eq!(off.jobs[0].error, 5, "Zone Invalid Write is EIO");
+    std::fs::write(path, "fio version 2 iolog\nx write 100 4096\n").expect("writes");
+    let error =
+        fio(&format!("--filename=preset:zn540,zones=8,zone-size=4MiB,zone-cap=4MiB --name=r --read_iolog={path}"))
+            .expect_err("misaligned");
+    assert!(error.contains(":2: write at offset 100 of 4096 bytes is not whole 4096-byte blocks"), "{error}");
 }

@@ -20,6 +20,7 @@ use zonelab_zns::{Geometry, MediaStore, Status, ZoneSendAction, ZoneState};
 
 use super::distribution::{Distribution, Picker};
 use super::histogram::LatencyStats;
+use super::iolog::{parse_iolog, IoTrace, TraceAction, TraceOp};
 use super::logs::{IoLog, LogEntry};
 use super::options::{FioError, FioInvocation, IoEngine, JobOptions, ReadWrite, SizeSpec};
 use super::verify::{fill_pattern, BlockStamp, VerifyLayout};
@@ -116,6 +117,8 @@ pub struct JobResult {
     pub read: DirectionStats,
     pub write: DirectionStats,
     pub trim: DirectionStats,
+    /// Flushes (a replayed trace's `sync` lines): fio's `sync` section.
+    pub sync: DirectionStats,
     /// The measured window (after ramp_time), in device nanoseconds.
     pub runtime_ns: u64,
     pub zone_resets: u64,
@@ -297,6 +300,8 @@ struct JobState {
     read: DirectionStats,
     write: DirectionStats,
     trim: DirectionStats,
+    /// Flushes of a replayed trace: fio's `sync` section.
+    sync: DirectionStats,
     last_completion_ns: u64,
     error: Option<IoFailure>,
     zone_resets: u64,
@@ -319,6 +324,12 @@ struct JobState {
     /// Writes issued so far: fio's `numberio` of the next write.
     writes_issued: u64,
     verify: Option<Verifier>,
+    /// `read_iolog`: the trace's I/Os left, and when the last one was issued.
+    replay: Option<(VecDeque<TraceOp>, u64)>,
+    /// `write_iolog`: the trace of the I/Os issued.
+    trace: Option<IoTrace>,
+    /// Device time before which the next I/O may not be issued (a replayed trace's delay).
+    not_before_ns: u64,
     /// The first block that read back wrong, in fio's words (the job stops on it unless `continue_on_error`
     /// covers verify).
     verify_error: Option<String>,
@@ -369,6 +380,8 @@ enum Direction {
     Write,
     /// Zone resets and finishes, which fio counts as trims.
     Trim,
+    /// Flushes, which only a replayed trace issues (fio's `sync`).
+    Sync,
 }
 
 impl Direction {
@@ -377,6 +390,7 @@ impl Direction {
             Direction::Read => "read",
             Direction::Write => "write",
             Direction::Trim => "trim",
+            Direction::Sync => "sync",
         }
     }
 }
@@ -416,6 +430,7 @@ enum Io {
     Finish {
         zone_start: u64,
     },
+    Flush,
 }
 
 impl Io {
@@ -427,6 +442,7 @@ impl Io {
             | Io::Write { blocks, .. }
             | Io::Append { blocks, .. } => blocks << geometry.lba_shift,
             Io::Reset { .. } | Io::Finish { .. } => geometry.zone_size_lba << geometry.lba_shift,
+            Io::Flush => 0,
         }
     }
 
@@ -465,6 +481,22 @@ impl Io {
                 QueuedCommand::ZoneSend { slba: zone_start, action: ZoneSendAction::Finish, select_all: false },
                 zone_start,
             ),
+            Io::Flush => (Direction::Sync, QueuedCommand::Flush, 0),
+        }
+    }
+
+    /// How fio's iolog names the I/O: its action, offset and length in bytes (None: not an I/O fio logs,
+    /// a zonelab finish).
+    fn traced(&self, geometry: &Geometry) -> Option<(TraceAction, u64, u64)> {
+        let shift = geometry.lba_shift;
+        let bytes = self.bytes(geometry);
+        match *self {
+            Io::Read { lba, .. } | Io::Verify { lba, .. } => Some((TraceAction::Read, lba << shift, bytes)),
+            Io::Write { lba, .. } => Some((TraceAction::Write, lba << shift, bytes)),
+            Io::Append { zone_start, .. } => Some((TraceAction::Write, zone_start << shift, bytes)),
+            Io::Reset { zone_start } => Some((TraceAction::Trim, zone_start << shift, bytes)),
+            Io::Flush => Some((TraceAction::Sync, 0, 0)),
+            Io::Finish { .. } => None,
         }
     }
 }
@@ -490,6 +522,33 @@ impl JobState {
         }
         if let Some(next) = self.next_check(zones) {
             return next;
+        }
+        if let Some((ops, last_issue_ns)) = self.replay.as_mut() {
+            // A replayed trace is issued as written, with no zone locks or write-pointer moves (fio takes
+            // trace I/Os past `fill_io_u`, where zbd mode adjusts offsets).
+            let Some(op) = ops.pop_front() else { return Next::Done };
+            self.not_before_ns = last_issue_ns.saturating_add(op.delay_ns);
+            *last_issue_ns = self.not_before_ns.max(now);
+            let (lba, blocks) = (op.offset >> self.geometry.lba_shift, op.len >> self.geometry.lba_shift);
+            let io = match op.action {
+                TraceAction::Read => Io::Read { lba, blocks },
+                TraceAction::Write => {
+                    let zone = self.geometry.zone_of(lba);
+                    if zones.wp[zone as usize] == lba {
+                        zones.set_wp(zone, lba + blocks);
+                    }
+                    Io::Write { lba, blocks }
+                }
+                TraceAction::Trim => {
+                    let zone_start = self.geometry.zone_start_lba(self.geometry.zone_of(lba));
+                    zones.set_wp(self.geometry.zone_of(lba), zone_start);
+                    Io::Reset { zone_start }
+                }
+                TraceAction::Sync => Io::Flush,
+            };
+            self.issued_bytes += io.data_bytes(&self.geometry);
+            self.issued_ios += 1;
+            return Next::Issue(io);
         }
         if !self.options.time_based && self.issued_bytes >= self.budget_bytes {
             return self.end_writes(zones);
@@ -524,7 +583,8 @@ impl JobState {
                 _ => zone,
             };
             let io = match direction {
-                Direction::Trim => self.trim_in(zone, zones),
+                // (Syncs are never chosen here: only a replayed trace issues them.)
+                Direction::Trim | Direction::Sync => self.trim_in(zone, zones),
                 Direction::Read => match self.read_in(zone, zones) {
                     Some(io) => io,
                     // Another instance reset the zone while this one waited: choose again.
@@ -670,7 +730,7 @@ impl JobState {
                 Some(zone)
             }
             Direction::Read => self.read_zone(zones),
-            Direction::Write => Some(self.write_zone()),
+            Direction::Write | Direction::Sync => Some(self.write_zone()),
         }
     }
 
@@ -873,11 +933,11 @@ async fn worker<S: MediaStore + 'static>(
         };
         let wait = {
             let mut job = state.borrow_mut();
-            let mut wait = 0;
+            let mut wait = job.not_before_ns.saturating_sub(now);
             if let Some(interval) = 1_000_000_000u64.checked_div(job.options.rate_iops) {
                 let slot = job.next_issue_ns.max(now);
                 job.next_issue_ns = slot + interval;
-                wait = slot - now;
+                wait = wait.max(slot - now);
             }
             wait
         };
@@ -901,9 +961,20 @@ async fn worker<S: MediaStore + 'static>(
                 }
             }
         }
-        let is_internal_reset = direction == Direction::Trim
-            && !matches!(state.borrow().options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish);
+        let is_internal_reset = {
+            let job = state.borrow();
+            direction == Direction::Trim
+                && job.replay.is_none()
+                && !matches!(job.options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish)
+        };
         let submitted = queue.now_ns();
+        if !is_internal_reset {
+            let mut job = state.borrow_mut();
+            let (geometry, started) = (job.geometry, job.started_ns);
+            if let (Some(trace), Some((action, offset, len))) = (job.trace.as_mut(), io.traced(&geometry)) {
+                trace.record(submitted.saturating_sub(started), action, offset, len);
+            }
+        }
         let in_flight = {
             let mut job = state.borrow_mut();
             job.in_flight += 1;
@@ -972,6 +1043,7 @@ async fn worker<S: MediaStore + 'static>(
             Direction::Read => &mut job.read,
             Direction::Write => &mut job.write,
             Direction::Trim => &mut job.trim,
+            Direction::Sync => &mut job.sync,
         };
         stats.ios += 1;
         stats.bytes += bytes;
@@ -986,6 +1058,7 @@ async fn worker<S: MediaStore + 'static>(
                 Direction::Read => 0,
                 Direction::Write => 1,
                 Direction::Trim => 2,
+                Direction::Sync => 3,
             };
             let time_ns = completed - started;
             log.push(LogEntry { time_ns, direction, bytes, slat_ns: slat, clat_ns: total - slat, lat_ns: total });
@@ -1400,6 +1473,7 @@ impl JobState {
             read: DirectionStats::default(),
             write: DirectionStats::default(),
             trim: DirectionStats::default(),
+            sync: DirectionStats::default(),
             last_completion_ns: group_start,
             error: None,
             zone_resets: 0,
@@ -1429,6 +1503,9 @@ impl JobState {
                 drained: Rc::new(Notify::new()),
             }),
             verify_error: None,
+            replay: None,
+            trace: None,
+            not_before_ns: 0,
             log: (job.lat_log.is_some() || job.bw_log.is_some() || job.iops_log.is_some()).then(Vec::new),
         }
     }
@@ -1455,6 +1532,7 @@ impl JobState {
             read: self.read.clone(),
             write: self.write.clone(),
             trim: self.trim.clone(),
+            sync: self.sync.clone(),
             runtime_ns: self.last_completion_ns.saturating_sub(self.ramp_end_ns).max(1),
             zone_resets: self.zone_resets,
             scheduler,
@@ -1472,6 +1550,7 @@ impl JobResult {
         self.read.merge(&other.read);
         self.write.merge(&other.write);
         self.trim.merge(&other.trim);
+        self.sync.merge(&other.sync);
         self.runtime_ns = self.runtime_ns.max(other.runtime_ns);
         self.zone_resets += other.zone_resets;
         self.distribution.merge(&other.distribution);
@@ -1527,6 +1606,15 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 state.instance_id = instances.len();
                 state.max_open_zones = max_open_zones(job, &geometry)?;
                 check_verify_sizes(job, &geometry)?;
+                if let Some(path) = &job.read_iolog {
+                    let text = std::fs::read_to_string(path)
+                        .map_err(|error| FioError::Options(format!("job {}: read_iolog {path}: {error}", job.name)))?;
+                    let ops = parse_iolog(path, &text, u64::from(geometry.lba_size), job.replay_no_stall)?;
+                    state.replay = Some((ops.into(), state.started_ns));
+                }
+                if let Some(path) = &job.write_iolog {
+                    state.trace = Some(IoTrace::new(path, job.filename.as_deref().unwrap_or_default()));
+                }
                 let state = Rc::new(RefCell::new(state));
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
                 for _ in 0..depth {
@@ -1561,7 +1649,9 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         for state in instances {
             let mut state = state.borrow_mut();
             self.threads += 1;
-            if let Some(entries) = state.log.take() {
+            let end_ns = state.last_completion_ns.saturating_sub(state.started_ns);
+            let trace = state.trace.take().map(|trace| (trace.path.clone(), trace.finish(end_ns)));
+            if state.log.is_some() || trace.is_some() {
                 let options = &state.options;
                 self.io_logs.push(IoLog {
                     thread_number: self.threads,
@@ -1569,7 +1659,8 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                     bw_prefix: options.bw_log.clone(),
                     iops_prefix: options.iops_log.clone(),
                     avg_msec: options.log_avg_msec,
-                    entries,
+                    entries: state.log.take().unwrap_or_default(),
+                    trace,
                 });
             }
             if state.stalled {

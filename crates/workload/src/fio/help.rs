@@ -192,6 +192,12 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
     doc("verify_interval", SIZE, "Store verify buffer header every N bytes", "4k"),
     doc("verify_pattern", STR, "Fill pattern for IO buffers", "0xdeadbeef"),
     doc("buffer_pattern", STR, "Fill pattern for IO buffers", "\"zone\""),
+    doc("read_iolog", STR, "Playback IO pattern from file", "trace.log"),
+    OptionDoc {
+        default: Some("0"),
+        ..doc("replay_no_stall", BOOL, "Playback IO pattern file as fast as possible without stalls", "1")
+    },
+    doc("write_iolog", STR, "Store IO pattern to file", "trace.log"),
     doc("section", STR, "Only run specified section in job file (command line; repeatable)", "a"),
     doc("prefill", STR, "zonelab: write the job's zones beforehand in no time: full, or a size per zone", "full"),
     doc("seed", INT, "zonelab: seed of the reordering of concurrent submissions", "3"),

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 pub struct LogEntry {
     /// Completion, in device nanoseconds since the job started.
     pub time_ns: u64,
-    /// 0 read, 1 write, 2 trim (fio's `ddir`).
+    /// 0 read, 1 write, 2 trim, 3 sync (fio's `ddir`).
     pub direction: u8,
     pub bytes: u64,
     pub slat_ns: u64,
@@ -30,6 +30,8 @@ pub struct IoLog {
     /// (latencies) or rate (bandwidth, IOPS).
     pub avg_msec: u64,
     pub entries: Vec<LogEntry>,
+    /// `write_iolog`: the trace file and its text, appended to the file as fio appends (`fopen(..., "a")`).
+    pub trace: Option<(String, String)>,
 }
 
 /// A value a log keeps of an I/O, or of a window of them.
@@ -119,6 +121,12 @@ pub fn write_logs(logs: &[IoLog], dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         for (prefix, kind, series) in files {
             let path = dir.join(format!("{prefix}_{kind}.{}.log", log.thread_number));
             std::fs::write(&path, render(&log.entries, series, log.avg_msec))?;
+            written.push(path);
+        }
+        if let Some((file, text)) = &log.trace {
+            let path = dir.join(file);
+            let mut trace = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+            std::io::Write::write_all(&mut trace, text.as_bytes())?;
             written.push(path);
         }
     }

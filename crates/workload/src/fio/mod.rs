@@ -5,6 +5,7 @@ mod distribution;
 mod engine;
 pub mod help;
 mod histogram;
+mod iolog;
 mod logs;
 mod options;
 mod report;

@@ -394,6 +394,11 @@ pub struct JobOptions {
     /// None); `buffer_pattern`: what the data of writes that are not verified repeats (zeros when None).
     pub verify_pattern: Option<Vec<u8>>,
     pub buffer_pattern: Option<Vec<u8>>,
+    /// `read_iolog`: replay this trace instead of generating I/O; `replay_no_stall`: without its delays.
+    pub read_iolog: Option<String>,
+    pub replay_no_stall: bool,
+    /// `write_iolog`: append a trace of every I/O issued to this file.
+    pub write_iolog: Option<String>,
     /// Options accepted but meaningless here, as given.
     pub ignored: Vec<String>,
     /// The options set on this job itself (not inherited from global ones), as given, in order: fio's
@@ -460,6 +465,9 @@ impl Default for JobOptions {
             verify_interval: None,
             verify_pattern: None,
             buffer_pattern: None,
+            read_iolog: None,
+            replay_no_stall: false,
+            write_iolog: None,
             ignored: Vec::new(),
             given: Vec::new(),
         }
@@ -624,14 +632,16 @@ impl JobOptions {
                 self.verify.get_or_insert(VerifyMethod::Pattern);
             }
             "buffer_pattern" => self.buffer_pattern = Some(parse_pattern(&key, need(value)?)?),
-            "kb_base" | "unit_base" | "filesize" | "nrfiles" | "read_iolog" | "write_iolog" | "trim_percentage" => {
+            "read_iolog" => self.read_iolog = Some(need(value)?.trim().to_string()),
+            "replay_no_stall" => self.replay_no_stall = parse_bool(&key, value)?,
+            "write_iolog" => self.write_iolog = Some(need(value)?.trim().to_string()),
+            "kb_base" | "unit_base" | "filesize" | "nrfiles" | "trim_percentage" => {
                 return fail(format!(
                     "option {key}={}: zonelab cannot honour it ({})",
                     value.unwrap_or(""),
                     match key.as_str() {
                         "kb_base" | "unit_base" => "sizes are binary (kb_base=1024) and output is in bytes",
                         "filesize" | "nrfiles" => "the device is one file; use size and offset",
-                        "read_iolog" | "write_iolog" => "trace replay is not implemented",
                         _ => "a zoned device discards whole zones, not the blocks fio's trim verification discards",
                     }
                 ));

@@ -175,8 +175,8 @@ pub fn to_json(result: &FioResult, bins: bool) -> Value {
                 "write": direction(&job.write, |job| &job.write),
                 "trim": direction(&job.trim, |job| &job.trim),
                 "sync": {
-                    "total_ios": 0,
-                    "lat_ns": { "min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0 },
+                    "total_ios": job.sync.ios,
+                    "lat_ns": stats_json(&job.sync.lat, (job.sync.ios > 0).then_some(job.options.percentile_list.as_slice())),
                 },
                 "job_runtime": (job.runtime_ns as f64 / 1e6).round() as u64,
                 "usr_cpu": 0.0,
