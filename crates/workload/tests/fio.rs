@@ -211,14 +211,35 @@ fn progress_reports_do_not_change_the_run() {
     let plain = deterministic_json(&zonelab_workload::fio::run(&invocation, 1).expect("runs"));
     let mut reports: Vec<zonelab_workload::fio::Progress> = Vec::new();
     let mut keep = |progress: &zonelab_workload::fio::Progress| reports.push(progress.clone());
-    let reported = zonelab_workload::fio::run_reporting(&invocation, 1, Some((std::time::Duration::ZERO, &mut keep)))
-        .expect("runs");
+    let reported =
+        zonelab_workload::fio::run_reporting(&invocation, 1, Some((std::time::Duration::ZERO, &mut keep)), None)
+            .expect("runs");
     assert_eq!(deterministic_json(&reported), plain, "slicing the run changes nothing");
     assert!(reports.len() >= 20, "a report per millisecond of device time: {}", reports.len());
     assert!(reports.windows(2).all(|pair| pair[1].done >= pair[0].done), "the share done only grows");
     let line = zonelab_workload::fio::status_line(&reports[5]);
     assert!(line.starts_with("Jobs: 2 (f=2): [r(1),W(1)]["), "{line}");
     assert!(line.contains("IOPS][eta "), "{line}");
+}
+
+/// `--status-interval`: the results so far every interval of device time, growing, while the jobs run; the
+/// final results are the ones a run without dumps gives.
+#[test]
+fn status_interval_dumps_the_results_so_far() {
+    let text = format!("{DEVICE} --name=w --rw=write --bs=64k --size=2z --ioengine=spdk --runtime=35ms --time_based --status-interval=10ms");
+    let args: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+    let invocation = parse_invocation(&args, |_| Err("no files".into())).expect("parses");
+    assert_eq!(invocation.status_interval_ns, Some(10_000_000));
+    let plain = deterministic_json(&zonelab_workload::fio::run(&invocation, 1).expect("runs"));
+    let mut dumps: Vec<(u64, u64)> = Vec::new();
+    let mut keep = |snapshot: &FioResult| dumps.push((snapshot.groups[0].device_time_ns, snapshot.jobs[0].write.bytes));
+    let dumped = zonelab_workload::fio::run_reporting(&invocation, 1, None, Some(&mut keep)).expect("runs");
+    assert_eq!(deterministic_json(&dumped), plain, "dumps change nothing");
+    // Each dump stands at the last event before its instant: 10, 20 and 30 ms.
+    let instants: Vec<u64> = dumps.iter().map(|&(ns, _)| (ns + 999_999) / 1_000_000).collect();
+    assert_eq!(instants, [10, 20, 30], "{dumps:?}");
+    assert!(dumps.windows(2).all(|pair| pair[1].1 > pair[0].1), "the bytes written grow: {dumps:?}");
+    assert!(dumps[2].1 < dumped.jobs[0].write.bytes, "the last dump comes before the end");
 }
 
 /// A skewed `random_distribution` moves reads onto a few hot blocks, which the device serves differently from

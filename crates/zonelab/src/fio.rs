@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use zonelab_device::BuildError;
 use zonelab_workload::fio::{
-    help, parse_invocation, run_reporting, status_line, to_json, to_terse, to_text, write_logs, Eta, FioError, Progress,
+    help, parse_invocation, run_reporting, status_line, to_json, to_terse, to_text, write_logs, Eta, FioError,
+    FioResult, OutputFormat, Progress,
 };
 
 use crate::{stdout_error, CliError};
@@ -48,7 +49,23 @@ pub fn run(args: &[String], out: &mut impl Write) -> Result<(), CliError> {
         printed = true;
     };
     let reporting = show.then_some((Duration::from_secs(1), &mut print_status as &mut dyn FnMut(&Progress)));
-    let result = run_reporting(&invocation, 1, reporting);
+    // --status-interval: the results so far in the chosen formats, as they come (or kept for --output).
+    let (mut dumped, mut dump_error) = (String::new(), None);
+    let mut dump = |snapshot: &FioResult| match render(snapshot, invocation.output_format) {
+        Ok(text) if invocation.output.is_some() => dumped.push_str(&text),
+        Ok(text) => {
+            if let Err(error) = out.write_all(text.as_bytes()) {
+                dump_error.get_or_insert(stdout_error(error));
+            }
+        }
+        Err(error) => {
+            dump_error.get_or_insert(error);
+        }
+    };
+    let result = run_reporting(&invocation, 1, reporting, Some(&mut dump));
+    if let Some(error) = dump_error {
+        return Err(error);
+    }
     if printed {
         eprintln!();
     }
@@ -66,20 +83,7 @@ pub fn run(args: &[String], out: &mut impl Write) -> Result<(), CliError> {
     }
     let here = std::path::Path::new(".");
     write_logs(&result.io_logs, here).map_err(|error| CliError::Io(here.to_path_buf(), error))?;
-    // fio prints terse lines, then the normal report, then the JSON document.
-    let format = invocation.output_format;
-    let mut text = String::new();
-    if format.terse {
-        text.push_str(&to_terse(&result));
-    }
-    if format.normal {
-        text.push_str(&to_text(&result));
-    }
-    if format.json || format.json_plus {
-        let document = to_json(&result, format.json_plus);
-        text.push_str(&serde_json::to_string_pretty(&document).map_err(|error| CliError::Failed(error.to_string()))?);
-        text.push('\n');
-    }
+    let text = dumped + &render(&result, invocation.output_format)?;
     match &invocation.output {
         Some(path) => std::fs::write(path, &text).map_err(|error| CliError::Io(path.clone(), error))?,
         None => out.write_all(text.as_bytes()).map_err(stdout_error)?,
@@ -92,4 +96,22 @@ pub fn run(args: &[String], out: &mut impl Write) -> Result<(), CliError> {
         )));
     }
     Ok(())
+}
+
+/// The results in each format asked for: fio prints terse lines, then the normal report, then the JSON
+/// document.
+fn render(result: &FioResult, format: OutputFormat) -> Result<String, CliError> {
+    let mut text = String::new();
+    if format.terse {
+        text.push_str(&to_terse(result));
+    }
+    if format.normal {
+        text.push_str(&to_text(result));
+    }
+    if format.json || format.json_plus {
+        let document = to_json(result, format.json_plus);
+        text.push_str(&serde_json::to_string_pretty(&document).map_err(|error| CliError::Failed(error.to_string()))?);
+        text.push('\n');
+    }
+    Ok(text)
 }

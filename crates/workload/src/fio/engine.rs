@@ -1185,21 +1185,34 @@ fn patterns(letters: impl Iterator<Item = char>) -> String {
 /// How often (wall-clock time) to report progress, and to whom.
 pub type Reporter<'a> = (std::time::Duration, &'a mut dyn FnMut(&Progress));
 
+/// `--status-interval`: every so often of device time (ns), a group's results so far, and the device's wear.
+type StatusDumps<'a> = (u64, &'a mut dyn FnMut(&[JobResult], &GroupResult, &zonelab_media::EraseSummary));
+
+/// Where a group started: device time, the device's counters, and the wall clock.
+struct GroupStart {
+    device_ns: u64,
+    counters: DeviceCounters,
+    flash: FlashCounters,
+    wall: Instant,
+}
+
 /// Device time simulated between looks at the wall clock when progress is reported.
 const PROGRESS_SLICE_NS: u64 = 1_000_000;
 
 /// Runs every job of `invocation` on one simulated device; `default_seed` seeds the reordering of concurrent
 /// submissions unless a job sets `seed`.
 pub fn run(invocation: &FioInvocation, default_seed: u64) -> Result<FioResult, FioError> {
-    run_reporting(invocation, default_seed, None)
+    run_reporting(invocation, default_seed, None, None)
 }
 
-/// `run`, calling `report` about every `every` of wall-clock time while jobs run. The results are the same as
-/// without it: the simulation runs in slices of device time that end where it would have paused anyway.
+/// `run`, calling `report` about every `every` of wall-clock time while jobs run, and `status` with the results
+/// so far every `--status-interval` of device time. The results are the same as without them: the simulation
+/// runs in slices of device time that end where it would have paused anyway.
 pub fn run_reporting(
     invocation: &FioInvocation,
     default_seed: u64,
     mut report: Option<Reporter<'_>>,
+    mut status: Option<&mut dyn FnMut(&FioResult)>,
 ) -> Result<FioResult, FioError> {
     let started_unix_ms =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_millis() as u64);
@@ -1250,8 +1263,33 @@ pub fn run_reporting(
         GroupRunner { simulation, scheduled, zones, zone_released, geometry, slat_ns, threads: 0, io_logs: Vec::new() };
     let mut results = Vec::new();
     let mut group_results = Vec::new();
+    let energy = config.media.energy.clone();
+    let snapshot = |jobs: Vec<JobResult>, groups: Vec<GroupResult>, wear, notes, io_logs| FioResult {
+        device_name: config.name.clone(),
+        host_path: host,
+        jobs,
+        groups,
+        energy: energy.clone(),
+        wear,
+        notes,
+        global_options: invocation.global_given.clone(),
+        io_logs,
+        started_unix_ms,
+    };
+    let status_interval_ns = invocation.status_interval_ns.filter(|_| status.is_some());
     for (groupid, group) in (0..).zip(job_groups(invocation)) {
-        let (jobs, group_result, stalled_jobs) = run.run_group(groupid, &group, &mut report)?;
+        // A status dump shows the groups done and this one so far.
+        let mut dump = |jobs: &[JobResult], group: &GroupResult, wear: &zonelab_media::EraseSummary| {
+            let all_jobs = results.iter().chain(jobs).cloned().collect();
+            let all_groups = group_results.iter().chain([group]).cloned().collect();
+            if let Some(status) = status.as_mut() {
+                status(&snapshot(all_jobs, all_groups, wear.clone(), Vec::new(), Vec::new()));
+            }
+        };
+        let mut dumps = status_interval_ns.map(|every| {
+            (every, &mut dump as &mut dyn FnMut(&[JobResult], &GroupResult, &zonelab_media::EraseSummary))
+        });
+        let (jobs, group_result, stalled_jobs) = run.run_group(groupid, &group, &mut report, dumps.as_mut())?;
         results.extend(jobs);
         group_results.push(group_result);
         for name in stalled_jobs {
@@ -1261,18 +1299,8 @@ pub fn run_reporting(
             ));
         }
     }
-    Ok(FioResult {
-        device_name: config.name.clone(),
-        host_path: host,
-        jobs: results,
-        groups: group_results,
-        energy: config.media.energy.clone(),
-        wear: run.simulation.with_device(|device| device.media().erase_summary()),
-        notes,
-        global_options: invocation.global_given.clone(),
-        io_logs: std::mem::take(&mut run.io_logs),
-        started_unix_ms,
-    })
+    let wear = run.simulation.with_device(|device| device.media().erase_summary());
+    Ok(snapshot(results, group_results, wear, notes, std::mem::take(&mut run.io_logs)))
 }
 
 /// Checks what the jobs ask of the device as a whole: one filename, a host path that can carry what they
@@ -1587,6 +1615,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         groupid: u32,
         group: &[&JobOptions],
         report: &mut Option<Reporter<'_>>,
+        status: Option<&mut StatusDumps<'_>>,
     ) -> Result<(Vec<JobResult>, GroupResult, Vec<String>), FioError> {
         let geometry = self.geometry;
         self.reset_for_verify(group)?;
@@ -1624,27 +1653,19 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 instances.push(state);
             }
         }
-        let wall = Instant::now();
-        match report {
-            None => {
+        let start = GroupStart {
+            device_ns: group_start,
+            counters: counters_before.0,
+            flash: counters_before.1,
+            wall: Instant::now(),
+        };
+        match (report.as_mut(), status) {
+            (None, None) => {
                 self.simulation.run();
             }
-            Some((every, report)) => self.run_reporting(groupid, &instances, *every, &mut **report),
+            (progress, status) => self.run_watched(groupid, &instances, &start, progress, status),
         }
-        let wall_seconds = wall.elapsed().as_secs_f64();
-        let group_end = self.simulation.now_ns();
-        let (counters_after, flash_after) =
-            self.simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
-        let device_delta = delta_counters(&counters_before.0, &counters_after);
-        let group_result = GroupResult {
-            groupid,
-            device_time_ns: group_end - group_start,
-            wall_seconds,
-            commands: device_delta.reads + device_delta.writes + device_delta.appends + device_delta.zone_management,
-            device: device_delta,
-            flash: delta_flash(&counters_before.1, &flash_after),
-        };
-        let mut folded: Vec<JobResult> = Vec::new();
+        let (folded, group_result) = self.results(groupid, &instances, &start);
         let mut stalled_jobs: Vec<String> = Vec::new();
         for state in instances {
             let mut state = state.borrow_mut();
@@ -1666,25 +1687,20 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             if state.stalled {
                 stalled_jobs.push(state.options.name.clone());
             }
-            let result = state.result(groupid, self.scheduled.counters());
-            match folded.last_mut() {
-                Some(previous) if state.options.group_reporting && previous.options.name == state.options.name => {
-                    previous.absorb(result);
-                }
-                _ => folded.push(result),
-            }
         }
         stalled_jobs.dedup();
         Ok((folded, group_result, stalled_jobs))
     }
 
-    /// Runs the group in slices of device time, reporting its progress every `every` of wall-clock time.
-    fn run_reporting(
+    /// Runs the group in slices of device time: its progress goes to `progress` every so often of wall-clock
+    /// time, and a snapshot of its results to `status` every so often of device time (`--status-interval`).
+    fn run_watched(
         &mut self,
         group: u32,
         instances: &[Rc<RefCell<JobState>>],
-        every: std::time::Duration,
-        report: &mut dyn FnMut(&Progress),
+        start: &GroupStart,
+        mut progress: Option<&mut Reporter<'_>>,
+        mut status: Option<&mut StatusDumps<'_>>,
     ) {
         let started = Instant::now();
         let totals = |instances: &[Rc<RefCell<JobState>>]| {
@@ -1694,11 +1710,26 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             })
         };
         let (mut last_wall, mut last_ns, mut last) = (started, self.simulation.now_ns(), totals(instances));
-        let now = self.simulation.now_ns();
-        self.simulation.run_until(now.saturating_add(PROGRESS_SLICE_NS));
-        while let Some(next) = self.simulation.next_event_ns() {
-            self.simulation.run_until(next.saturating_add(PROGRESS_SLICE_NS));
-            if last_wall.elapsed() < every {
+        let mut next_dump = status.as_ref().map(|(every, _)| start.device_ns.saturating_add(*every));
+        let mut next = Some(self.simulation.now_ns());
+        while let Some(at) = next {
+            let slice_end = if progress.is_some() { at.saturating_add(PROGRESS_SLICE_NS) } else { u64::MAX };
+            let until = next_dump.map_or(slice_end, |dump| dump.min(slice_end));
+            self.simulation.run_until(until);
+            if let (Some(dump), Some((every, report))) = (next_dump, status.as_mut()) {
+                if dump == until {
+                    // Once every job is done, the group's own report follows: no dump repeats it.
+                    if instances.iter().any(|state| !state.borrow().finished(until)) {
+                        let (jobs, group_result) = self.results(group, instances, start);
+                        let wear = self.simulation.with_device(|device| device.media().erase_summary());
+                        report(&jobs, &group_result, &wear);
+                    }
+                    next_dump = Some(dump.saturating_add(*every));
+                }
+            }
+            next = self.simulation.next_event_ns();
+            let Some((every, report)) = progress.as_mut() else { continue };
+            if last_wall.elapsed() < *every {
                 continue;
             }
             let (now, current) = (self.simulation.now_ns(), totals(instances));
@@ -1721,6 +1752,38 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             });
             (last_wall, last_ns, last) = (Instant::now(), now, current);
         }
+    }
+
+    /// The group's results as they stand: its jobs (folded under `group_reporting`) and its device figures.
+    fn results(
+        &self,
+        groupid: u32,
+        instances: &[Rc<RefCell<JobState>>],
+        start: &GroupStart,
+    ) -> (Vec<JobResult>, GroupResult) {
+        let (counters_after, flash_after) =
+            self.simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
+        let device_delta = delta_counters(&start.counters, &counters_after);
+        let group_result = GroupResult {
+            groupid,
+            device_time_ns: self.simulation.now_ns() - start.device_ns,
+            wall_seconds: start.wall.elapsed().as_secs_f64(),
+            commands: device_delta.reads + device_delta.writes + device_delta.appends + device_delta.zone_management,
+            device: device_delta,
+            flash: delta_flash(&start.flash, &flash_after),
+        };
+        let mut folded: Vec<JobResult> = Vec::new();
+        for state in instances {
+            let state = state.borrow();
+            let result = state.result(groupid, self.scheduled.counters());
+            match folded.last_mut() {
+                Some(previous) if state.options.group_reporting && previous.options.name == state.options.name => {
+                    previous.absorb(result);
+                }
+                _ => folded.push(result),
+            }
+        }
+        (folded, group_result)
     }
 
     /// fio resets the zones a verifying job writes before it starts (`zbd_file_reset`), so that no reset is

@@ -222,6 +222,7 @@ pub fn usage() -> String {
          \x20 --eta=when\t\tWhen ETA estimate should be printed\n\
          \x20           \t\tMay be \"always\", \"never\" or \"auto\"\n\
          \x20 --eta-newline=t\tForce a new line for every 't' period passed\n\
+         \x20 --status-interval=t\tForce full status dump every 't' period passed (of device time)\n\
          \x20 --section=name\tOnly run specified section in job file, multiple sections can be specified\n\
          \n\
          zonelab fio runs fio's jobs in virtual time on an emulated ZNS device, with fio 3.33's options, zbd\n\

@@ -705,6 +705,8 @@ pub struct FioInvocation {
     pub eta: Eta,
     /// `--eta-newline`: start a new status line this often (ns of wall time) instead of rewriting one.
     pub eta_newline_ns: Option<u64>,
+    /// `--status-interval`: print the results so far this often, in ns of device time.
+    pub status_interval_ns: Option<u64>,
 }
 
 /// fio's `--eta`: the status line while jobs run.
@@ -737,6 +739,12 @@ fn set_invocation(invocation: &mut FioInvocation, key: &str, value: Option<&str>
         "eta_newline" => {
             let text = value.ok_or_else(|| FioError::Options("option eta-newline needs a time".into()))?;
             invocation.eta_newline_ns = Some(parse_time_ns("eta-newline", text, 1_000_000_000)?.max(1));
+            Ok(true)
+        }
+        "status_interval" => {
+            let text = value.ok_or_else(|| FioError::Options("option status-interval needs a time".into()))?;
+            // fio's default unit here is seconds; its minimum is 1 ms (`--status-interval` in fio's init.c).
+            invocation.status_interval_ns = Some(parse_time_ns("status-interval", text, 1_000_000_000)?.max(1_000_000));
             Ok(true)
         }
         "section" => {
@@ -826,6 +834,7 @@ pub fn parse_invocation(
         sections: Vec::new(),
         eta: Eta::Auto,
         eta_newline_ns: None,
+        status_interval_ns: None,
     };
     let mut global = JobOptions::default();
     let mut current: Option<JobOptions> = None;
