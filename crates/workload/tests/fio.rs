@@ -236,7 +236,7 @@ fn status_interval_dumps_the_results_so_far() {
     let dumped = zonelab_workload::fio::run_reporting(&invocation, 1, None, Some(&mut keep)).expect("runs");
     assert_eq!(deterministic_json(&dumped), plain, "dumps change nothing");
     // Each dump stands at the last event before its instant: 10, 20 and 30 ms.
-    let instants: Vec<u64> = dumps.iter().map(|&(ns, _)| (ns + 999_999) / 1_000_000).collect();
+    let instants: Vec<u64> = dumps.iter().map(|&(ns, _)| ns.div_ceil(1_000_000)).collect();
     assert_eq!(instants, [10, 20, 30], "{dumps:?}");
     assert!(dumps.windows(2).all(|pair| pair[1].1 > pair[0].1), "the bytes written grow: {dumps:?}");
     assert!(dumps[2].1 < dumped.jobs[0].write.bytes, "the last dump comes before the end");
