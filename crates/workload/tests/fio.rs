@@ -153,7 +153,7 @@ fn workload_shaping_options_do_what_fio_does() {
     let split = fio(&format!("{base} --bssplit=4k/50:64k/50")).expect("runs");
     let (ios, bytes) = (split.jobs[0].write.ios, split.jobs[0].write.bytes);
     assert!(bytes > ios * 4096 && bytes < ios * 65536, "a mix of 4 KiB and 64 KiB: {bytes} bytes in {ios} I/Os");
-    for refused in ["--filesize=1M", "--nrfiles=2", "--trim_percentage=10", "--kb_base=1000"] {
+    for refused in ["--filesize=1M", "--nrfiles=2", "--trim_percentage=10"] {
         let error = fio(&format!("{base} {refused}")).expect_err("refused");
         assert!(error.contains("zonelab cannot honour it"), "{refused}: {error}");
     }

@@ -41,10 +41,16 @@ fn line_label(line: &str) -> String {
 }
 
 fn real_fio(format: &str) -> String {
+    real_fio_with(&[], format)
+}
+
+/// Real fio on the job with `extra` options after it.
+fn real_fio_with(extra: &[&str], format: &str) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("file");
     let output = Command::new("fio")
         .args(JOB)
+        .args(extra)
         .arg(format!("--filename={}", file.display()))
         .arg(format!("--output-format={format}"))
         .output()
@@ -54,8 +60,13 @@ fn real_fio(format: &str) -> String {
 }
 
 fn zonelab_fio(format: &str) -> String {
+    zonelab_fio_with(&[], format)
+}
+
+fn zonelab_fio_with(extra: &[&str], format: &str) -> String {
     let mut args = vec!["fio", "--filename=preset:zn540"];
     args.extend_from_slice(JOB);
+    args.extend_from_slice(extra);
     let format = format!("--output-format={format}");
     args.push(&format);
     ok(&args)
@@ -151,5 +162,50 @@ fn logs_have_real_fios_names_and_line_format() {
             let fields: Vec<&str> = line.split(", ").collect();
             assert!(fields.len() == 5 && fields.iter().all(|f| f.parse::<u64>().is_ok()), "{name}: {line:?}");
         }
+    }
+}
+
+/// The data units of the job and run-status lines: for each quantity, whether its prefix is binary, and its
+/// unit (`B`, `B/s` or `bit/s`); quantities small enough to have no prefix are left out.
+fn data_units(text: &str) -> Vec<(bool, String)> {
+    text.lines()
+        .filter(|line| line.trim_start().starts_with("read:") || line.trim_start().starts_with("READ:"))
+        .flat_map(|line| line.split([' ', ',', '(', ')', '=', '-']).map(str::to_string).collect::<Vec<_>>())
+        .filter(|token| token.starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|token| {
+            let unit = token.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+            let unit = unit.split('/').next().unwrap_or("").to_string() + if unit.contains("/s") { "/s" } else { "" };
+            let base = unit.trim_start_matches(['k', 'K', 'M', 'G', 'T', 'P', 'E']);
+            let binary = base.starts_with('i');
+            let base = base.trim_start_matches('i').to_string();
+            (base != unit.trim_start_matches('i') && ["B", "B/s", "bit/s"].contains(&base.as_str()))
+                .then_some((binary, base))
+        })
+        .collect()
+}
+
+/// kb_base and unit_base as real fio 3.33 takes and prints them: under its default ("compatibility") kb_base,
+/// `1MiB` is 10^6 bytes and under kb_base=1000 it is 2^20; kb_base=1000 puts SI units first and unit_base=1
+/// prints rates in bits.
+#[test]
+fn sizes_and_units_follow_kb_base_and_unit_base_as_real_fio() {
+    if !have_fio() {
+        return;
+    }
+    for extra in [&["--io_size=1MiB"][..], &["--kb_base=1000", "--io_size=1MiB", "--unit_base=1"], &["--kb_base=1000"]]
+    {
+        let read_bytes = |json: &str| -> u64 {
+            let document: Value = serde_json::from_str(json).expect("JSON");
+            document["jobs"][0]["read"]["io_bytes"].as_u64().expect("io_bytes")
+        };
+        assert_eq!(
+            read_bytes(&zonelab_fio_with(extra, "json")),
+            read_bytes(&real_fio_with(extra, "json")),
+            "{extra:?}: the bytes read"
+        );
+        let (ours, theirs) =
+            (data_units(&zonelab_fio_with(extra, "normal")), data_units(&real_fio_with(extra, "normal")));
+        assert!(ours.len() >= 6, "{extra:?}: {ours:?}");
+        assert_eq!(ours, theirs, "{extra:?}: units, binary or SI, in order");
     }
 }

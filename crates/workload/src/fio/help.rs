@@ -194,6 +194,16 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
     doc("buffer_pattern", STR, "Fill pattern for IO buffers", "\"zone\""),
     doc("read_iolog", STR, "Playback IO pattern from file", "trace.log"),
     OptionDoc {
+        default: Some("1024"),
+        help: "Unit prefix interpretation for quantities of data (IEC and SI): 1024 or 1000",
+        ..doc("kb_base", STR, "", "1000")
+    },
+    OptionDoc {
+        default: Some("0"),
+        help: "Bit multiple of result summary data (8 for byte, 1 for bit)",
+        ..doc("unit_base", STR, "", "1")
+    },
+    OptionDoc {
         default: Some("0"),
         ..doc("replay_no_stall", BOOL, "Playback IO pattern file as fast as possible without stalls", "1")
     },

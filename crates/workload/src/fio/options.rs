@@ -57,8 +57,21 @@ impl SizeSpec {
     }
 }
 
-/// Parses fio's sizes: `4096`, `4k`, `4Ki`, `4KiB`, `100G`, `3z`, `50%`. Every unit is binary (kb_base=1024).
+/// Parses sizes as zonelab's own tools take them: `4096`, `4k`, `4Ki`, `4KiB`, `100G`, `3z`, `50%`, every unit
+/// binary.
 pub fn parse_size(key: &str, text: &str) -> Result<SizeSpec, FioError> {
+    parse_size_in(key, text, None)
+}
+
+/// Parses a size as fio 3.33 does under `kb_base` (`__get_mult_bytes`): `k`, `kb` and `ki` are kb_base, and the
+/// IEC forms (`KiB`, `MiB`, ...) are the other base: 1000 under the default kb_base=1024 ("compatibility
+/// mode": fio reads `1MiB` as 1,000,000 bytes), 1024 under kb_base=1000.
+fn parse_fio_size(key: &str, text: &str, kb_base: u32) -> Result<SizeSpec, FioError> {
+    parse_size_in(key, text, Some(kb_base))
+}
+
+/// `kb_base`: None for zonelab's binary units, else fio's rules.
+fn parse_size_in(key: &str, text: &str, kb_base: Option<u32>) -> Result<SizeSpec, FioError> {
     let bad = || FioError::Options(format!("option {key}: {text:?} is not a size (e.g. 4k, 4Ki, 1G, 3z, 50%)"));
     let trimmed = text.trim();
     if let Some(percent) = trimmed.strip_suffix('%') {
@@ -74,17 +87,31 @@ pub fn parse_size(key: &str, text: &str) -> Result<SizeSpec, FioError> {
     if suffix == "z" {
         return Ok(SizeSpec::Zones(number as u64));
     }
-    let shift = match suffix.as_str() {
-        "" | "b" => 0,
-        "k" | "ki" | "kib" | "kb" => 10,
-        "m" | "mi" | "mib" | "mb" => 20,
-        "g" | "gi" | "gib" | "gb" => 30,
-        "t" | "ti" | "tib" | "tb" => 40,
-        "p" | "pi" | "pib" | "pb" => 50,
+    let power = match suffix.get(..1) {
+        _ if suffix.is_empty() || suffix == "b" => 0,
+        Some("k") => 1,
+        Some("m") => 2,
+        Some("g") => 3,
+        Some("t") => 4,
+        Some("p") => 5,
         _ => return Err(bad()),
     };
+    if !["", "b", "i", "ib"].contains(&suffix.get(1..).unwrap_or("")) {
+        return Err(bad());
+    }
+    let multiplier = match kb_base {
+        None => 1024.0,
+        Some(base) if suffix.ends_with("ib") => {
+            if base == 1000 {
+                1024.0
+            } else {
+                1000.0
+            }
+        }
+        Some(base) => f64::from(base),
+    };
     // Past 2^64 bytes a size saturates: fio's own arithmetic wraps such sizes rather than refusing them.
-    Ok(SizeSpec::Bytes((number * (1u64 << shift) as f64) as u64))
+    Ok(SizeSpec::Bytes((number * multiplier.powi(power)) as u64))
 }
 
 /// Parses fio's times; a bare number is in `default_unit_ns`.
@@ -181,11 +208,11 @@ impl ContinueOnError {
 }
 
 /// fio's `bssplit`: `4k/50:8k/30:64k/20` (block size / weight); a size without a weight shares what is left.
-fn parse_bssplit(text: &str) -> Result<Vec<(u64, u64)>, FioError> {
+fn parse_bssplit(text: &str, kb_base: u32) -> Result<Vec<(u64, u64)>, FioError> {
     let mut split = Vec::new();
     for part in text.split(':').filter(|part| !part.is_empty()) {
         let (size, weight) = part.split_once('/').unwrap_or((part, ""));
-        let bytes = match parse_size("bssplit", size)? {
+        let bytes = match parse_fio_size("bssplit", size, kb_base)? {
             SizeSpec::Bytes(bytes) if bytes > 0 => bytes,
             _ => return fail(format!("option bssplit: {size:?} is not a positive block size")),
         };
@@ -399,6 +426,10 @@ pub struct JobOptions {
     pub replay_no_stall: bool,
     /// `write_iolog`: append a trace of every I/O issued to this file.
     pub write_iolog: Option<String>,
+    /// `kb_base`: 1024 (fio's compatibility mode) or 1000, for the sizes given after it and the output.
+    pub kb_base: u32,
+    /// `unit_base=1`: rates print in bits.
+    pub unit_bits: bool,
     /// Options accepted but meaningless here, as given.
     pub ignored: Vec<String>,
     /// The options set on this job itself (not inherited from global ones), as given, in order: fio's
@@ -468,6 +499,8 @@ impl Default for JobOptions {
             read_iolog: None,
             replay_no_stall: false,
             write_iolog: None,
+            kb_base: 1024,
+            unit_bits: false,
             ignored: Vec::new(),
             given: Vec::new(),
         }
@@ -523,14 +556,14 @@ impl JobOptions {
             "rw" | "readwrite" => self.rw = ReadWrite::parse(need(value)?.trim())?,
             "rwmixread" => self.rwmixread = parse_bounded(&key, need(value)?, 0, 100)?,
             "rwmixwrite" => self.rwmixread = 100 - parse_bounded(&key, need(value)?, 0, 100)?,
-            "bs" | "blocksize" => match parse_size(&key, need(value)?)? {
+            "bs" | "blocksize" => match parse_fio_size(&key, need(value)?, self.kb_base)? {
                 SizeSpec::Bytes(bytes) if bytes > 0 => self.bs_bytes = bytes,
                 _ => return fail(format!("option {key}: the block size must be a positive number of bytes")),
             },
-            "size" => self.size = Some(parse_size(&key, need(value)?)?),
-            "offset" => self.offset = parse_size(&key, need(value)?)?,
-            "offset_increment" => self.offset_increment = parse_size(&key, need(value)?)?,
-            "io_size" | "io_limit" => self.io_size = Some(parse_size(&key, need(value)?)?),
+            "size" => self.size = Some(parse_fio_size(&key, need(value)?, self.kb_base)?),
+            "offset" => self.offset = parse_fio_size(&key, need(value)?, self.kb_base)?,
+            "offset_increment" => self.offset_increment = parse_fio_size(&key, need(value)?, self.kb_base)?,
+            "io_size" | "io_limit" => self.io_size = Some(parse_fio_size(&key, need(value)?, self.kb_base)?),
             "iodepth" => self.iodepth = parse_bounded(&key, need(value)?, 1, 65_535)?,
             "numjobs" => self.numjobs = parse_bounded(&key, need(value)?, 1, 4_096)?,
             "ioengine" => self.ioengine = IoEngine::parse(need(value)?.trim())?,
@@ -595,7 +628,8 @@ impl JobOptions {
             }
             "prefill" => {
                 let text = need(value)?;
-                self.prefill = Some(if text == "full" { None } else { Some(parse_size(&key, text)?) });
+                self.prefill =
+                    Some(if text == "full" { None } else { Some(parse_fio_size(&key, text, self.kb_base)?) });
             }
             "seed" => self.seed = Some(parse_number(&key, need(value)?)?),
             "write_lat_log" | "write_bw_log" | "write_iops_log" => {
@@ -612,17 +646,30 @@ impl JobOptions {
             "startdelay" => self.startdelay_ns = parse_time_ns(&key, need(value)?, 1_000_000_000)?,
             "loops" => self.loops = u64::from(parse_bounded(&key, need(value)?, 1, u32::MAX)?),
             "number_ios" => self.number_ios = parse_number(&key, need(value)?)?,
-            "bssplit" => self.bssplit = parse_bssplit(need(value)?)?,
+            "bssplit" => self.bssplit = parse_bssplit(need(value)?, self.kb_base)?,
             "random_distribution" => self.random_distribution = Distribution::parse(need(value)?)?,
-            "kb_base" if need(value)?.trim() == "1024" => {}
-            "unit_base" if matches!(need(value)?.trim(), "0" | "8") => {}
+            // fio applies kb_base to the sizes given after it on the command line (it is parsed in order).
+            "kb_base" => {
+                self.kb_base = match need(value)?.trim() {
+                    "1024" => 1024,
+                    "1000" => 1000,
+                    other => return fail(format!("option kb_base: {other:?} is not 1024 or 1000")),
+                }
+            }
+            "unit_base" => {
+                self.unit_bits = match need(value)?.trim() {
+                    "0" | "8" => false,
+                    "1" => true,
+                    other => return fail(format!("option unit_base: {other:?} is not 0, 8 or 1")),
+                }
+            }
             // fio options zonelab cannot honour on one emulated device: an error that says so, never a silent
             // change of the workload.
             "verify" => self.verify = VerifyMethod::parse(need(value)?)?,
             "do_verify" => self.do_verify = parse_bool(&key, value)?,
             "verify_backlog" => self.verify_backlog = parse_number(&key, need(value)?)?,
             "verify_batch" => self.verify_batch = parse_number(&key, need(value)?)?,
-            "verify_interval" => match parse_size(&key, need(value)?)? {
+            "verify_interval" => match parse_fio_size(&key, need(value)?, self.kb_base)? {
                 SizeSpec::Bytes(bytes) if bytes > 0 => self.verify_interval = Some(bytes),
                 _ => return fail(format!("option {key}: the interval must be a positive number of bytes")),
             },
@@ -635,12 +682,11 @@ impl JobOptions {
             "read_iolog" => self.read_iolog = Some(need(value)?.trim().to_string()),
             "replay_no_stall" => self.replay_no_stall = parse_bool(&key, value)?,
             "write_iolog" => self.write_iolog = Some(need(value)?.trim().to_string()),
-            "kb_base" | "unit_base" | "filesize" | "nrfiles" | "trim_percentage" => {
+            "filesize" | "nrfiles" | "trim_percentage" => {
                 return fail(format!(
                     "option {key}={}: zonelab cannot honour it ({})",
                     value.unwrap_or(""),
                     match key.as_str() {
-                        "kb_base" | "unit_base" => "sizes are binary (kb_base=1024) and output is in bytes",
                         "filesize" | "nrfiles" => "the device is one file; use size and offset",
                         _ => "a zoned device discards whole zones, not the blocks fio's trim verification discards",
                     }
@@ -933,6 +979,14 @@ mod tests {
         assert_eq!(parse_size("size", "50%").ok(), Some(SizeSpec::Percent(50.0)));
         assert_eq!(parse_size("size", "3z").ok(), Some(SizeSpec::Zones(3)));
         assert!(parse_size("size", "3q").is_err());
+        // fio's compatibility mode (kb_base=1024) reads IEC suffixes as powers of 1000, kb_base=1000 the reverse.
+        assert_eq!(parse_fio_size("size", "1MiB", 1024).ok(), Some(SizeSpec::Bytes(1_000_000)));
+        assert_eq!(parse_fio_size("bs", "4KiB", 1024).ok(), Some(SizeSpec::Bytes(4000)));
+        assert_eq!(parse_fio_size("bs", "4Ki", 1024).ok(), Some(SizeSpec::Bytes(4096)));
+        assert_eq!(parse_fio_size("bs", "4kb", 1024).ok(), Some(SizeSpec::Bytes(4096)));
+        assert_eq!(parse_fio_size("size", "1MiB", 1000).ok(), Some(SizeSpec::Bytes(1 << 20)));
+        assert_eq!(parse_fio_size("size", "1M", 1000).ok(), Some(SizeSpec::Bytes(1_000_000)));
+        assert!(parse_fio_size("size", "1Mx", 1000).is_err());
         assert_eq!(parse_time_ns("runtime", "30", 1_000_000_000).ok(), Some(30_000_000_000));
         assert_eq!(parse_time_ns("runtime", "100ms", 1_000_000_000).ok(), Some(100_000_000));
         assert!(parse_time_ns("runtime", "3 fortnights", 1).is_err());

@@ -8,6 +8,7 @@ use zonelab_media::{FlashOp, OpSource};
 use super::engine::{DirectionStats, FioResult, GroupResult, IoDistribution, JobResult, LATENCY_BOUNDS};
 use super::help::FIO_RELEASE;
 use super::histogram::LatencyStats;
+use super::options::JobOptions;
 
 /// zonelab's own version, in the `zonelab` object beside fio's `fio version`.
 pub const ZONELAB_VERSION: &str = concat!("zonelab-", env!("CARGO_PKG_VERSION"));
@@ -297,37 +298,88 @@ fn ctime(unix_seconds: u64) -> String {
 
 /// A number as fio's `num2str` prints it in its summary lines: at most four digits, with a unit prefix once
 /// the value reaches 10,000 (`14.6k`, `512k`, `1235k`, `2000MiB`), up to exa, so no rate is absurdly long.
-fn num2str(value: f64, base: f64, units: [&str; 7]) -> String {
+/// `pow2` picks binary prefixes (Ki, Mi) over SI ones (k, M); `unit` follows the prefix.
+fn num2str(value: f64, pow2: bool, unit: &str) -> String {
+    const SI: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
+    const IEC: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    let (base, prefixes) = if pow2 { (1024.0, IEC) } else { (1000.0, SI) };
     let mut value = value.max(0.0);
-    let mut unit = 0;
-    while value >= 10_000.0 && unit < units.len() - 1 {
+    let mut index = 0;
+    while value >= 10_000.0 && index < prefixes.len() - 1 {
         value /= base;
-        unit += 1;
+        index += 1;
     }
-    let decimals = if unit > 0 && value < 100.0 { 1 } else { 0 };
+    let decimals = if index > 0 && value < 100.0 { 1 } else { 0 };
     let mut text = format!("{value:.decimals$}");
     if text.len() > 4 && decimals > 0 {
         text = format!("{value:.0}");
     }
-    format!("{text}{}", units[unit])
+    format!("{text}{}{unit}", prefixes[index])
 }
 
 /// A count like fio: `85.1k`, `1234`.
 fn count(value: f64) -> String {
-    num2str(value, 1000.0, ["", "k", "M", "G", "T", "P", "E"])
+    num2str(value, false, "")
 }
 
-/// Bytes like fio, binary then decimal: `4096KiB (4194kB)`.
-fn bytes_both(bytes: f64, suffix: &str) -> String {
-    format!(
-        "{}{suffix} ({}{suffix})",
-        num2str(bytes, 1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]),
-        num2str(bytes, 1000.0, ["B", "kB", "MB", "GB", "TB", "PB", "EB"])
-    )
+/// How a job's quantities of data print (fio's `kb_base` and `unit_base`): binary prefixes first unless
+/// kb_base=1000, and rates in bits with unit_base=1 (sizes stay in bytes).
+#[derive(Clone, Copy)]
+struct DataUnits {
+    pow2_first: bool,
+    bits: bool,
 }
 
-fn binary_bytes(bytes: f64, suffix: &str) -> String {
-    format!("{}{suffix}", num2str(bytes, 1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]))
+impl DataUnits {
+    fn of(options: &JobOptions) -> DataUnits {
+        DataUnits { pow2_first: options.kb_base != 1000, bits: options.unit_bits }
+    }
+
+    /// A quantity of data in the preferred prefixes: `1024KiB`.
+    fn size(self, bytes: f64) -> String {
+        num2str(bytes, self.pow2_first, "B")
+    }
+
+    /// Preferred, then the other: `1024KiB (1049kB)`.
+    fn size_both(self, bytes: f64) -> String {
+        format!("{} ({})", self.size(bytes), num2str(bytes, !self.pow2_first, "B"))
+    }
+
+    fn rate_in(self, bytes_per_s: f64, pow2: bool) -> String {
+        if self.bits {
+            num2str(bytes_per_s * 8.0, pow2, "bit/s")
+        } else {
+            num2str(bytes_per_s, pow2, "B/s")
+        }
+    }
+
+    /// A rate in the preferred prefixes and the other: (`477MiB/s`, `500MB/s`).
+    fn rates(self, bytes_per_s: f64) -> (String, String) {
+        (self.rate_in(bytes_per_s, self.pow2_first), self.rate_in(bytes_per_s, !self.pow2_first))
+    }
+
+    fn rate_both(self, bytes_per_s: f64) -> String {
+        let (preferred, other) = self.rates(bytes_per_s);
+        format!("{preferred} ({other})")
+    }
+
+    /// fio's bandwidth-sample line unit and scale for a mean of `mean_kib` KiB/s (`show_ddir_status`): kB or
+    /// KiB (kibit or Kibit in bits), switching to MiB (Mibit) past kb_base squared, as fio labels it.
+    fn sample_unit(self, mean_kib: f64) -> (&'static str, f64) {
+        let kb_base = if self.pow2_first { 1024.0 } else { 1000.0 };
+        let mut scale = 1024.0 / kb_base * if self.bits { 8.0 } else { 1.0 };
+        let mut unit = match (self.bits, self.pow2_first) {
+            (true, true) => "Kibit",
+            (true, false) => "kbit",
+            (false, true) => "KiB",
+            (false, false) => "kB",
+        };
+        if mean_kib * scale > kb_base * kb_base {
+            scale /= kb_base;
+            unit = if self.bits { "Mibit" } else { "MiB" };
+        }
+        (unit, scale)
+    }
 }
 
 /// fio's `display_lat`: nanoseconds unless min, max, mean and stddev all exceed a microsecond (then usec) or a
@@ -481,6 +533,7 @@ fn job_text(result: &FioResult, job: &JobResult) -> String {
         out.push_str(&format!("  fio: {message}\n"));
     }
     let seconds = job.runtime_ns as f64 / 1e9;
+    let units = DataUnits::of(&job.options);
     for (label, stats, pick) in [
         ("read", &job.read, (|job: &JobResult| &job.read) as fn(&JobResult) -> &DirectionStats),
         ("write", &job.write, |job: &JobResult| &job.write),
@@ -494,8 +547,8 @@ fn job_text(result: &FioResult, job: &JobResult) -> String {
         out.push_str(&format!(
             "  {label}: IOPS={}, BW={}({}/{}msec){resets}\n",
             count(stats.ios as f64 / seconds),
-            bytes_both(stats.bytes as f64 / seconds, "/s"),
-            binary_bytes(stats.bytes as f64, ""),
+            units.rate_both(stats.bytes as f64 / seconds),
+            units.size(stats.bytes as f64),
             (job.runtime_ns as f64 / 1e6).round(),
         ));
         out.push_str(&latency_line("slat", &stats.slat));
@@ -512,10 +565,13 @@ fn job_text(result: &FioResult, job: &JobResult) -> String {
             let (min, max, mean, dev) = sample_stats(&stats.bw_samples);
             let group_kib = group_bandwidth(result, job.groupid, pick) / 1024.0;
             let share = if group_kib > 0.0 { mean / group_kib * 100.0 } else { 0.0 };
+            let (unit, scale) = units.sample_unit(mean);
             out.push_str(&format!(
-                "   bw (  KiB/s): min={:5}, max={:5}, per={share:3.2}%, avg={mean:5.02}, stdev={dev:5.02}, samples={}\n",
-                min as u64,
-                max as u64,
+                "   bw ({unit:>5}/s): min={:5}, max={:5}, per={share:3.2}%, avg={:5.02}, stdev={:5.02}, samples={}\n",
+                (min * scale) as u64,
+                (max * scale) as u64,
+                mean * scale,
+                dev * scale,
                 stats.bw_samples.len()
             ));
             let (min, max, mean, dev) = sample_stats(&stats.iops_samples);
@@ -564,6 +620,8 @@ fn job_text(result: &FioResult, job: &JobResult) -> String {
 fn group_text(result: &FioResult, group: &GroupResult) -> String {
     let mut out = format!("\nRun status group {} (all jobs):\n", group.groupid);
     let jobs: Vec<&JobResult> = result.jobs.iter().filter(|job| job.groupid == group.groupid).collect();
+    // fio prints a group's figures in its first job's units.
+    let Some(units) = jobs.first().map(|job| DataUnits::of(&job.options)) else { return out };
     for (label, pick) in [
         ("READ", (|job: &JobResult| &job.read) as fn(&JobResult) -> &DirectionStats),
         ("WRITE", |job: &JobResult| &job.write),
@@ -584,12 +642,12 @@ fn group_text(result: &FioResult, group: &GroupResult) -> String {
         let (shortest, longest) = (runtimes.clone().min().unwrap_or(1), runtimes.max().unwrap_or(1));
         out.push_str(&format!(
             "{label:>7}: bw={}, {}-{} ({}-{}), io={}, run={}-{}msec\n",
-            bytes_both(group_bandwidth(result, group.groupid, pick), "/s"),
-            binary_bytes(slowest, "/s"),
-            binary_bytes(fastest, "/s"),
-            num2str(slowest, 1000.0, ["B", "kB", "MB", "GB", "TB", "PB", "EB"]) + "/s",
-            num2str(fastest, 1000.0, ["B", "kB", "MB", "GB", "TB", "PB", "EB"]) + "/s",
-            bytes_both(bytes as f64, ""),
+            units.rate_both(group_bandwidth(result, group.groupid, pick)),
+            units.rates(slowest).0,
+            units.rates(fastest).0,
+            units.rates(slowest).1,
+            units.rates(fastest).1,
+            units.size_both(bytes as f64),
             (shortest as f64 / 1e6).round(),
             (longest as f64 / 1e6).round()
         ));
@@ -693,7 +751,7 @@ pub fn status_line(progress: &super::engine::Progress) -> String {
         progress.running,
         progress.patterns,
         progress.done * 100.0,
-        rate(progress.read_bytes_per_s, progress.write_bytes_per_s, &|bytes| binary_bytes(bytes, "/s")),
+        rate(progress.read_bytes_per_s, progress.write_bytes_per_s, &|bytes| num2str(bytes, true, "B/s")),
         rate(progress.read_iops, progress.write_iops, &count),
         eta_seconds / 60,
         eta_seconds % 60
