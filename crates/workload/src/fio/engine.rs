@@ -283,6 +283,11 @@ struct JobState {
     issued_ios: u64,
     cursor_lba: u64,
     cursor_zone: u32,
+    /// zbd mode: zones a sequential job skips after each one it is done with (`zoneskip`).
+    skip_zones: u32,
+    /// Strided mode (`zonemode=strided`): the window's start, its size and the bytes moved in it, the bytes
+    /// per window (`zonesize`), and the skip after it, in LBAs.
+    stride: Option<Stride>,
     open_zones: Vec<u32>,
     /// `random_distribution` other than uniform: draws blocks of the job's range, and the last draw of a zbd
     /// read until its offset is chosen.
@@ -333,6 +338,15 @@ struct JobState {
     /// The first block that read back wrong, in fio's words (the job stops on it unless `continue_on_error`
     /// covers verify).
     verify_error: Option<String>,
+}
+
+/// fio's strided zone mode (`setup_strided_zone_mode`), in LBAs.
+struct Stride {
+    start: u64,
+    range: u64,
+    size: u64,
+    skip: u64,
+    moved: u64,
 }
 
 /// fio's verification of one job instance: the written blocks not yet checked (`io_hist_list`), the
@@ -748,9 +762,43 @@ impl JobState {
         Io::Reset { zone_start }
     }
 
+    /// The zone a sequential reader or writer moves to after `zone`: the next, past `zoneskip`'s zones,
+    /// wrapping to the range's start (`setup_zbd_zone_mode`).
+    fn next_sequential_zone(&self, zone: u32) -> u32 {
+        let next = u64::from(zone) + 1 + u64::from(self.skip_zones);
+        if next >= u64::from(self.end_zone) {
+            self.first_zone
+        } else {
+            next as u32
+        }
+    }
+
     /// Outside zbd mode: a random block of the range, or the next one, wrapping at the end.
     fn unzoned_lba(&mut self) -> u64 {
         let bs = self.bs_blocks;
+        if let Some(stride) = self.stride.as_mut() {
+            // fio's strided mode: zonesize bytes in a window of zonerange bytes, then the next window past
+            // zoneskip, wrapping to the range's start; within a window, sequential or random.
+            if stride.moved >= stride.size {
+                stride.moved = 0;
+                stride.start += stride.range + stride.skip;
+                if stride.start >= self.end_lba {
+                    stride.start = self.start_lba;
+                }
+                self.cursor_lba = stride.start;
+            }
+            let window_end = (stride.start + stride.range).min(self.end_lba);
+            if self.cursor_lba < stride.start || self.cursor_lba + bs > window_end {
+                self.cursor_lba = stride.start;
+            }
+            stride.moved += bs;
+            if self.options.rw.is_random() {
+                let blocks = ((window_end - stride.start) / bs).max(1);
+                return stride.start + self.rng.below(blocks) * bs;
+            }
+            self.cursor_lba += bs;
+            return self.cursor_lba - bs;
+        }
         if self.options.rw.is_random() {
             let blocks = ((self.end_lba - self.start_lba) / bs).max(1);
             let block = match &self.skew {
@@ -797,7 +845,16 @@ impl JobState {
         }
         let mut zone = self.geometry.zone_of(self.cursor_lba.min(self.end_lba - 1));
         if self.cursor_lba + bs > zones.wp[zone as usize] {
-            zone = readable[readable.partition_point(|&candidate| candidate <= zone) % readable.len()];
+            // The zone the reader is done with: the one before a zone boundary it reached, the cursor's own
+            // when it reached a write pointer; a reader that starts in an empty zone moves on unskipped.
+            let start = self.geometry.zone_start_lba(zone);
+            let next = match (self.cursor_lba == start, self.cursor_lba > self.start_lba) {
+                (true, true) => self.next_sequential_zone(zone - 1),
+                (true, false) => zone + 1,
+                (false, _) => self.next_sequential_zone(zone),
+            };
+            let readable = &self.readable.1;
+            zone = readable[readable.partition_point(|&candidate| candidate < next) % readable.len()];
             self.cursor_lba = self.geometry.zone_start_lba(zone);
         }
         Some(zone)
@@ -844,7 +901,7 @@ impl JobState {
             self.open_zones.retain(|&open| open != zone);
             // fio's sequential offset moves on to the next zone once this one is written to its capacity.
             if !self.options.rw.is_random() {
-                self.cursor_zone = if zone + 1 >= self.end_zone { self.first_zone } else { zone + 1 };
+                self.cursor_zone = self.next_sequential_zone(zone);
             }
         }
         if self.options.zone_append {
@@ -1356,6 +1413,12 @@ fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<Strin
                 job.name
             )));
         }
+        if job.nrfiles > 1 {
+            notes.push(format!(
+                "job {}: nrfiles={} with one filename is one file, as fio caps it at the files named",
+                job.name, job.nrfiles
+            ));
+        }
         if !job.ignored.is_empty() {
             notes.push(format!(
                 "job {}: ignored options with no meaning in a simulation: {}",
@@ -1365,6 +1428,32 @@ fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<Strin
         }
     }
     Ok((filename, host, notes))
+}
+
+/// What fio 3.33 requires of the zone options (`zbd_verify_sizes`, strided mode's setup): in zbd mode
+/// `zonesize` is the device's zone size and `zoneskip` a whole number of zones; strided mode needs a zonesize.
+fn check_zone_options(job: &JobOptions, geometry: &Geometry) -> Result<(), FioError> {
+    let device_bytes = geometry.nsze_lba << geometry.lba_shift;
+    let zone_bytes = geometry.zone_size_lba << geometry.lba_shift;
+    let file = job.filename.as_deref().unwrap_or_default();
+    let zonesize = job.zonesize.map(|size| size.resolve(device_bytes, zone_bytes));
+    let skip = job.zoneskip.resolve(device_bytes, zone_bytes);
+    if job.zonemode_zbd {
+        if let Some(size) = zonesize.filter(|&size| size != zone_bytes) {
+            return Err(FioError::Options(format!(
+                "{file}: zonesize {size} does not match the device zone size {zone_bytes}."
+            )));
+        }
+        if !skip.is_multiple_of(zone_bytes) {
+            return Err(FioError::Options(format!(
+                "{file}: zoneskip {skip} is not a multiple of the device zone size {zone_bytes}."
+            )));
+        }
+    }
+    if job.zonemode_strided && zonesize.unwrap_or(0) == 0 {
+        return Err(FioError::Options(format!("job {}: zonemode=strided needs a zonesize", job.name)));
+    }
+    Ok(())
 }
 
 /// Bytes each verify header covers: `verify_interval`, else the smallest block size (fio's `min_bs`).
@@ -1417,7 +1506,22 @@ fn instance_range(job: &JobOptions, instance: u32, geometry: &Geometry) -> Resul
     let zone_bytes = geometry.zone_size_lba << geometry.lba_shift;
     let offset = job.offset.resolve(device_bytes, zone_bytes)
         + u64::from(instance) * job.offset_increment.resolve(device_bytes, zone_bytes);
-    let size = job.size.map_or(device_bytes.saturating_sub(offset), |size| size.resolve(device_bytes, zone_bytes));
+    let size = match job.filesize {
+        Some((low, high)) => {
+            // fio's `filesize` (`setup_files`): a device outside [low, high] is used as a file of that size,
+            // drawn for a range and aligned down to the block size; the job's range ends there.
+            let (low, high) = (low.resolve(device_bytes, zone_bytes), high.resolve(device_bytes, zone_bytes));
+            let end = if device_bytes < low || device_bytes > high {
+                let mut rng = SplitMix64::split(job.randseed, &format!("filesize/{}/{instance}", job.name));
+                let drawn = low + rng.below(high.saturating_sub(low).saturating_add(1));
+                drawn - drawn % job.bs_bytes.max(1)
+            } else {
+                device_bytes
+            };
+            end.saturating_sub(offset)
+        }
+        None => job.size.map_or(device_bytes.saturating_sub(offset), |size| size.resolve(device_bytes, zone_bytes)),
+    };
     let (mut start_lba, mut end_lba) =
         (offset >> geometry.lba_shift, ((offset + size) >> geometry.lba_shift).min(geometry.nsze_lba));
     if job.zonemode_zbd {
@@ -1485,6 +1589,18 @@ impl JobState {
             issued_ios: 0,
             cursor_lba: start_lba,
             cursor_zone: first_zone,
+            skip_zones: (job.zoneskip.resolve(device_bytes, zone_bytes) / zone_bytes.max(1)) as u32,
+            stride: job.zonemode_strided.then(|| {
+                let lbas = |size: SizeSpec| size.resolve(device_bytes, zone_bytes) >> geometry.lba_shift;
+                let size = job.zonesize.map_or(0, lbas);
+                Stride {
+                    start: start_lba,
+                    range: job.zonerange.map_or(size, lbas).max(1),
+                    size,
+                    skip: lbas(job.zoneskip),
+                    moved: 0,
+                }
+            }),
             open_zones: Vec::new(),
             just_reset: false,
             skew: (job.random_distribution != Distribution::Uniform).then(|| {
@@ -1635,6 +1751,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 state.instance_id = instances.len();
                 state.max_open_zones = max_open_zones(job, &geometry)?;
                 check_verify_sizes(job, &geometry)?;
+                check_zone_options(job, &geometry)?;
                 if let Some(path) = &job.read_iolog {
                     let text = std::fs::read_to_string(path)
                         .map_err(|error| FioError::Options(format!("job {}: read_iolog {path}: {error}", job.name)))?;

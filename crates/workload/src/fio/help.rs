@@ -87,9 +87,14 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
     OptionDoc { default: Some("1"), ..doc("buffered", BOOL, "Use buffered IO (negates direct)", "0") },
     OptionDoc {
         default: Some("none"),
-        help: "Mode for accessing a zoned block device: none or zbd",
+        help: "Mode for the zonesize, zonerange and zoneskip parameters: none, strided or zbd",
         ..doc("zonemode", STR, "", "zbd")
     },
+    doc("zonesize", SIZE, "Amount of data to read per zone (strided); the device's zone size (zbd)", "64k"),
+    doc("zonerange", SIZE, "Give size of an IO zone (strided)", "1M"),
+    OptionDoc { default: Some("0"), ..doc("zoneskip", SIZE, "Space between IO zones (also Nz, zones)", "1z") },
+    doc("filesize", SIZE, "Size of individual files (or a low-high range)", "1G"),
+    OptionDoc { default: Some("1"), ..doc("nrfiles", INT, "Split job workload between this number of files", "1") },
     OptionDoc {
         default: Some("0"),
         ..doc("max_open_zones", INT, "Limit on the number of simultaneously opened sequential write zones", "4")

@@ -363,6 +363,21 @@ pub struct JobOptions {
     pub ioengine: IoEngine,
     pub direct: bool,
     pub zonemode_zbd: bool,
+    /// `zonemode=strided`: I/O moves through windows of `zonerange` bytes, `zonesize` bytes in each, then
+    /// skips `zoneskip` bytes.
+    pub zonemode_strided: bool,
+    /// `zonesize`: strided mode's bytes per window; in zbd mode it must be the device's zone size.
+    pub zonesize: Option<SizeSpec>,
+    /// `zonerange`: strided mode's window (default: zonesize).
+    pub zonerange: Option<SizeSpec>,
+    /// `zoneskip`: bytes skipped after each window (strided), or after each zone a sequential job is done
+    /// with (zbd, a whole number of zones: `2z`).
+    pub zoneskip: SizeSpec,
+    /// `filesize`: where the file ends (fixed, or drawn from a `low-high` range), which bounds the job's range
+    /// in place of `size`.
+    pub filesize: Option<(SizeSpec, SizeSpec)>,
+    /// `nrfiles`: with one filename fio caps it at one file.
+    pub nrfiles: u32,
     pub max_open_zones: u32,
     /// `job_max_open_zones`: this job's own bound on the zones it writes (0: none).
     pub job_max_open_zones: u32,
@@ -458,6 +473,12 @@ impl Default for JobOptions {
             ioengine: IoEngine::Psync,
             direct: false,
             zonemode_zbd: false,
+            zonemode_strided: false,
+            zonesize: None,
+            zonerange: None,
+            zoneskip: SizeSpec::Bytes(0),
+            filesize: None,
+            nrfiles: 1,
             max_open_zones: 0,
             job_max_open_zones: 0,
             ignore_zone_limits: false,
@@ -509,8 +530,6 @@ impl Default for JobOptions {
 
 /// Options fio has that place work on CPUs, memory or the kernel, which a simulation accepts and ignores.
 const IGNORED: &[&str] = &[
-    // zbd mode takes the zone size from the device; fio uses zonesize only for zonemode=strided.
-    "zonesize",
     "numa_cpu_nodes",
     "numa_mem_policy",
     "cpus_allowed",
@@ -570,12 +589,23 @@ impl JobOptions {
             "direct" => self.direct = parse_bool(&key, value)?,
             "buffered" => self.direct = !parse_bool(&key, value)?,
             "zonemode" => {
-                self.zonemode_zbd = match need(value)?.trim() {
-                    "zbd" => true,
-                    "none" => false,
-                    other => return fail(format!("option zonemode: {other:?} is not none or zbd")),
+                (self.zonemode_zbd, self.zonemode_strided) = match need(value)?.trim() {
+                    "zbd" => (true, false),
+                    "strided" => (false, true),
+                    "none" => (false, false),
+                    other => return fail(format!("option zonemode: {other:?} is not none, strided or zbd")),
                 }
             }
+            "zonesize" => self.zonesize = Some(parse_fio_size(&key, need(value)?, self.kb_base)?),
+            "zonerange" => self.zonerange = Some(parse_fio_size(&key, need(value)?, self.kb_base)?),
+            "zoneskip" => self.zoneskip = parse_fio_size(&key, need(value)?, self.kb_base)?,
+            "filesize" => {
+                let text = need(value)?;
+                let (low, high) = text.split_once('-').unwrap_or((text, text));
+                self.filesize =
+                    Some((parse_fio_size(&key, low, self.kb_base)?, parse_fio_size(&key, high, self.kb_base)?));
+            }
+            "nrfiles" | "nr_files" => self.nrfiles = parse_bounded(&key, need(value)?, 1, u32::MAX)?,
             "max_open_zones" => self.max_open_zones = parse_number(&key, need(value)?)?,
             "job_max_open_zones" => self.job_max_open_zones = parse_number(&key, need(value)?)?,
             "ignore_zone_limits" => self.ignore_zone_limits = parse_bool(&key, value)?,
@@ -682,14 +712,11 @@ impl JobOptions {
             "read_iolog" => self.read_iolog = Some(need(value)?.trim().to_string()),
             "replay_no_stall" => self.replay_no_stall = parse_bool(&key, value)?,
             "write_iolog" => self.write_iolog = Some(need(value)?.trim().to_string()),
-            "filesize" | "nrfiles" | "trim_percentage" => {
+            "trim_percentage" => {
                 return fail(format!(
-                    "option {key}={}: zonelab cannot honour it ({})",
-                    value.unwrap_or(""),
-                    match key.as_str() {
-                        "filesize" | "nrfiles" => "the device is one file; use size and offset",
-                        _ => "a zoned device discards whole zones, not the blocks fio's trim verification discards",
-                    }
+                    "option {key}={}: zonelab cannot honour it (a zoned device discards whole zones, not the \
+                     blocks fio's trim verification discards)",
+                    value.unwrap_or("")
                 ));
             }
             "description" => {}
