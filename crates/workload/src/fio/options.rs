@@ -1053,10 +1053,11 @@ mod tests {
 
     #[test]
     fn job_files_have_global_sections_and_comments() {
-        let file = "; a job file\n[global]\nioengine=libaio\niodepth=4 # deep\n\n[seq]\nrw=write\nsize=1z\nstonewall\n[rand]\nrw=randread\niodepth=16\n";
+        let file = "; a job file\n[global]\nioengine=libaio\niodepth=4 # deep\n\n[seq]\nrw=write\nsize=1z\nstonewall\n[rand]\nrw=randread\niodepth=16\n[a job with spaces]\n";
         let read = |name: &str| if name == "jobs.fio" { Ok(file.to_string()) } else { Err("no".into()) };
         let invocation = parse_invocation(&args("--direct=1 jobs.fio"), read).expect("parses");
-        assert_eq!(invocation.jobs.len(), 2);
+        assert_eq!(invocation.jobs.len(), 3);
+        assert_eq!(invocation.jobs[2].name, "a job with spaces");
         let (seq, rand) = (&invocation.jobs[0], &invocation.jobs[1]);
         assert_eq!(
             (seq.name.as_str(), seq.ioengine, seq.iodepth, seq.stonewall, seq.direct),
