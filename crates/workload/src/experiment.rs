@@ -99,7 +99,13 @@ pub struct Series {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Claim {
+    /// The claim as a figure zonelab can compute.
     pub text: String,
+    /// The paper's own words for it, verbatim.
+    pub quote: String,
+    /// Where in the paper: section, figure or slide.
+    #[serde(rename = "where")]
+    pub location: String,
     pub series_a: String,
     pub series_b: String,
     pub x: u32,
@@ -107,7 +113,103 @@ pub struct Claim {
     #[serde(default)]
     pub x_b: Option<u32>,
     pub paper_change_pct: f64,
-    pub explanation: String,
+    /// In-sample: which of the model's constants were fitted to which measurement this figure also rests on.
+    /// None: the figure is a prediction.
+    #[serde(default)]
+    pub fitted: Option<String>,
+    /// What explains each outcome; the report shows the one for the verdict the run computes.
+    #[serde(default)]
+    pub why: Why,
+}
+
+/// A claim's explanation for each verdict it can get.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Why {
+    #[serde(default)]
+    pub reproduced: Option<String>,
+    #[serde(default)]
+    pub direction: Option<String>,
+    #[serde(default)]
+    pub not_reproduced: Option<String>,
+}
+
+/// How large a change is, comparably for increases and reductions: an increase by p % is p/100, a reduction
+/// is compared as the increase of the inverse (halving is 1, like doubling; -92.8 % is a 13.9x speedup, 12.9).
+/// Percent changes alone would call -99.1 % (111x) within 1.5x of -92.8 % (13.9x).
+fn magnitude(change_pct: f64) -> f64 {
+    if change_pct >= 0.0 {
+        change_pct / 100.0
+    } else {
+        100.0 / (100.0 + change_pct).max(0.0) - 1.0
+    }
+}
+
+/// How a run's figure compares with the paper's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The same direction, and the change's magnitude (see `magnitude`) within 1.5x of the paper's either way
+    /// (for a claim of no change: within 5 %).
+    Reproduced,
+    /// The same direction, but more than 1.5x larger or smaller.
+    Direction,
+    NotReproduced,
+    /// The run did not measure the points the claim compares (a quick sweep).
+    NotMeasured,
+}
+
+/// A claim of "no change" is met by a change smaller than this, in percent.
+const NO_CHANGE_PCT: f64 = 5.0;
+/// How far from the paper's change a reproduced figure may be, as a factor either way.
+const WITHIN_FACTOR: f64 = 1.5;
+
+impl Verdict {
+    /// The verdict for a model's change against the paper's, both in percent.
+    pub fn judge(paper_pct: f64, model_pct: Option<f64>) -> Verdict {
+        let Some(model) = model_pct else { return Verdict::NotMeasured };
+        if paper_pct.abs() < 1.0 {
+            return if model.abs() <= NO_CHANGE_PCT { Verdict::Reproduced } else { Verdict::NotReproduced };
+        }
+        if model * paper_pct <= 0.0 {
+            return Verdict::NotReproduced;
+        }
+        let ratio = magnitude(model) / magnitude(paper_pct);
+        if (1.0 / WITHIN_FACTOR..=WITHIN_FACTOR).contains(&ratio) {
+            Verdict::Reproduced
+        } else {
+            Verdict::Direction
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::Direction => "direction only",
+            Verdict::NotReproduced => "not reproduced",
+            Verdict::NotMeasured => "not measured",
+        }
+    }
+
+    /// The verdict with the figures behind it: how large the model's change is against the paper's.
+    fn detail(self, paper_pct: f64, model_pct: Option<f64>) -> String {
+        match (self, model_pct) {
+            (Verdict::NotMeasured, _) | (_, None) => "not measured: the sweep lacks these points".to_string(),
+            (_, Some(model)) if paper_pct.abs() < 1.0 => {
+                format!("{}: {model:+.1} % against no change (within {NO_CHANGE_PCT} % counts)", self.name())
+            }
+            (Verdict::NotReproduced, Some(model)) if model.abs() < 0.05 => format!("{}: no change", self.name()),
+            (Verdict::NotReproduced, Some(_)) => format!("{}: the opposite direction", self.name()),
+            (_, Some(model)) if paper_pct < 0.0 => format!(
+                "{}: {:.2}x the paper's change (as speedups: {:.3}x against {:.3}x)",
+                self.name(),
+                magnitude(model) / magnitude(paper_pct),
+                magnitude(model) + 1.0,
+                magnitude(paper_pct) + 1.0
+            ),
+            (_, Some(model)) => format!("{}: {:.2}x the paper's change", self.name(), model / paper_pct),
+        }
+    }
 }
 
 /// Why an experiment could not run.
@@ -135,12 +237,29 @@ pub struct Point {
 }
 
 /// A claim and what the model gives for it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClaimOutcome {
     pub text: String,
+    pub quote: String,
+    #[serde(rename = "where")]
+    pub location: String,
     pub paper_change_pct: f64,
     pub model_change_pct: Option<f64>,
+    pub verdict: Verdict,
+    /// What was fitted to what, for an in-sample figure; None for a prediction.
+    pub fitted: Option<String>,
     pub explanation: String,
+}
+
+impl ClaimOutcome {
+    /// `fitted` or `predicted`, for tables.
+    pub fn basis(&self) -> &'static str {
+        if self.fitted.is_some() {
+            "fitted"
+        } else {
+            "predicted"
+        }
+    }
 }
 
 /// What `run` wrote, for the caller to print.
@@ -234,6 +353,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
     );
     let mut figures_json = Vec::new();
     let mut summary = Vec::new();
+    let mut all_claims: Vec<(String, ClaimOutcome)> = Vec::new();
     for figure in &experiment.figure {
         let xs = if quick { &figure.quick_x } else { &figure.x };
         let mut lines = Vec::new();
@@ -308,7 +428,10 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
         }
         let mut claims = Vec::new();
         if !figure.claim.is_empty() {
-            let _ = writeln!(report, "\n| the paper says | paper | zonelab | why |\n|---|---|---|---|");
+            let _ = writeln!(
+                report,
+                "\n| the paper says | where | paper | zonelab | verdict | basis | why |\n|---|---|---|---|---|---|---|"
+            );
         }
         for claim in &figure.claim {
             let value = |label: &str, x: u32| {
@@ -323,20 +446,46 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 _ => None,
             };
             let model_text = model.map_or_else(|| "not in this sweep".to_string(), |change| format!("{change:+.1} %"));
+            let verdict = Verdict::judge(claim.paper_change_pct, model);
+            let chosen = match verdict {
+                Verdict::Reproduced => claim.why.reproduced.as_deref(),
+                Verdict::Direction => claim.why.direction.as_deref(),
+                Verdict::NotReproduced => claim.why.not_reproduced.as_deref(),
+                Verdict::NotMeasured => Some("a full run measures it (`zonelab experiment run` without --quick)."),
+            };
+            let explanation = chosen.unwrap_or("no explanation is written for this outcome; the figures are above.");
+            let basis = match &claim.fitted {
+                Some(fitted) => format!("fitted: {fitted}"),
+                None => "predicted".to_string(),
+            };
             let _ = writeln!(
                 report,
-                "| {} | {:+.1} % | {} | {} |",
-                claim.text, claim.paper_change_pct, model_text, claim.explanation
+                "| {} (\"{}\") | {} | {:+.1} % | {} | {} | {basis} | {explanation} |",
+                claim.text,
+                claim.quote,
+                claim.location,
+                claim.paper_change_pct,
+                model_text,
+                verdict.detail(claim.paper_change_pct, model)
             );
             summary.push(format!(
-                "{} {}: paper {:+.1} %, zonelab {}",
-                experiment.id, figure.id, claim.paper_change_pct, model_text
+                "{} {} ({}): paper {:+.1} %, zonelab {}: {}",
+                experiment.id,
+                figure.id,
+                figure.y_label,
+                claim.paper_change_pct,
+                model_text,
+                verdict.name()
             ));
             claims.push(ClaimOutcome {
                 text: claim.text.clone(),
+                quote: claim.quote.clone(),
+                location: claim.location.clone(),
                 paper_change_pct: claim.paper_change_pct,
                 model_change_pct: model,
-                explanation: claim.explanation.clone(),
+                verdict,
+                fitted: claim.fitted.clone(),
+                explanation: explanation.to_string(),
             });
         }
         let mut interference = Vec::new();
@@ -363,6 +512,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             summary.push(format!("{} {}: interference Z of {} = {z:.3}", experiment.id, figure.id, spec.label));
             interference.push(json!({ "label": spec.label, "alpha": spec.alpha, "z": z }));
         }
+        all_claims.extend(claims.iter().cloned().map(|claim| (figure.id.clone(), claim)));
         figures_json.push(json!({
             "interference": interference,
             "id": figure.id,
@@ -375,8 +525,116 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
     }
     let results = json!({ "experiment": experiment.id, "title": experiment.title, "source": experiment.source, "quick": quick, "figures": figures_json });
     write_file(&out.join("results.json"), serde_json::to_string_pretty(&results).expect("json").as_bytes())?;
+    // The claims at a glance go first, after the header.
+    let header_end = report.find("\n## ").unwrap_or(report.len());
+    report.insert_str(header_end, &claims_at_a_glance(&all_claims));
     write_file(&out.join("report.md"), report.as_bytes())?;
     Ok(Outcome { id: experiment.id, directory: out.to_path_buf(), summary })
+}
+
+/// The table at the top of a report: every claim with its verdict and basis, and the counts.
+fn claims_at_a_glance(claims: &[(String, ClaimOutcome)]) -> String {
+    if claims.is_empty() {
+        return String::new();
+    }
+    let mut text = format!("\n## Claims at a glance\n\n{}\n\n", verdict_counts(claims.iter().map(|(_, claim)| claim)));
+    text.push_str("| figure | the paper says | paper | zonelab | verdict | basis |\n|---|---|---|---|---|---|\n");
+    for (figure, claim) in claims {
+        let _ = writeln!(
+            text,
+            "| {figure} | {} | {:+.1} % | {} | {} | {} |",
+            claim.text,
+            claim.paper_change_pct,
+            claim.model_change_pct.map_or_else(|| "not measured".to_string(), |change| format!("{change:+.1} %")),
+            claim.verdict.name(),
+            claim.basis()
+        );
+    }
+    text
+}
+
+/// "3 claims: 1 reproduced (1 fitted), 1 direction only, 1 not reproduced".
+pub fn verdict_counts<'a>(claims: impl Iterator<Item = &'a ClaimOutcome>) -> String {
+    let claims: Vec<&ClaimOutcome> = claims.collect();
+    let mut parts = Vec::new();
+    for verdict in [Verdict::Reproduced, Verdict::Direction, Verdict::NotReproduced, Verdict::NotMeasured] {
+        let with: Vec<&&ClaimOutcome> = claims.iter().filter(|claim| claim.verdict == verdict).collect();
+        if with.is_empty() {
+            continue;
+        }
+        let fitted = with.iter().filter(|claim| claim.fitted.is_some()).count();
+        let fitted = if fitted > 0 { format!(" ({fitted} fitted)") } else { String::new() };
+        parts.push(format!("{} {}{fitted}", with.len(), verdict.name()));
+    }
+    format!("{} claims: {}.", claims.len(), parts.join(", "))
+}
+
+/// `zonelab experiment summary`: the claims of every experiment in a results directory, with their verdicts,
+/// as a Markdown table, and the counts.
+pub fn summary(results: &Path) -> Result<String, ExperimentError> {
+    let io = |path: &Path, source| ExperimentError::Io { path: path.to_path_buf(), source };
+    let mut directories: Vec<PathBuf> = std::fs::read_dir(results)
+        .map_err(|source| io(results, source))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path().join("results.json")))
+        .filter(|path| path.is_file())
+        .collect();
+    directories.sort();
+    let mut rows = String::new();
+    let mut all: Vec<ClaimOutcome> = Vec::new();
+    let mut runs = Vec::new();
+    let mut calibrations = Vec::new();
+    for path in &directories {
+        let text = std::fs::read_to_string(path).map_err(|source| io(path, source))?;
+        let document: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|error| io(path, std::io::Error::new(std::io::ErrorKind::InvalidData, error.to_string())))?;
+        let Some(id) = document["experiment"].as_str() else {
+            // A calibration is in-sample throughout: its errors are a fit's residuals, not claims.
+            if let Some(median) = document["summary"]["iops_err_pct_median"].as_f64() {
+                let name = path.parent().and_then(Path::file_name).map(|name| name.to_string_lossy().into_owned());
+                calibrations.push(format!(
+                    "{}: fitted (in-sample), IOPS error median {median:.1} %, latency error median {:.1} %",
+                    name.unwrap_or_default(),
+                    document["summary"]["lat_err_pct_median"].as_f64().unwrap_or(f64::NAN)
+                ));
+            }
+            continue;
+        };
+        runs.push(format!("{id} ({})", if document["quick"] == true { "quick" } else { "full" }));
+        for figure in document["figures"].as_array().into_iter().flatten() {
+            for claim in figure["claims"].as_array().into_iter().flatten() {
+                let claim: ClaimOutcome = serde_json::from_value(claim.clone()).map_err(|error| {
+                    io(path, std::io::Error::new(std::io::ErrorKind::InvalidData, error.to_string()))
+                })?;
+                let _ = writeln!(
+                    rows,
+                    "| {id} | {} | {} | {:+.1} % | {} | {} | {} |",
+                    figure["id"].as_str().unwrap_or(""),
+                    claim.text,
+                    claim.paper_change_pct,
+                    claim
+                        .model_change_pct
+                        .map_or_else(|| "not measured".to_string(), |change| format!("{change:+.1} %")),
+                    claim.verdict.name(),
+                    claim.basis()
+                );
+                all.push(claim);
+            }
+        }
+    }
+    if runs.is_empty() {
+        return Err(io(
+            results,
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no experiment results (DIR/ID/results.json) here"),
+        ));
+    }
+    let calibrations =
+        if calibrations.is_empty() { String::new() } else { format!("Calibrations: {}.\n\n", calibrations.join("; ")) };
+    Ok(format!(
+        "# Claims of {} experiments\n\n{}\n\nRuns: {}.\n\n{calibrations}| experiment | figure | the paper says | paper | zonelab | verdict | basis |\n|---|---|---|---|---|---|---|\n{rows}",
+        runs.len(),
+        verdict_counts(all.iter()),
+        runs.join(", ")
+    ))
 }
 
 fn run_calibration(experiment: &Experiment, quick: bool, out: &Path) -> Result<Outcome, ExperimentError> {
@@ -459,4 +717,45 @@ fn run_calibration(experiment: &Experiment, quick: bool, out: &Path) -> Result<O
             summary.lat_err_pct_p90
         )],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_compare_direction_and_size() {
+        assert_eq!(Verdict::judge(1294.0, Some(1339.7)), Verdict::Reproduced);
+        assert_eq!(Verdict::judge(92.0, Some(42.1)), Verdict::Direction, "0.46x");
+        assert_eq!(Verdict::judge(2.3, Some(-40.3)), Verdict::NotReproduced, "the opposite direction");
+        assert_eq!(Verdict::judge(-9.95, Some(0.0)), Verdict::NotReproduced, "no change");
+        assert_eq!(Verdict::judge(0.0, Some(3.0)), Verdict::Reproduced, "no change claimed, within 5 %");
+        assert_eq!(Verdict::judge(0.0, Some(-8.0)), Verdict::NotReproduced);
+        assert_eq!(Verdict::judge(-92.8, None), Verdict::NotMeasured);
+        // Reductions compare as speedups: 13.9x against 111x is not within 1.5x, though -92.8 % and -99.1 % are.
+        assert_eq!(Verdict::judge(-92.8, Some(-99.1)), Verdict::Direction);
+        assert_eq!(Verdict::judge(-92.8, Some(-90.0)), Verdict::Reproduced, "10x against 13.9x");
+        assert_eq!(
+            Verdict::judge(-50.0, Some(-100.0)),
+            Verdict::Direction,
+            "everything removed is an infinite speedup"
+        );
+        assert!(Verdict::Direction.detail(-92.8, Some(-99.1)).contains("as speedups: 111.111x against 13.889x"));
+    }
+
+    #[test]
+    fn every_claim_names_its_source_and_explains_at_least_one_outcome() {
+        for experiment in experiments() {
+            for claim in experiment.figure.iter().flat_map(|figure| &figure.claim) {
+                assert!(!claim.quote.is_empty() && !claim.location.is_empty(), "{}: {}", experiment.id, claim.text);
+                let why = &claim.why;
+                assert!(
+                    why.reproduced.is_some() || why.direction.is_some() || why.not_reproduced.is_some(),
+                    "{}: {} explains no outcome",
+                    experiment.id,
+                    claim.text
+                );
+            }
+        }
+    }
 }

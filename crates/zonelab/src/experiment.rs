@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Subcommand;
-use zonelab_workload::experiment::{experiments, run as run_experiment, ExperimentError};
+use zonelab_workload::experiment::{experiments, run as run_experiment, summary, ExperimentError};
 
 use crate::{stdout_error, CliError};
 
@@ -24,6 +24,13 @@ pub enum ExperimentAction {
         #[arg(long, default_value = "results")]
         out: PathBuf,
     },
+    /// The claims of every experiment in a results directory with their verdicts (reproduced, direction only,
+    /// not reproduced), whether each is fitted or predicted, and the counts, as Markdown.
+    Summary {
+        /// The directory `run` wrote into.
+        #[arg(default_value = "results")]
+        dir: PathBuf,
+    },
 }
 
 pub fn run(action: ExperimentAction, out: &mut impl Write) -> Result<(), CliError> {
@@ -35,12 +42,14 @@ pub fn run(action: ExperimentAction, out: &mut impl Write) -> Result<(), CliErro
             }
             Ok(())
         }
+        ExperimentAction::Summary { dir } => {
+            let text = summary(&dir).map_err(|error| CliError::Failed(error.to_string()))?;
+            out.write_all(text.as_bytes()).map_err(stdout_error)
+        }
         ExperimentAction::Run { id, quick, out: directory } => {
-            let ids: Vec<String> = if id == "all" {
-                experiments().into_iter().map(|experiment| experiment.id).collect()
-            } else {
-                vec![id]
-            };
+            let all = id == "all";
+            let ids: Vec<String> =
+                if all { experiments().into_iter().map(|experiment| experiment.id).collect() } else { vec![id] };
             for id in ids {
                 let started = Instant::now();
                 let outcome = run_experiment(&id, quick, &directory.join(&id)).map_err(|error| match error {
@@ -58,6 +67,14 @@ pub fn run(action: ExperimentAction, out: &mut impl Write) -> Result<(), CliErro
                 for line in outcome.summary {
                     writeln!(out, "  {line}").map_err(stdout_error)?;
                 }
+            }
+            if all {
+                // The state of every claim at a glance, beside the experiments' directories.
+                let text = summary(&directory).map_err(|error| CliError::Failed(error.to_string()))?;
+                let path = directory.join("summary.md");
+                std::fs::write(&path, &text).map_err(|error| CliError::Io(path.clone(), error))?;
+                let counts = text.lines().find(|line| line.contains(" claims: ")).unwrap_or_default();
+                writeln!(out, "summary: {} ({counts})", path.display()).map_err(stdout_error)?;
             }
             Ok(())
         }

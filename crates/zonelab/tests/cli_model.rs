@@ -94,6 +94,18 @@ fn experiments_list_and_run() {
     assert!(out.starts_with("zwal-append-scaling: wrote"), "{out}");
     assert!(dir.path().join("zwal-append-scaling/report.md").exists());
     assert!(dir.path().join("zwal-append-scaling/fig2b.png").exists());
+    // Each claim's verdict is computed from the run, at the top of the report and in the summary.
+    let report = std::fs::read_to_string(dir.path().join("zwal-append-scaling/report.md")).expect("report");
+    let glance = report.find("## Claims at a glance").expect("the claims come first");
+    assert!(glance < report.find("## fig2a").expect("a figure"), "{report}");
+    assert!(report.contains("| fig2b | ") && report.contains("| reproduced | fitted |"), "{report}");
+    let summary = ok(&["experiment", "summary", dir.path().to_str().expect("utf-8")]);
+    assert!(summary.contains("3 claims: "), "{summary}");
+    assert!(summary.contains("| zwal-append-scaling | fig2b |"), "{summary}");
+    let empty = tempfile::tempdir().expect("tempdir");
+    let missing = zonelab(&["experiment", "summary", empty.path().to_str().expect("utf-8")]);
+    assert_eq!(missing.code, 1, "{}", missing.stderr);
+    assert!(missing.stderr.contains("no experiment results"), "{}", missing.stderr);
     usage_error(&["experiment", "run", "no-such-thing"], "unknown experiment \"no-such-thing\"");
 }
 
