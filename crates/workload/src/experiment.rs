@@ -57,6 +57,10 @@ pub struct Figure {
     /// fio arguments added to every series' at the points where x > 0 (a background job whose rate is x).
     #[serde(default)]
     pub when_x_positive: Option<String>,
+    /// fio series run this many times, with seeds 1 to N of the reordering of concurrent submissions; tables
+    /// show seed 1 and the interference figure its spread over the seeds.
+    #[serde(default = "one")]
+    pub seeds: u64,
     pub series: Vec<Series>,
     #[serde(default)]
     pub claim: Vec<Claim>,
@@ -79,6 +83,10 @@ pub struct Interference {
 
 fn half() -> f64 {
     0.5
+}
+
+fn one() -> u64 {
+    1
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -234,6 +242,21 @@ pub fn experiments() -> Vec<Experiment> {
 pub struct Point {
     pub x: u32,
     pub y: f64,
+    /// For a percentile: how many samples lie beyond it (below 100 it can move with a few samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail_samples: Option<u64>,
+    /// y under each seed, when the figure runs more than one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by_seed: Vec<f64>,
+}
+
+/// Samples beyond a percentile below which it is not stable: one sample more or less moves it.
+const STABLE_TAIL_SAMPLES: u64 = 100;
+
+impl Point {
+    fn unstable(&self) -> bool {
+        self.tail_samples.is_some_and(|tail| tail < STABLE_TAIL_SAMPLES)
+    }
 }
 
 /// A claim and what the model gives for it.
@@ -246,12 +269,23 @@ pub struct ClaimOutcome {
     pub paper_change_pct: f64,
     pub model_change_pct: Option<f64>,
     pub verdict: Verdict,
+    /// False when a percentile it rests on has too few samples beyond it to hold still.
+    pub settled: bool,
     /// What was fitted to what, for an in-sample figure; None for a prediction.
     pub fitted: Option<String>,
     pub explanation: String,
 }
 
 impl ClaimOutcome {
+    /// The verdict's name, flagged when the run cannot settle it.
+    pub fn verdict_text(&self) -> String {
+        if self.settled {
+            self.verdict.name().to_string()
+        } else {
+            format!("{} (not settled)", self.verdict.name())
+        }
+    }
+
     /// `fitted` or `predicted`, for tables.
     pub fn basis(&self) -> &'static str {
         if self.fitted.is_some() {
@@ -270,7 +304,8 @@ pub struct Outcome {
     pub summary: Vec<String>,
 }
 
-fn metric(result: &FioResult, metric: &str) -> Result<f64, String> {
+/// A metric's value, and for a percentile the samples beyond it.
+fn metric(result: &FioResult, metric: &str) -> Result<(f64, Option<u64>), String> {
     // `JOB/what` reads job JOB; a bare `what` reads the last job.
     let (job, metric) = match metric.split_once('/') {
         Some((name, what)) => (
@@ -288,16 +323,17 @@ fn metric(result: &FioResult, metric: &str) -> Result<f64, String> {
         Some(&"write") => &job.write,
         Some(&"trim") => &job.trim,
         Some(&"scheduler") if parts.get(1) == Some(&"commands_per_request") => {
-            return Ok(job.scheduler.write_commands as f64 / job.scheduler.write_requests.max(1) as f64);
+            return Ok((job.scheduler.write_commands as f64 / job.scheduler.write_requests.max(1) as f64, None));
         }
         _ => return Err(format!("unknown metric {metric}")),
     };
     match parts.get(1..) {
-        Some(["kiops"]) => Ok(direction.ios as f64 / (job.runtime_ns as f64 / 1e9) / 1000.0),
-        Some(["lat_mean_ms"]) => Ok(direction.lat.mean() / 1e6),
+        Some(["kiops"]) => Ok((direction.ios as f64 / (job.runtime_ns as f64 / 1e9) / 1000.0, None)),
+        Some(["lat_mean_ms"]) => Ok((direction.lat.mean() / 1e6, None)),
         Some(["clat", percentile]) => {
             let p: f64 = percentile.trim_start_matches('p').parse().map_err(|_| format!("unknown metric {metric}"))?;
-            Ok(direction.clat.percentile(p) as f64 / 1000.0)
+            let tail = (direction.clat.count() as f64 * (100.0 - p) / 100.0).floor() as u64;
+            Ok((direction.clat.percentile(p) as f64 / 1000.0, Some(tail)))
         }
         _ => Err(format!("unknown metric {metric}")),
     }
@@ -374,33 +410,44 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                     .split_whitespace()
                     .map(str::to_string)
                     .collect();
-                let y = match series.tool.as_deref() {
+                let point = match series.tool.as_deref() {
                     Some("wal-bench") => {
                         let spec = crate::walbench::parse_args(&args)
                             .map_err(|error| fail(format!("{}: {error}", series.label)))?;
                         let result =
                             crate::walbench::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                        wal_metric(&result, &series.metric)
-                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?
+                        let y = wal_metric(&result, &series.metric)
+                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
+                        Point { x, y, tail_samples: None, by_seed: Vec::new() }
                     }
                     Some("file-churn") => {
                         let spec = crate::filechurn::parse_args(&args)
                             .map_err(|error| fail(format!("{}: {error}", series.label)))?;
                         let result =
                             crate::filechurn::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                        churn_metric(&result, &series.metric)
-                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?
+                        let y = churn_metric(&result, &series.metric)
+                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
+                        Point { x, y, tail_samples: None, by_seed: Vec::new() }
                     }
                     _ => {
                         let invocation = parse_invocation(&args, |_| Err("experiments use no job files".into()))
                             .map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                        let result =
-                            run_fio(&invocation, 1).map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                        metric(&result, &series.metric)
-                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?
+                        let mut measured = Vec::new();
+                        for seed in 1..=figure.seeds.max(1) {
+                            let result = run_fio(&invocation, seed)
+                                .map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                            measured.push(
+                                metric(&result, &series.metric)
+                                    .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?,
+                            );
+                        }
+                        let (y, tail_samples) = measured[0];
+                        let by_seed =
+                            if measured.len() > 1 { measured.iter().map(|&(y, _)| y).collect() } else { Vec::new() };
+                        Point { x, y, tail_samples, by_seed }
                     }
                 };
-                points.push(Point { x, y });
+                points.push(point);
             }
             lines.push((series.label.clone(), points));
         }
@@ -415,16 +462,46 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             .collect();
         plot_lines(&png, &figure.title, &figure.x_label, &figure.y_label, &plotted).map_err(fail)?;
         let _ = writeln!(report, "\n## {}: {}\n\n![{}]({}.png)\n", figure.id, figure.title, figure.id, figure.id);
-        let _ = writeln!(
-            report,
-            "| {} | {} |",
-            figure.x_label,
-            lines.iter().map(|(label, _)| label.as_str()).collect::<Vec<_>>().join(" | ")
-        );
+        // Every column names its unit: the y axis's, unless the figure mixes units and each series names its own.
+        let unit = figure
+            .y_label
+            .rsplit_once('(')
+            .and_then(|(_, unit)| unit.strip_suffix(')'))
+            .filter(|_| !figure.y_label.contains(" / "));
+        let headers: Vec<String> = lines
+            .iter()
+            .map(|(label, _)| match unit {
+                Some(unit) if !label.contains('(') => format!("{label} ({unit})"),
+                _ => label.clone(),
+            })
+            .collect();
+        let _ = writeln!(report, "| {} | {} |", figure.x_label, headers.join(" | "));
         let _ = writeln!(report, "|---|{}", "---|".repeat(lines.len()));
         for (index, x) in xs.iter().enumerate() {
-            let cells: Vec<String> = lines.iter().map(|(_, points)| format!("{:.2}", points[index].y)).collect();
+            let cells: Vec<String> = lines
+                .iter()
+                .map(|(_, points)| {
+                    let point = &points[index];
+                    format!("{:.2}{}", point.y, if point.unstable() { "*" } else { "" })
+                })
+                .collect();
             let _ = writeln!(report, "| {x} | {} |", cells.join(" | "));
+        }
+        let tails: Vec<u64> =
+            lines.iter().flat_map(|(_, points)| points.iter().filter_map(|p| p.tail_samples)).collect();
+        if let (Some(fewest), Some(most)) = (tails.iter().min(), tails.iter().max()) {
+            let _ = writeln!(
+                report,
+                "\nPercentiles rest on {fewest} to {most} samples beyond them{}",
+                if lines.iter().any(|(_, points)| points.iter().any(Point::unstable)) {
+                    format!(
+                        "; * marks those with fewer than {STABLE_TAIL_SAMPLES}, which a few samples can move (a full \
+                         run is longer)."
+                    )
+                } else {
+                    ".".to_string()
+                }
+            );
         }
         let mut claims = Vec::new();
         if !figure.claim.is_empty() {
@@ -434,17 +511,15 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             );
         }
         for claim in &figure.claim {
-            let value = |label: &str, x: u32| {
-                lines
-                    .iter()
-                    .find(|(name, _)| name == label)
-                    .and_then(|(_, points)| points.iter().find(|p| p.x == x))
-                    .map(|p| p.y)
+            let point = |label: &str, x: u32| {
+                lines.iter().find(|(name, _)| name == label).and_then(|(_, points)| points.iter().find(|p| p.x == x))
             };
-            let model = match (value(&claim.series_a, claim.x), value(&claim.series_b, claim.x_b.unwrap_or(claim.x))) {
-                (Some(a), Some(b)) if b != 0.0 => Some((a - b) / b * 100.0),
+            let (a, b) = (point(&claim.series_a, claim.x), point(&claim.series_b, claim.x_b.unwrap_or(claim.x)));
+            let model = match (a, b) {
+                (Some(a), Some(b)) if b.y != 0.0 => Some((a.y - b.y) / b.y * 100.0),
                 _ => None,
             };
+            let settled = !a.into_iter().chain(b).any(Point::unstable);
             let model_text = model.map_or_else(|| "not in this sweep".to_string(), |change| format!("{change:+.1} %"));
             let verdict = Verdict::judge(claim.paper_change_pct, model);
             let chosen = match verdict {
@@ -458,9 +533,10 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 Some(fitted) => format!("fitted: {fitted}"),
                 None => "predicted".to_string(),
             };
+            let unsettled = if settled { "" } else { "; not settled: it rests on percentiles marked *" };
             let _ = writeln!(
                 report,
-                "| {} (\"{}\") | {} | {:+.1} % | {} | {} | {basis} | {explanation} |",
+                "| {} (\"{}\") | {} | {:+.1} % | {} | {}{unsettled} | {basis} | {explanation} |",
                 claim.text,
                 claim.quote,
                 claim.location,
@@ -484,11 +560,20 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 paper_change_pct: claim.paper_change_pct,
                 model_change_pct: model,
                 verdict,
+                settled,
                 fitted: claim.fitted.clone(),
                 explanation: explanation.to_string(),
             });
         }
         let mut interference = Vec::new();
+        if !figure.interference.is_empty() {
+            let _ = writeln!(
+                report,
+                "\nThe slides' interference figure: Z = (1/n) sum over the n points with x > 0 of sqrt(alpha dT^2 + \
+                 (1 - alpha) dL^2), where dT and dL are the relative changes of throughput and of tail latency \
+                 against the point without interference (x = 0). Z = 0 is no interference."
+            );
+        }
         for spec in &figure.interference {
             let series = |label: &str| lines.iter().find(|(name, _)| name == label).map(|(_, points)| points.clone());
             let (Some(throughput), Some(latency)) = (series(&spec.throughput), series(&spec.latency)) else {
@@ -497,20 +582,43 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                     spec.label, spec.throughput, spec.latency
                 )));
             };
-            let (t0, l0) = (throughput[0].y, latency[0].y);
-            let terms: Vec<f64> = throughput
-                .iter()
-                .zip(&latency)
-                .skip(1)
-                .map(|(t, l)| {
-                    let (dt, dl) = ((t.y - t0) / t0, (l.y - l0) / l0);
-                    (spec.alpha * dt * dt + (1.0 - spec.alpha) * dl * dl).sqrt()
-                })
-                .collect();
-            let z = terms.iter().sum::<f64>() / terms.len().max(1) as f64;
-            let _ = writeln!(report, "\nInterference Z ({}, alpha {}): {z:.3}", spec.label, spec.alpha);
-            summary.push(format!("{} {}: interference Z of {} = {z:.3}", experiment.id, figure.id, spec.label));
-            interference.push(json!({ "label": spec.label, "alpha": spec.alpha, "z": z }));
+            // Z of seed `s` (0: the tables' seed), from each series' values under that seed.
+            let z_of = |s: usize| {
+                let value = |point: &Point| point.by_seed.get(s).copied().unwrap_or(point.y);
+                let (t0, l0) = (value(&throughput[0]), value(&latency[0]));
+                let terms: Vec<f64> = throughput
+                    .iter()
+                    .zip(&latency)
+                    .skip(1)
+                    .map(|(t, l)| {
+                        let (dt, dl) = ((value(t) - t0) / t0, (value(l) - l0) / l0);
+                        (spec.alpha * dt * dt + (1.0 - spec.alpha) * dl * dl).sqrt()
+                    })
+                    .collect();
+                terms.iter().sum::<f64>() / terms.len().max(1) as f64
+            };
+            let by_seed: Vec<f64> = (0..figure.seeds.max(1) as usize).map(z_of).collect();
+            let z = by_seed[0];
+            let unstable = throughput.iter().chain(&latency).any(Point::unstable);
+            let spread = if by_seed.len() > 1 {
+                let (low, high) = by_seed
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), &z| (low.min(z), high.max(z)));
+                format!(" (seed 1; {low:.3} to {high:.3} over seeds 1 to {})", by_seed.len())
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                report,
+                "\nInterference Z ({}, alpha {}): {z:.3}{spread}{}",
+                spec.label,
+                spec.alpha,
+                if unstable { "; it rests on percentiles marked *, so it is not settled by this run" } else { "" }
+            );
+            summary.push(format!("{} {}: interference Z of {} = {z:.3}{spread}", experiment.id, figure.id, spec.label));
+            interference.push(
+                json!({ "label": spec.label, "alpha": spec.alpha, "z": z, "z_by_seed": by_seed, "settled": !unstable }),
+            );
         }
         all_claims.extend(claims.iter().cloned().map(|claim| (figure.id.clone(), claim)));
         figures_json.push(json!({
@@ -546,7 +654,7 @@ fn claims_at_a_glance(claims: &[(String, ClaimOutcome)]) -> String {
             claim.text,
             claim.paper_change_pct,
             claim.model_change_pct.map_or_else(|| "not measured".to_string(), |change| format!("{change:+.1} %")),
-            claim.verdict.name(),
+            claim.verdict_text(),
             claim.basis()
         );
     }
@@ -614,7 +722,7 @@ pub fn summary(results: &Path) -> Result<String, ExperimentError> {
                     claim
                         .model_change_pct
                         .map_or_else(|| "not measured".to_string(), |change| format!("{change:+.1} %")),
-                    claim.verdict.name(),
+                    claim.verdict_text(),
                     claim.basis()
                 );
                 all.push(claim);
@@ -675,7 +783,7 @@ fn run_calibration(experiment: &Experiment, quick: bool, out: &Path) -> Result<O
     .map_err(fail)?;
     let summary = &calibration.summary;
     let mut report = format!(
-        "# {}\n\nSource: {}.\n\nDevice: {}. {} run.\n\n| | median abs. error | p90 abs. error |\n|---|---|---|\n| IOPS | {:.1} % | {:.1} % |\n| mean latency | {:.1} % | {:.1} % |\n\nZone management, worst error: {:.1} %.\n\n![IOPS](iops.png)\n\n![latency](latency.png)\n\n![zone management](zone-management.png)\n\n## Zone management\n\n| op | occupancy | measured ms | model ms | error |\n|---|---|---|---|---|\n",
+        "# {}\n\nSource: {}.\n\nDevice: {}. {} run.\n\n| | median abs. error | p90 abs. error |\n|---|---|---|\n| IOPS | {:.1} % | {:.1} % |\n| mean latency | {:.1} % | {:.1} % |\n\nEvery figure here is fitted (in-sample): the model's constants were set from these measurements (presets/zn540.toml names the row each comes from), so the errors are the fit's residuals, not predictions.\n\nZone management, worst error: {:.1} %.\n\n![IOPS](iops.png)\n\n![latency](latency.png)\n\n![zone management](zone-management.png)\n\n## Zone management\n\n| op | occupancy | measured ms | model ms | error |\n|---|---|---|---|---|\n",
         experiment.title,
         experiment.source,
         experiment.device,
@@ -695,12 +803,33 @@ fn run_calibration(experiment: &Experiment, quick: bool, out: &Path) -> Result<O
     }
     let mut worst: Vec<_> = calibration.points.iter().collect();
     worst.sort_by(|a, b| b.iops_err_pct.abs().total_cmp(&a.iops_err_pct.abs()));
-    let _ = writeln!(report, "\n## The ten worst points (IOPS)\n\n| op | bs | zones | qd | measured | model | error |\n|---|---|---|---|---|---|---|");
+    let _ = writeln!(report, "\n## The ten worst points (IOPS)\n\n| op | bs (bytes) | zones | qd | measured (IOPS) | model (IOPS) | error |\n|---|---|---|---|---|---|---|");
     for point in worst.iter().take(10) {
         let _ = writeln!(
             report,
             "| {} | {} | {} | {} | {:.0} | {:.0} | {:+.1} % |",
             point.op, point.bs_bytes, point.zones, point.qd, point.measured_iops, point.model_iops, point.iops_err_pct
+        );
+    }
+    let mut worst_latency: Vec<_> =
+        calibration.points.iter().filter_map(|p| p.measured_lat_us.map(|measured| (p, measured))).collect();
+    let error = |(point, measured): &(&crate::calibrate::Point, f64)| (point.model_lat_us - measured) / measured;
+    worst_latency.sort_by(|a, b| error(b).abs().total_cmp(&error(a).abs()));
+    let _ = writeln!(
+        report,
+        "\n## The ten worst points (mean latency)\n\n| op | bs (bytes) | zones | qd | measured (us) | model (us) | error |\n|---|---|---|---|---|---|---|"
+    );
+    for entry in worst_latency.iter().take(10) {
+        let (point, measured) = entry;
+        let _ = writeln!(
+            report,
+            "| {} | {} | {} | {} | {measured:.1} | {:.1} | {:+.1} % |",
+            point.op,
+            point.bs_bytes,
+            point.zones,
+            point.qd,
+            point.model_lat_us,
+            error(entry) * 100.0
         );
     }
     write_file(&out.join("results.json"), serde_json::to_string_pretty(&calibration).expect("json").as_bytes())?;

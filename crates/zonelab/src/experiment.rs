@@ -50,7 +50,12 @@ pub fn run(action: ExperimentAction, out: &mut impl Write) -> Result<(), CliErro
             let all = id == "all";
             let ids: Vec<String> =
                 if all { experiments().into_iter().map(|experiment| experiment.id).collect() } else { vec![id] };
-            for id in ids {
+            let count = ids.len();
+            for (index, id) in ids.into_iter().enumerate() {
+                // A full run takes minutes: say what runs, on standard error so the summary stays clean.
+                if count > 1 {
+                    eprintln!("[{}/{count}] {id}{}", index + 1, if quick { " (quick)" } else { "" });
+                }
                 let started = Instant::now();
                 let outcome = run_experiment(&id, quick, &directory.join(&id)).map_err(|error| match error {
                     ExperimentError::Unknown(_) => CliError::Usage(error.to_string()),
