@@ -404,6 +404,8 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                     .replace("{ramp}", ramp)
                     .replace("{records}", if quick { "5000" } else { "40000" })
                     .replace("{zinc_runtime}", if quick { "500ms" } else { "3s" })
+                    // A finish pads about 1 GiB (about a second of the write budget): runs long enough for ten.
+                    .replace("{finish_runtime}", if quick { "1s" } else { "10s" })
                     .replace("{recovery_records}", if quick { "4096" } else { "16384" })
                     .replace("{churn_jobs}", if quick { "16" } else { "64" })
                     .replace("{churn_runtime}", if quick { "5" } else { "60" })
