@@ -129,6 +129,7 @@ async fn wal_round_trip<Q: CommandQueue + Clone + 'static>(queue: Q) -> (Vec<Vec
         buffer_bytes: 8192,
         queue_depth: 8,
         barrier_bytes: 65536,
+        recovery_read_bytes: 0,
     };
     let records: Vec<Vec<u8>> =
         (0..120u32).map(|index| vec![index as u8; 100 + (index as usize * 37) % 3000]).collect();

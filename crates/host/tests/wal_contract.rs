@@ -37,8 +37,15 @@ fn case(seed: u64) -> Case {
     let design = if rng.below(2) == 0 { WalDesign::Zwal } else { WalDesign::Conventional };
     let buffer_bytes = [4096u64, 8192, 16384, 65536][rng.below(4) as usize];
     let barrier_bytes = [0u64, 16384, 65536, 262144][rng.below(4) as usize];
-    let config =
-        WalConfig { design, zones: vec![2, 3, 4], buffer_bytes, queue_depth: 1 + rng.below(32) as u32, barrier_bytes };
+    let config = WalConfig {
+        design,
+        zones: vec![2, 3, 4],
+        buffer_bytes,
+        queue_depth: 1 + rng.below(32) as u32,
+        barrier_bytes,
+        // Small reads sometimes, so recovery across read boundaries is exercised too.
+        recovery_read_bytes: [0u64, 8192][rng.below(2) as usize],
+    };
     let count = 20 + rng.below(120);
     let records = (0..count)
         .map(|index| {

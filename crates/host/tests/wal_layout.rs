@@ -34,7 +34,14 @@ fn with_wal<T: 'static>(
 }
 
 fn zwal(buffer_bytes: u64, barrier_bytes: u64) -> WalConfig {
-    WalConfig { design: WalDesign::Zwal, zones: vec![1, 2, 3], buffer_bytes, queue_depth: 16, barrier_bytes }
+    WalConfig {
+        design: WalDesign::Zwal,
+        zones: vec![1, 2, 3],
+        buffer_bytes,
+        queue_depth: 16,
+        barrier_bytes,
+        recovery_read_bytes: 0,
+    }
 }
 
 type Outcome = (Result<Vec<Vec<u8>>, WalError>, WalStats);

@@ -97,7 +97,7 @@ pub struct Series {
     #[serde(default)]
     pub tool: Option<String>,
     /// For fio: `read|write.clat.pNN`, `read|write.kiops`, or `scheduler.commands_per_request`, of the last job.
-    /// For wal-bench: `wal.kiops`, `wal.recovery_io_s`.
+    /// For wal-bench: `wal.kiops`, `wal.recovery_io_s` (the reads), `wal.recovery_s` (reads and memtable apply).
     pub metric: String,
     /// fio arguments; `{x}`, `{runtime}` and `{ramp}` are filled in.
     pub args: String,
@@ -115,12 +115,19 @@ pub struct Claim {
     #[serde(rename = "where")]
     pub location: String,
     pub series_a: String,
-    pub series_b: String,
+    /// The series a is compared with (a change claim); absent for a value claim.
+    #[serde(default)]
+    pub series_b: Option<String>,
     pub x: u32,
     /// Where series b is read; `x` unless given (to compare one series at two points).
     #[serde(default)]
     pub x_b: Option<u32>,
-    pub paper_change_pct: f64,
+    /// The paper's relative change of a against b, in percent (a change claim).
+    #[serde(default)]
+    pub paper_change_pct: Option<f64>,
+    /// The paper's value of series a at x, in the figure's unit (a value claim).
+    #[serde(default)]
+    pub paper_value: Option<f64>,
     /// In-sample: which of the model's constants were fitted to which measurement this figure also rests on.
     /// None: the figure is a prediction.
     #[serde(default)]
@@ -199,6 +206,17 @@ impl Verdict {
         }
     }
 
+    /// The verdict for a value: within 1.5x of the paper's either way, or not.
+    pub fn judge_value(paper: f64, model: Option<f64>) -> Verdict {
+        match model {
+            None => Verdict::NotMeasured,
+            Some(model) if paper > 0.0 && (1.0 / WITHIN_FACTOR..=WITHIN_FACTOR).contains(&(model / paper)) => {
+                Verdict::Reproduced
+            }
+            Some(_) => Verdict::NotReproduced,
+        }
+    }
+
     /// The verdict with the figures behind it: how large the model's change is against the paper's.
     fn detail(self, paper_pct: f64, model_pct: Option<f64>) -> String {
         match (self, model_pct) {
@@ -266,8 +284,11 @@ pub struct ClaimOutcome {
     pub quote: String,
     #[serde(rename = "where")]
     pub location: String,
-    pub paper_change_pct: f64,
-    pub model_change_pct: Option<f64>,
+    /// The paper's figure and the run's: relative changes in percent, or values in `unit`.
+    pub paper: f64,
+    pub zonelab: Option<f64>,
+    /// `%` for a change claim, the figure's unit for a value claim.
+    pub unit: String,
     pub verdict: Verdict,
     /// False when a percentile it rests on has too few samples beyond it to hold still.
     pub settled: bool,
@@ -277,6 +298,15 @@ pub struct ClaimOutcome {
 }
 
 impl ClaimOutcome {
+    /// A figure of this claim as tables print it: `+12.3 %` for a change, `1.95 s` for a value.
+    pub fn figure(&self, value: Option<f64>) -> String {
+        match value {
+            None => "not measured".to_string(),
+            Some(value) if self.unit == "%" => format!("{value:+.1} %"),
+            Some(value) => format!("{value:.3} {}", self.unit),
+        }
+    }
+
     /// The verdict's name, flagged when the run cannot settle it.
     pub fn verdict_text(&self) -> String {
         if self.settled {
@@ -347,6 +377,9 @@ fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<
             .as_ref()
             .map(|recovery| recovery.io_device_ns as f64 / 1e9)
             .ok_or_else(|| "no recovery was run (--recover)".into()),
+        "wal.recovery_s" => {
+            result.recovery_ns.map(|ns| ns as f64 / 1e9).ok_or_else(|| "no recovery was run (--recover)".into())
+        }
         _ => Err(format!("unknown metric {metric}")),
     }
 }
@@ -465,11 +498,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
         plot_lines(&png, &figure.title, &figure.x_label, &figure.y_label, &plotted).map_err(fail)?;
         let _ = writeln!(report, "\n## {}: {}\n\n![{}]({}.png)\n", figure.id, figure.title, figure.id, figure.id);
         // Every column names its unit: the y axis's, unless the figure mixes units and each series names its own.
-        let unit = figure
-            .y_label
-            .rsplit_once('(')
-            .and_then(|(_, unit)| unit.strip_suffix(')'))
-            .filter(|_| !figure.y_label.contains(" / "));
+        let unit = figure_unit(&figure.y_label);
         let headers: Vec<String> = lines
             .iter()
             .map(|(label, _)| match unit {
@@ -516,14 +545,42 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             let point = |label: &str, x: u32| {
                 lines.iter().find(|(name, _)| name == label).and_then(|(_, points)| points.iter().find(|p| p.x == x))
             };
-            let (a, b) = (point(&claim.series_a, claim.x), point(&claim.series_b, claim.x_b.unwrap_or(claim.x)));
-            let model = match (a, b) {
-                (Some(a), Some(b)) if b.y != 0.0 => Some((a.y - b.y) / b.y * 100.0),
-                _ => None,
+            let a = point(&claim.series_a, claim.x);
+            let b = claim.series_b.as_deref().and_then(|series| point(series, claim.x_b.unwrap_or(claim.x)));
+            let unit = figure_unit(&figure.y_label).unwrap_or_default();
+            let (paper, model, unit, verdict) = match (claim.paper_change_pct, claim.paper_value) {
+                (Some(paper), None) => {
+                    let model = match (a, b) {
+                        (Some(a), Some(b)) if b.y != 0.0 => Some((a.y - b.y) / b.y * 100.0),
+                        _ => None,
+                    };
+                    (paper, model, "%".to_string(), Verdict::judge(paper, model))
+                }
+                (None, Some(paper)) => {
+                    let model = a.map(|a| a.y);
+                    (paper, model, unit.to_string(), Verdict::judge_value(paper, model))
+                }
+                _ => {
+                    return Err(fail(format!(
+                        "claim {:?}: give paper-change-pct with series-b, or paper-value",
+                        claim.text
+                    )))
+                }
             };
             let settled = !a.into_iter().chain(b).any(Point::unstable);
-            let model_text = model.map_or_else(|| "not in this sweep".to_string(), |change| format!("{change:+.1} %"));
-            let verdict = Verdict::judge(claim.paper_change_pct, model);
+            let outcome = ClaimOutcome {
+                text: claim.text.clone(),
+                quote: claim.quote.clone(),
+                location: claim.location.clone(),
+                paper,
+                zonelab: model,
+                unit,
+                verdict,
+                settled,
+                fitted: claim.fitted.clone(),
+                explanation: String::new(),
+            };
+            let model_text = outcome.figure(model);
             let chosen = match verdict {
                 Verdict::Reproduced => claim.why.reproduced.as_deref(),
                 Verdict::Direction => claim.why.direction.as_deref(),
@@ -536,36 +593,25 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 None => "predicted".to_string(),
             };
             let unsettled = if settled { "" } else { "; not settled: it rests on percentiles marked *" };
+            let detail = match (outcome.unit.as_str(), model) {
+                ("%", _) => verdict.detail(paper, model),
+                (_, Some(model)) => format!("{}: {:.2}x the paper's value", verdict.name(), model / paper),
+                (_, None) => verdict.detail(paper, None),
+            };
+            let paper_text = outcome.figure(Some(paper));
             let _ = writeln!(
                 report,
-                "| {} (\"{}\") | {} | {:+.1} % | {} | {}{unsettled} | {basis} | {explanation} |",
-                claim.text,
-                claim.quote,
-                claim.location,
-                claim.paper_change_pct,
-                model_text,
-                verdict.detail(claim.paper_change_pct, model)
+                "| {} (\"{}\") | {} | {paper_text} | {model_text} | {detail}{unsettled} | {basis} | {explanation} |",
+                claim.text, claim.quote, claim.location,
             );
             summary.push(format!(
-                "{} {} ({}): paper {:+.1} %, zonelab {}: {}",
+                "{} {} ({}): paper {paper_text}, zonelab {model_text}: {}",
                 experiment.id,
                 figure.id,
                 figure.y_label,
-                claim.paper_change_pct,
-                model_text,
                 verdict.name()
             ));
-            claims.push(ClaimOutcome {
-                text: claim.text.clone(),
-                quote: claim.quote.clone(),
-                location: claim.location.clone(),
-                paper_change_pct: claim.paper_change_pct,
-                model_change_pct: model,
-                verdict,
-                settled,
-                fitted: claim.fitted.clone(),
-                explanation: explanation.to_string(),
-            });
+            claims.push(ClaimOutcome { explanation: explanation.to_string(), ..outcome });
         }
         let mut interference = Vec::new();
         if !figure.interference.is_empty() {
@@ -642,6 +688,11 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
     Ok(Outcome { id: experiment.id, directory: out.to_path_buf(), summary })
 }
 
+/// The unit of a figure's y axis (`throughput (KIOPS)`: KIOPS); None when it mixes units (`a / b (us)`).
+fn figure_unit(y_label: &str) -> Option<&str> {
+    y_label.rsplit_once('(').and_then(|(_, unit)| unit.strip_suffix(')')).filter(|_| !y_label.contains(" / "))
+}
+
 /// The table at the top of a report: every claim with its verdict and basis, and the counts.
 fn claims_at_a_glance(claims: &[(String, ClaimOutcome)]) -> String {
     if claims.is_empty() {
@@ -652,10 +703,10 @@ fn claims_at_a_glance(claims: &[(String, ClaimOutcome)]) -> String {
     for (figure, claim) in claims {
         let _ = writeln!(
             text,
-            "| {figure} | {} | {:+.1} % | {} | {} | {} |",
+            "| {figure} | {} | {} | {} | {} | {} |",
             claim.text,
-            claim.paper_change_pct,
-            claim.model_change_pct.map_or_else(|| "not measured".to_string(), |change| format!("{change:+.1} %")),
+            claim.figure(Some(claim.paper)),
+            claim.figure(claim.zonelab),
             claim.verdict_text(),
             claim.basis()
         );
@@ -717,13 +768,11 @@ pub fn summary(results: &Path) -> Result<String, ExperimentError> {
                 })?;
                 let _ = writeln!(
                     rows,
-                    "| {id} | {} | {} | {:+.1} % | {} | {} | {} |",
+                    "| {id} | {} | {} | {} | {} | {} | {} |",
                     figure["id"].as_str().unwrap_or(""),
                     claim.text,
-                    claim.paper_change_pct,
-                    claim
-                        .model_change_pct
-                        .map_or_else(|| "not measured".to_string(), |change| format!("{change:+.1} %")),
+                    claim.figure(Some(claim.paper)),
+                    claim.figure(claim.zonelab),
                     claim.verdict_text(),
                     claim.basis()
                 );

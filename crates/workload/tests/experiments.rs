@@ -66,9 +66,10 @@ fn the_reproductions_go_the_papers_way() {
         .flat_map(|f| f["claims"].as_array().expect("claims"))
         .collect();
     for claim in claims {
-        let paper = claim["paper_change_pct"].as_f64().expect("paper");
-        let model = claim["model_change_pct"].as_f64().expect("model");
+        let paper = claim["paper"].as_f64().expect("paper");
+        let model = claim["zonelab"].as_f64().expect("model");
         assert_eq!(paper.signum(), model.signum(), "{}: paper {paper}, model {model}", claim["text"]);
+        assert_ne!(claim["verdict"], "not-reproduced", "{}", claim["text"]);
     }
     assert_eq!(outcome.id, "zwal-append-scaling");
     let writes = run("zns-study-writes", true, out.path()).expect("runs");

@@ -45,6 +45,9 @@ pub struct WalConfig {
     pub queue_depth: u32,
     /// Bytes between barriers (ZWAL); 0 for none.
     pub barrier_bytes: u64,
+    /// The largest read recovery issues, in bytes; 0 for no limit but the device's MDTS. The ZWAL paper's
+    /// implementation read through SZD in 64 KiB pieces.
+    pub recovery_read_bytes: u64,
 }
 
 /// Why a log operation failed.
@@ -325,6 +328,10 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
             WalDesign::Zwal if self.config.barrier_bytes != 0 => self.config.barrier_bytes,
             WalDesign::Zwal => self.geometry.zone_cap_lba * self.lba_bytes,
             WalDesign::Conventional => self.max_entry_bytes,
+        };
+        let window_bytes = match self.config.recovery_read_bytes {
+            0 => window_bytes,
+            limit => window_bytes.min(limit),
         };
         let chunk_lbas = (window_bytes / self.lba_bytes).max(1).min(self.geometry.max_transfer_lba.unwrap_or(u64::MAX));
         let mut recovery = RecoveryStats::default();
