@@ -486,23 +486,30 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             }
             lines.push((series.label.clone(), points));
         }
-        let png = out.join(format!("{}.png", figure.id));
-        let plotted: Vec<Line> = lines
-            .iter()
-            .filter(|(label, _)| !label.contains("per request"))
-            .map(|(label, points)| Line {
-                label: label.clone(),
-                points: points.iter().map(|p| (f64::from(p.x), p.y)).collect(),
-            })
-            .collect();
-        plot_lines(&png, &figure.title, &figure.x_label, &figure.y_label, &plotted).map_err(fail)?;
-        let _ = writeln!(report, "\n## {}: {}\n\n![{}]({}.png)\n", figure.id, figure.title, figure.id, figure.id);
+        let _ = writeln!(report, "\n## {}: {}\n", figure.id, figure.title);
+        // One unit per axis: series of another unit than the figure's (a latency beside KIOPS) get a plot of
+        // their own.
+        let mut plots: Vec<(String, Vec<Line>)> = Vec::new();
+        for (label, points) in lines.iter().filter(|(label, _)| !label.contains("per request")) {
+            let y_label = series_axis(&figure.y_label, label);
+            let line = Line { label: label.clone(), points: points.iter().map(|p| (f64::from(p.x), p.y)).collect() };
+            match plots.iter_mut().find(|(axis, _)| *axis == y_label) {
+                Some((_, plotted)) => plotted.push(line),
+                None => plots.push((y_label, vec![line])),
+            }
+        }
+        for (index, (y_label, plotted)) in plots.iter().enumerate() {
+            let name = if index == 0 { figure.id.clone() } else { format!("{}-{}", figure.id, index + 1) };
+            plot_lines(&out.join(format!("{name}.png")), &figure.title, &figure.x_label, y_label, plotted)
+                .map_err(fail)?;
+            let _ = writeln!(report, "![{name}]({name}.png)\n");
+        }
         // Every column names its unit: the y axis's, unless the figure mixes units and each series names its own.
         let unit = figure_unit(&figure.y_label);
         let headers: Vec<String> = lines
             .iter()
             .map(|(label, _)| match unit {
-                Some(unit) if !label.contains('(') => format!("{label} ({unit})"),
+                Some(unit) if label_unit(label).is_none() => format!("{label} ({unit})"),
                 _ => label.clone(),
             })
             .collect();
@@ -686,6 +693,35 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
     report.insert_str(header_end, &claims_at_a_glance(&all_claims));
     write_file(&out.join("report.md"), report.as_bytes())?;
     Ok(Outcome { id: experiment.id, directory: out.to_path_buf(), summary })
+}
+
+/// The y axis a series is plotted on: its own unit when its label names one (`p99.9 (us)`), as the part of the
+/// figure's label with that unit (`KIOPS / p99.9 latency (us)`) or as `latency (us)`; else the figure's first
+/// unit.
+fn series_axis(y_label: &str, series: &str) -> String {
+    let parts: Vec<&str> = y_label.split(" / ").collect();
+    let Some(unit) = label_unit(series) else {
+        return parts[0].to_string();
+    };
+    let with_unit = format!("({unit})");
+    if let Some(part) = parts.iter().find(|part| part.ends_with(&with_unit)) {
+        return part.to_string();
+    }
+    if parts.len() == 1 && y_label == unit {
+        return y_label.to_string();
+    }
+    match unit {
+        "us" | "ms" | "ns" | "s" => format!("latency ({unit})"),
+        _ => with_unit,
+    }
+}
+
+/// The units series labels may name in parentheses (`p99.9 (us)`; `conventional (ZenFS)` names none).
+const UNITS: &[&str] = &["ns", "us", "ms", "s", "IOPS", "KIOPS", "MiB/s", "GiB/s", "J", "KiB", "MiB", "%"];
+
+/// The unit a series label names, if any.
+fn label_unit(label: &str) -> Option<&str> {
+    label.rsplit_once('(').and_then(|(_, unit)| unit.strip_suffix(')')).filter(|unit| UNITS.contains(unit))
 }
 
 /// The unit of a figure's y axis (`throughput (KIOPS)`: KIOPS); None when it mixes units (`a / b (us)`).

@@ -54,11 +54,49 @@ fn range(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
     }
 }
 
-/// A line chart of `lines` into `path`.
+/// Values spanning more than this factor get a logarithmic axis.
+const LOG_SPAN: f64 = 100.0;
+
+/// A y value as the axis holds it (log10 on a logarithmic axis), and back for its label.
+fn to_axis(value: f64, log: bool) -> f64 {
+    if log {
+        value.max(f64::MIN_POSITIVE).log10()
+    } else {
+        value
+    }
+}
+
+/// A tick's label: short, and a power of ten's value on a logarithmic axis.
+fn tick_label(value: f64, log: bool) -> String {
+    let value = if log { 10f64.powf(value) } else { value };
+    match value.abs() {
+        0.0 => "0".to_string(),
+        v if v >= 100.0 => format!("{value:.0}"),
+        v if v >= 1.0 => format!("{value:.1}"),
+        _ => format!("{value:.3}"),
+    }
+}
+
+/// A chart of `lines` into `path`: lines over x, or bars when every series has one point (a one-point line
+/// shows nothing). Integer x values get integer ticks, y values spanning more than 100x a logarithmic axis, and
+/// series drawn later are thinner so that coinciding ones all show.
 pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> Result<(), String> {
     font()?;
+    if lines.iter().all(|line| line.points.len() <= 1) {
+        return plot_bars(path, title, y_label, lines);
+    }
+    let positive: Vec<f64> =
+        lines.iter().flat_map(|line| line.points.iter().map(|p| p.1)).filter(|&y| y > 0.0).collect();
+    let (smallest, largest) = positive.iter().fold((f64::MAX, 0.0f64), |(low, high), &y| (low.min(y), high.max(y)));
+    let log =
+        positive.len() == lines.iter().map(|line| line.points.len()).sum::<usize>() && largest / smallest > LOG_SPAN;
     let (x_low, x_high) = range(lines.iter().flat_map(|line| line.points.iter().map(|p| p.0)));
-    let (y_low, y_high) = range(lines.iter().flat_map(|line| line.points.iter().map(|p| p.1)));
+    let (y_low, y_high) = if log {
+        (to_axis(smallest, true).floor(), to_axis(largest, true).ceil())
+    } else {
+        range(lines.iter().flat_map(|line| line.points.iter().map(|p| p.1)))
+    };
+    let integer_x = lines.iter().flat_map(|line| &line.points).all(|p| p.0.fract() == 0.0);
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut chart = ChartBuilder::on(&root)
@@ -68,15 +106,30 @@ pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, lines:
         .y_label_area_size(64)
         .build_cartesian_2d(x_low..x_high, y_low..y_high)
         .map_err(|e| e.to_string())?;
-    chart.configure_mesh().x_desc(x_label).y_desc(y_label).draw().map_err(|e| e.to_string())?;
+    let x_ticks = if integer_x { ((x_high - x_low).floor() as usize + 1).clamp(2, 12) } else { 10 };
+    let y_desc = if log { format!("{y_label}, log scale") } else { y_label.to_string() };
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_desc)
+        .x_labels(x_ticks)
+        .x_label_formatter(&|x| if integer_x { format!("{x:.0}") } else { format!("{x}") })
+        .y_labels(if log { (y_high - y_low) as usize + 1 } else { 10 })
+        .y_label_formatter(&|y| tick_label(*y, log))
+        .draw()
+        .map_err(|e| e.to_string())?;
     for (index, line) in lines.iter().enumerate() {
         let color = COLORS[index % COLORS.len()];
+        let width = (2 * (lines.len() - index)).clamp(2, 8) as u32;
+        let points: Vec<(f64, f64)> = line.points.iter().map(|&(x, y)| (x, to_axis(y, log))).collect();
         chart
-            .draw_series(LineSeries::new(line.points.iter().copied(), color.stroke_width(2)))
+            .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(width)))
             .map_err(|e| e.to_string())?
             .label(line.label.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-        chart.draw_series(line.points.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(|e| e.to_string())?;
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, width + 1, color.filled())))
+            .map_err(|e| e.to_string())?;
     }
     chart
         .configure_series_labels()
@@ -84,6 +137,47 @@ pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, lines:
         .border_style(BLACK)
         .draw()
         .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// One bar per series, for figures of a single point.
+fn plot_bars(path: &Path, title: &str, y_label: &str, lines: &[Line]) -> Result<(), String> {
+    let high = lines.iter().flat_map(|line| line.points.iter().map(|p| p.1)).fold(0.0f64, f64::max);
+    let high = if high > 0.0 { high * 1.1 } else { 1.0 };
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let count = lines.len().max(1) as f64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(-0.5..count - 0.5, 0.0..high)
+        .map_err(|e| e.to_string())?;
+    let labels: Vec<String> = lines.iter().map(|line| line.label.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(lines.len() * 2 + 1)
+        .x_label_formatter(&|x| {
+            let index = x.round();
+            if (x - index).abs() < 1e-6 && index >= 0.0 {
+                labels.get(index as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(y_label)
+        .y_label_formatter(&|y| tick_label(*y, false))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for (index, line) in lines.iter().enumerate() {
+        let Some(&(_, y)) = line.points.first() else { continue };
+        let x = index as f64;
+        chart
+            .draw_series([Rectangle::new([(x - 0.3, 0.0), (x + 0.3, y)], COLORS[index % COLORS.len()].filled())])
+            .map_err(|e| e.to_string())?;
+    }
     root.present().map_err(|e| format!("{}: {e}", path.display()))
 }
 
