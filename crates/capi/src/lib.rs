@@ -1,6 +1,6 @@
 //! # zonelab-capi: the C library
 //!
-//! A front end (layer 7 of DESIGN.md): C programs open an emulated ZNS device by the same spec strings as fio's
+//! A front end (layer 7 of docs/design.md): C programs open an emulated ZNS device by the same spec strings as fio's
 //! `--filename` (`preset:zn540,zones=64` or an image path), in virtual time (each call runs the simulation until
 //! its command completes: the clock jumps) or in real time (a device thread paces completions by the wall
 //! clock), and issue synchronous NVMe commands on it. The header `include/zonelab.h` is generated from this

@@ -1,6 +1,6 @@
 //! # zonelab-device: the emulated controller
 //!
-//! Layer 3 of `../shared/DESIGN.md`: one emulated ZNS controller that runs each command through the zoned
+//! Layer 3 of `docs/design.md`: one emulated ZNS controller that runs each command through the zoned
 //! namespace (what happens) and the flash model (when it completes). A host path (SPDK, io_uring, io_uring
 //! passthrough, the kernel block layer) and its per-command cost are the host's side (`HostSide`), which the
 //! runtimes charge around each command. It also models power loss

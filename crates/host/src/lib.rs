@@ -1,6 +1,6 @@
 //! # zonelab-host: software on the device
 //!
-//! Layer 5 of `../shared/DESIGN.md`: host software written against the async command API of the runtime
+//! Layer 5 of `docs/design.md`: host software written against the async command API of the runtime
 //! (`CommandQueue`), never against device internals, so it runs in simulation now and against real clients later.
 //! For now: the I/O schedulers of the Linux block layer for zoned devices, write-ahead logs on zones, and a
 //! zonefs-like file layer.

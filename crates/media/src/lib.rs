@@ -1,11 +1,11 @@
 //! # zonelab-media: the flash model
 //!
-//! Layer 2 of `../shared/DESIGN.md`: how long each command takes on flash, what it costs in energy, and what it
+//! Layer 2 of `docs/design.md`: how long each command takes on flash, what it costs in energy, and what it
 //! wears. It knows NAND geometry (channels, dies, planes, pages, the program unit, blocks), where each zone's
 //! data lives, and the resources a command needs: planes, channels, the host link, the controller's command
 //! processor, each zone's write buffer, and the device's read and write bandwidth budgets. Every resource keeps
 //! the time at which it is next free; a command reserves what it needs when it is submitted and so gets its
-//! completion time (NVMeVirt's approach, see `../shared/reference/CALIBRATION.md` a.1). Resets erase blocks on
+//! completion time (NVMeVirt's approach, see `docs/calibration.md` a.1). Resets erase blocks on
 //! the planes that hold them and Finish writes padding through the same planes and bandwidth, so interference
 //! between zone management and I/O comes out of the reservations, not out of special cases.
 //!

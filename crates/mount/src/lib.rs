@@ -1,6 +1,6 @@
 //! # zonelab-mount: the zonefs-compatible FUSE mount
 //!
-//! A front end (layer 7 of DESIGN.md): every zone of an emulated ZNS device is a file `seq/N`, with the
+//! A front end (layer 7 of docs/design.md): every zone of an emulated ZNS device is a file `seq/N`, with the
 //! behaviour of Linux zonefs (kernel `Documentation/filesystems/zonefs.rst`), so that fio, dd, shell scripts and
 //! programs written for zonefs run on any preset or image. The device runs in real time: a reply goes back
 //! to the kernel only when the device model completes the command.

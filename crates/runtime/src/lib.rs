@@ -1,6 +1,6 @@
 //! # zonelab-runtime: clocks
 //!
-//! Layer 4 of `../shared/DESIGN.md`. Host code talks to a device through one async command API, the
+//! Layer 4 of `docs/design.md`. Host code talks to a device through one async command API, the
 //! `CommandQueue` trait and its helpers in `HostExt`, and never reads a clock of its own. Its futures register
 //! the waker of the `Context` they are polled with, and tasks coordinate through the waker-based primitives of
 //! `sync` (mutex with guard, notification, bounded channel), so host code runs under any executor. This crate

@@ -1,6 +1,6 @@
 //! # zonelab-workload: load and measurement
 //!
-//! Layer 6 of `../shared/DESIGN.md`. For now: the closed-loop load generator (a fixed number of jobs, each
+//! Layer 6 of `docs/design.md`. For now: the closed-loop load generator (a fixed number of jobs, each
 //! keeping its queue depth of one operation busy, as fio and SPDK's perf do) and the calibration of a preset
 //! against the reference measurements in `reference/`. The fio-compatible engine grows out of the generator.
 

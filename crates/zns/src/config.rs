@@ -1,7 +1,7 @@
 //! The namespace configuration (TOML, kebab-case keys, sizes as strings) and the geometry derived from it.
 //!
 //! `NamespaceConfig` is what a user writes; `validate()` checks it once, naming the field at fault, and yields
-//! the `Geometry` every command is checked against. The switches marked "configurable" in SEMANTICS.md's
+//! the `Geometry` every command is checked against. The switches marked "configurable" in docs/semantics.md's
 //! decision table are fields here, with zonelab's defaults, so QEMU's or null_blk's behaviour can be chosen.
 
 use serde::{Deserialize, Serialize};
@@ -15,7 +15,7 @@ pub const MIN_PAGE_BYTES: u64 = 4096;
 /// bound on the zone state, journal and flash model a namespace allocates (about 100 bytes a zone).
 pub const MAX_ZONES: u32 = 1 << 20;
 
-/// What Close does to an open zone whose write pointer is still at the zone start (SEMANTICS.md 1.1 fn 4).
+/// What Close does to an open zone whose write pointer is still at the zone start (docs/semantics.md 1.1 fn 4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CloseEmptyOpenZone {
@@ -131,7 +131,7 @@ fn check_page_multiple(field: &'static str, size: ByteSize) -> Result<(), Config
 }
 
 impl NamespaceConfig {
-    /// Checks the configuration once and derives the geometry (QEMU's rules, SEMANTICS.md decision table).
+    /// Checks the configuration once and derives the geometry (QEMU's rules, docs/semantics.md decision table).
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
         if self.lba_size != 512 && self.lba_size != 4096 {
             return Err(refuse("lba-size", format!("{} is not 512 or 4096", self.lba_size)));

@@ -1,7 +1,7 @@
 //! # zonelab-zns: the zoned namespace
 //!
-//! The bottom layer of zonelab (see `../shared/DESIGN.md`): an NVMe Zoned Namespace that follows the ZNS
-//! command set exactly as `../shared/zns/SEMANTICS.md` decides: zone states and transitions, open and active
+//! The bottom layer of zonelab (see `docs/design.md`): an NVMe Zoned Namespace that follows the ZNS
+//! command set exactly as `docs/semantics.md` decides: zone states and transitions, open and active
 //! resource limits with auto-close, zone append with ZASL, zone capacity below zone size, reports with filters
 //! and the Partial bit, the controller-reset rule, fault injection, and NVMe status codes.
 //!

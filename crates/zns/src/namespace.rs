@@ -1,5 +1,5 @@
 //! The zoned namespace: zone state machine, resource accounting and command execution, exactly as
-//! `../shared/zns/SEMANTICS.md` decides (its decision table first, then QEMU's check order).
+//! `docs/semantics.md` decides (its decision table first, then QEMU's check order).
 //!
 //! Pure and synchronous: `execute(command)` runs a command to completion and returns its completion or its
 //! NVMe status. A command that fails changes nothing: every check runs before the first change.
@@ -63,7 +63,7 @@ pub enum Completion {
     },
 }
 
-/// The controller-level identify fields of the zoned command set (case 62, 72 of CONFORMANCE.md).
+/// The controller-level identify fields of the zoned command set (case 62, 72 of docs/conformance.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ZonedIdentify {
     /// Maximum Active Resources, 0's based; 0xFFFFFFFF means no limit.
@@ -118,7 +118,7 @@ pub struct ZonedNamespace<S> {
 /// Namespaces up to this many zones get a full invariant scan after every command in debug builds.
 const FULL_CHECK_MAX_ZONES: u32 = 256;
 
-/// Where the zones processed by Select All are listed (SEMANTICS.md 1.2).
+/// Where the zones processed by Select All are listed (docs/semantics.md 1.2).
 const fn processed_by_select_all(action: ZoneSendAction, state: ZoneState) -> bool {
     use ZoneState::*;
     match action {
@@ -452,7 +452,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
         self.zoned_write(zone, wp, nlb, Some(data))
     }
 
-    /// The shared write path from step 4 of SEMANTICS.md 1.4 (the caller has checked MDTS and bounds, on the
+    /// The shared write path from step 4 of docs/semantics.md 1.4 (the caller has checked MDTS and bounds, on the
     /// command's own SLBA, and names the zone, since an append's `slba` may be its write boundary): zone state, write pointer, capacity, resources; then data, then zone state. `data`
     /// None writes zeros.
     fn zoned_write(&mut self, zone: u32, slba: u64, nlb: u64, data: Option<&[u8]>) -> Result<u64, Status> {
@@ -495,7 +495,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
         Ok(slba)
     }
 
-    /// Checks that `zone`, in `state`, may take the resources of an open zone (SEMANTICS.md 2.2, 2.3): the
+    /// Checks that `zone`, in `state`, may take the resources of an open zone (docs/semantics.md 2.2, 2.3): the
     /// active limit first, then the open limit, which auto-close may satisfy by naming the oldest IMPL_OPEN
     /// zone as the victim. Nothing changes here, so a failure leaves no trace.
     fn make_room_to_open(&self, zone: u32, state: ZoneState) -> Result<Option<u32>, Status> {
@@ -611,7 +611,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
     }
 
     /// Zone Management Send for one zone (by its start LBA) or, with `select_all`, for every zone the action
-    /// processes (SEMANTICS.md 1.2, 1.3).
+    /// processes (docs/semantics.md 1.2, 1.3).
     fn run_zone_management_send(&mut self, slba: u64, action: ZoneSendAction, select_all: bool) -> Result<(), Status> {
         if matches!(action, ZoneSendAction::SetZoneDescriptorExtension | ZoneSendAction::ZrwaFlush) {
             // Neither descriptor extensions nor ZRWA are offered, so both actions are Invalid Field.
@@ -630,7 +630,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
         self.zone_action(zone, action)
     }
 
-    /// One action on one zone (SEMANTICS.md 1.1, with the decision table's choices).
+    /// One action on one zone (docs/semantics.md 1.1, with the decision table's choices).
     fn zone_action(&mut self, zone: u32, action: ZoneSendAction) -> Result<(), Status> {
         use ZoneState::*;
         let meta = self.zones[zone as usize];
@@ -744,7 +744,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
         }
     }
 
-    /// Zone Management Receive into a host buffer of `(NUMD + 1) * 4` bytes (SEMANTICS.md 5).
+    /// Zone Management Receive into a host buffer of `(NUMD + 1) * 4` bytes (docs/semantics.md 5).
     fn run_zone_management_receive(
         &mut self,
         slba: u64,

@@ -1,4 +1,4 @@
-//! NVMe status codes that the zoned namespace returns (SEMANTICS.md section 0).
+//! NVMe status codes that the zoned namespace returns (docs/semantics.md section 0).
 
 use std::fmt;
 

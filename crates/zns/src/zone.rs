@@ -1,5 +1,5 @@
 //! Zone states, zone management actions, report filters and the zone report, with NVMe's encodings and the
-//! names libzbd, blkzone and nvme-cli use for them (SEMANTICS.md sections 0, 5 and 9).
+//! names libzbd, blkzone and nvme-cli use for them (docs/semantics.md sections 0, 5 and 9).
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,4 +1,4 @@
-//! CONFORMANCE.md, case by case, against the zns layer. Test names carry the case number.
+//! docs/conformance.md, case by case, against the zns layer. Test names carry the case number.
 
 mod common;
 

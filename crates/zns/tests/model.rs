@@ -1,5 +1,5 @@
 //! Property test: random command sequences on random geometries and limits, run against the namespace and
-//! against a small reference model written independently from SEMANTICS.md. After every step the status, each
+//! against a small reference model written independently from docs/semantics.md. After every step the status, each
 //! zone's state and reported write pointer, the open/active counts and the data read back must agree, and the
 //! namespace's invariants must hold. proptest prints the minimal failing sequence and geometry.
 

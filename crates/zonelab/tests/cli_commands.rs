@@ -1,4 +1,4 @@
-//! The command line end to end: zone states persist between invocations, and CONFORMANCE.md cases through the
+//! The command line end to end: zone states persist between invocations, and docs/conformance.md cases through the
 //! CLI.
 
 mod common;

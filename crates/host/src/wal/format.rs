@@ -43,7 +43,7 @@ pub struct Entry {
 
 /// Every valid entry in `region` (whole LBAs read from a zone), stepping over padding and anything torn: a
 /// block that does not start a valid entry is skipped, a valid entry is stepped over whole. (The reference
-/// implementation stopped at the first zero length and did not round entries up to the block; see HOST_STACK.md
+/// implementation stopped at the first zero length and did not round entries up to the block; see docs/host-stack.md
 /// 2.7.)
 pub fn parse_region(region: &[u8], lba_bytes: u64) -> Vec<Entry> {
     let block = lba_bytes as usize;

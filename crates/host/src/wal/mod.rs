@@ -1,4 +1,4 @@
-//! Write-ahead logs on zones, with one API and two designs (seed 001, ZWAL; HOST_STACK.md section 2):
+//! Write-ahead logs on zones, with one API and two designs (seed 001, ZWAL; docs/host-stack.md section 2):
 //!
 //! - `Conventional`, the ZenFS way: the buffer is flushed as regular writes at the write pointer, one write in
 //!   flight per zone;
@@ -323,7 +323,7 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
     pub async fn recover(&mut self) -> Result<Vec<Vec<u8>>, WalError> {
         self.drain().await?;
         let started = self.queue.now_ns();
-        // ZWAL reads a barrier window at a time, ZenFS an entry at a time (HOST_STACK.md 2.5); both within MDTS.
+        // ZWAL reads a barrier window at a time, ZenFS an entry at a time (docs/host-stack.md 2.5); both within MDTS.
         let window_bytes = match self.config.design {
             WalDesign::Zwal if self.config.barrier_bytes != 0 => self.config.barrier_bytes,
             WalDesign::Zwal => self.geometry.zone_cap_lba * self.lba_bytes,

@@ -23,7 +23,7 @@ pub fn fresh() -> Ns {
     namespace(config())
 }
 
-/// MO = 4, MA = 6, as CONFORMANCE.md 8.4 configures.
+/// MO = 4, MA = 6, as docs/conformance.md 8.4 configures.
 pub fn limited() -> Ns {
     namespace(NamespaceConfig { max_open: 4, max_active: 6, ..config() })
 }
