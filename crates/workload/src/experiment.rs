@@ -260,20 +260,21 @@ pub fn experiments() -> Vec<Experiment> {
 pub struct Point {
     pub x: u32,
     pub y: f64,
-    /// For a percentile: how many samples lie beyond it (below 100 it can move with a few samples).
+    /// The events behind the figure, when few could move it: for a percentile the samples beyond it, for a
+    /// count of erased zones the count.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tail_samples: Option<u64>,
+    pub events: Option<u64>,
     /// y under each seed, when the figure runs more than one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub by_seed: Vec<f64>,
 }
 
-/// Samples beyond a percentile below which it is not stable: one sample more or less moves it.
-const STABLE_TAIL_SAMPLES: u64 = 100;
+/// Events behind a figure below which it is not stable: a few more or less (a longer run) move it.
+const STABLE_EVENTS: u64 = 100;
 
 impl Point {
     fn unstable(&self) -> bool {
-        self.tail_samples.is_some_and(|tail| tail < STABLE_TAIL_SAMPLES)
+        self.events.is_some_and(|tail| tail < STABLE_EVENTS)
     }
 }
 
@@ -290,7 +291,7 @@ pub struct ClaimOutcome {
     /// `%` for a change claim, the figure's unit for a value claim.
     pub unit: String,
     pub verdict: Verdict,
-    /// False when a percentile it rests on has too few samples beyond it to hold still.
+    /// False when a figure it rests on has too few events behind it to hold still (see `Point::events`).
     pub settled: bool,
     /// What was fitted to what, for an in-sample figure; None for a prediction.
     pub fitted: Option<String>,
@@ -384,7 +385,13 @@ fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<
     }
 }
 
-fn churn_metric(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<f64, String> {
+/// A file-churn metric, and for a count the count itself (see `Point::events`).
+fn churn_metric(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<(f64, Option<u64>), String> {
+    let value = churn_value(result, metric)?;
+    Ok((value, (metric == "churn.zones_erased").then_some(value.round() as u64)))
+}
+
+fn churn_value(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<f64, String> {
     match metric {
         "churn.mib_per_s" => Ok(result.mib_per_s),
         "churn.ops_per_s" => Ok(result.ops_per_s),
@@ -453,16 +460,16 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                             crate::walbench::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
                         let y = wal_metric(&result, &series.metric)
                             .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
-                        Point { x, y, tail_samples: None, by_seed: Vec::new() }
+                        Point { x, y, events: None, by_seed: Vec::new() }
                     }
                     Some("file-churn") => {
                         let spec = crate::filechurn::parse_args(&args)
                             .map_err(|error| fail(format!("{}: {error}", series.label)))?;
                         let result =
                             crate::filechurn::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                        let y = churn_metric(&result, &series.metric)
+                        let (y, events) = churn_metric(&result, &series.metric)
                             .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
-                        Point { x, y, tail_samples: None, by_seed: Vec::new() }
+                        Point { x, y, events, by_seed: Vec::new() }
                     }
                     _ => {
                         let invocation = parse_invocation(&args, |_| Err("experiments use no job files".into()))
@@ -476,10 +483,10 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                                     .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?,
                             );
                         }
-                        let (y, tail_samples) = measured[0];
+                        let (y, events) = measured[0];
                         let by_seed =
                             if measured.len() > 1 { measured.iter().map(|&(y, _)| y).collect() } else { Vec::new() };
-                        Point { x, y, tail_samples, by_seed }
+                        Point { x, y, events, by_seed }
                     }
                 };
                 points.push(point);
@@ -525,15 +532,14 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 .collect();
             let _ = writeln!(report, "| {x} | {} |", cells.join(" | "));
         }
-        let tails: Vec<u64> =
-            lines.iter().flat_map(|(_, points)| points.iter().filter_map(|p| p.tail_samples)).collect();
+        let tails: Vec<u64> = lines.iter().flat_map(|(_, points)| points.iter().filter_map(|p| p.events)).collect();
         if let (Some(fewest), Some(most)) = (tails.iter().min(), tails.iter().max()) {
             let _ = writeln!(
                 report,
-                "\nPercentiles rest on {fewest} to {most} samples beyond them{}",
+                "\nPercentiles and counts rest on {fewest} to {most} events (samples beyond a percentile, zones erased){}",
                 if lines.iter().any(|(_, points)| points.iter().any(Point::unstable)) {
                     format!(
-                        "; * marks those with fewer than {STABLE_TAIL_SAMPLES}, which a few samples can move (a full \
+                        "; * marks those with fewer than {STABLE_EVENTS}, which a few samples can move (a full \
                          run is longer)."
                     )
                 } else {
@@ -599,7 +605,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 Some(fitted) => format!("fitted: {fitted}"),
                 None => "predicted".to_string(),
             };
-            let unsettled = if settled { "" } else { "; not settled: it rests on percentiles marked *" };
+            let unsettled = if settled { "" } else { "; not settled: it rests on figures marked *" };
             let detail = match (outcome.unit.as_str(), model) {
                 ("%", _) => verdict.detail(paper, model),
                 (_, Some(model)) => format!("{}: {:.2}x the paper's value", verdict.name(), model / paper),
@@ -668,7 +674,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 "\nInterference Z ({}, alpha {}): {z:.3}{spread}{}",
                 spec.label,
                 spec.alpha,
-                if unstable { "; it rests on percentiles marked *, so it is not settled by this run" } else { "" }
+                if unstable { "; it rests on figures marked *, so it is not settled by this run" } else { "" }
             );
             summary.push(format!("{} {}: interference Z of {} = {z:.3}{spread}", experiment.id, figure.id, spec.label));
             interference.push(
@@ -763,7 +769,13 @@ pub fn verdict_counts<'a>(claims: impl Iterator<Item = &'a ClaimOutcome>) -> Str
         let fitted = if fitted > 0 { format!(" ({fitted} fitted)") } else { String::new() };
         parts.push(format!("{} {}{fitted}", with.len(), verdict.name()));
     }
-    format!("{} claims: {}.", claims.len(), parts.join(", "))
+    let unsettled = claims.iter().filter(|claim| !claim.settled).count();
+    let unsettled = if unsettled > 0 {
+        format!(" {unsettled} not settled by this run: they rest on figures with fewer than {STABLE_EVENTS} events.")
+    } else {
+        String::new()
+    };
+    format!("{} claims: {}.{unsettled}", claims.len(), parts.join(", "))
 }
 
 /// `zonelab experiment summary`: the claims of every experiment in a results directory, with their verdicts,
