@@ -27,6 +27,25 @@ pub struct NandConfig {
     pub channel_mib_per_s: f64,
     /// Erases that may run at once device-wide (a power budget); 0 means one per plane.
     pub erase_concurrency: u32,
+    /// How an erase takes time: on its plane (`dies`), or as a delay of the reset that needs it with no plane
+    /// held (`zone-latency`, where `erase-latency-us` is a whole zone's). Images written before this key
+    /// existed time erases on their dies.
+    #[serde(default)]
+    pub erase_timing: EraseTiming,
+}
+
+/// See `NandConfig::erase_timing`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EraseTiming {
+    /// Each block erase holds its plane for `erase-latency-us` (through the device's erase slots).
+    #[default]
+    Dies,
+    /// A reset that erases completes `erase-latency-us` after it starts, and erases hold no plane: resets of
+    /// different zones overlap and I/O goes on beside them. This is NVMeVirt's zone reset (which charges no
+    /// time, `zns_zmgmt_send`: `nsecs_target = nsecs_start`) with an erase latency at zone granularity added
+    /// to its completion, as the ReZNS paper configured it.
+    ZoneLatency,
 }
 
 /// The controller: firmware costs, the host link, the write buffer and the bandwidth budgets.

@@ -20,7 +20,8 @@ mod renewable;
 mod timeline;
 
 pub use config::{
-    ControllerConfig, EnergyConfig, MappingConfig, MappingPolicy, MediaConfig, MediaConfigError, NandConfig,
+    ControllerConfig, EnergyConfig, EraseTiming, MappingConfig, MappingPolicy, MediaConfig, MediaConfigError,
+    NandConfig,
 };
 pub use energy::{FlashCounters, FlashOp, OpSource};
 pub use ids::{LogicalZone, PhysicalZone, ProgramUnit};

@@ -1,6 +1,6 @@
 //! The configuration's times in nanoseconds and rates in nanoseconds per byte, converted once.
 
-use crate::MediaConfig;
+use crate::{EraseTiming, MediaConfig};
 
 fn ns(us: f64) -> u64 {
     (us * 1000.0).round() as u64
@@ -25,6 +25,8 @@ pub(super) struct Costs {
     pub read_ns: u64,
     pub program_ns: u64,
     pub erase_ns: u64,
+    /// `erase-timing = "zone-latency"`: erases delay their reset and hold no plane.
+    pub erase_zone_latency: bool,
     pub seal_ns: u64,
     pub channel_ns_per_byte: f64,
     pub link_ns_per_byte: f64,
@@ -57,6 +59,7 @@ impl Costs {
             read_ns: ns(nand.read_latency_us),
             program_ns: ns(nand.program_latency_us),
             erase_ns: ns(nand.erase_latency_us),
+            erase_zone_latency: nand.erase_timing == EraseTiming::ZoneLatency,
             seal_ns: ns(nand.seal_latency_us),
             channel_ns_per_byte: ns_per_byte(nand.channel_mib_per_s),
             link_ns_per_byte: ns_per_byte(controller.host_link_mib_per_s),

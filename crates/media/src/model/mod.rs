@@ -467,10 +467,20 @@ impl FlashModel {
         let block_units = self.layout.block_units();
         let plane = self.layout.place(physical_zone, ProgramUnit(plane_in_zone)).plane;
         self.resources.page_register[plane] = None;
-        let mut at = self.resources.planes[plane].reserve_after_all(now, start, erase.seal_ns);
+        let zone_latency = self.costs.erase_zone_latency;
+        let mut at = if zone_latency {
+            start
+        } else {
+            self.resources.planes[plane].reserve_after_all(now, start, erase.seal_ns)
+        };
         let mut plane_done = if erase.seal_ns == 0 && erase.waited_blocks == 0 { start } else { at };
         for block in 0..erase.blocks {
-            at = self.resources.erase_block(now, plane, at, self.costs.erase_ns);
+            // At zone granularity the zone's erases end together, `erase_ns` after the reset starts, on no plane.
+            at = if zone_latency {
+                start + self.costs.erase_ns
+            } else {
+                self.resources.erase_block(now, plane, at, self.costs.erase_ns)
+            };
             let waited = block < erase.waited_blocks;
             if waited {
                 plane_done = at;
@@ -651,6 +661,7 @@ mod tests {
                 seal_latency_us: 0.0,
                 channel_mib_per_s: 1000.0 * 1_000_000.0 / 1_048_576.0, // 1000 MB/s: one nanosecond per byte
                 erase_concurrency: 0,
+                erase_timing: crate::EraseTiming::Dies,
             },
             controller: ControllerConfig {
                 host_link_mib_per_s: 0.0,
@@ -806,6 +817,27 @@ mod tests {
         let mut flash = model(serial);
         flash.precondition(0, 64 * UNIT);
         assert_eq!(flash.reset(0, 0), 100_000 + 16 * 3_000_000);
+    }
+
+    /// `erase-timing = "zone-latency"` (NVMeVirt's reset with the ReZNS paper's zone erase latency): a reset
+    /// that erases completes the zone's latency after it starts, resets of two zones overlap, and reads of the
+    /// zone's dies go on beside them.
+    #[test]
+    fn zone_latency_erases_delay_the_reset_and_hold_no_die() {
+        let mut zone_latency = config();
+        zone_latency.nand.erase_timing = crate::EraseTiming::ZoneLatency;
+        zone_latency.nand.erase_latency_us = 96_000.0;
+        let mut flash = model(zone_latency);
+        flash.precondition(0, 64 * UNIT);
+        flash.precondition(1, 64 * UNIT);
+        flash.precondition(2, 4 * UNIT);
+        let (first, second) = (flash.reset(0, 0), flash.reset(0, 1));
+        assert_eq!((first, second), (100_000 + 96_000_000, 100_000 + 96_000_000), "the two resets overlap");
+        let read = flash.read(1_000_000, 2, 0, 4096);
+        assert!(read < 2_000_000, "a read on the same dies is not held behind the erases: {read}");
+        let empty = flash.reset(0, 3);
+        assert!(empty < 2_000_000, "an empty zone erases nothing, so it waits for no erase: {empty}");
+        assert_eq!(flash.counters().total(FlashOp::BlockErase), 32, "the erases are still counted: 16 a zone");
     }
 
     #[test]
