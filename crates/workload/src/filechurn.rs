@@ -51,8 +51,14 @@ pub struct FileChurnSpec {
     /// Share of the zones written full before the run.
     pub prefill: f64,
     pub seed: u64,
+    /// Each job starts after a seeded delay below this, in nanoseconds, as threads a benchmark starts together
+    /// do: jobs started at one instant move in lock step (every fsync at once), which real ones never do.
+    pub start_jitter_ns: u64,
     pub json: bool,
 }
+
+/// One millisecond: the spread of thread starts that a benchmark's setup leaves, several writes' worth here.
+const DEFAULT_START_JITTER_NS: u64 = 1_000_000;
 
 impl Default for FileChurnSpec {
     fn default() -> Self {
@@ -68,6 +74,7 @@ impl Default for FileChurnSpec {
             rounds: 3,
             prefill: 0.5,
             seed: 1,
+            start_jitter_ns: DEFAULT_START_JITTER_NS,
             json: false,
         }
     }
@@ -101,6 +108,15 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
             "rounds" => spec.rounds = option.number()?,
             "prefill" => spec.prefill = option.number()?,
             "seed" => spec.seed = option.number()?,
+            "start-jitter-us" => {
+                let us = option.number::<f64>()?;
+                if !(0.0..=1e6).contains(&us) {
+                    return Err(ToolError::Usage(format!(
+                        "option start-jitter-us: {us} is not a time from 0 to 1000000 microseconds"
+                    )));
+                }
+                spec.start_jitter_ns = (us * 1000.0) as u64;
+            }
             "output-format" => spec.json = option.json()?,
             _ => return Err(option.unknown()),
         }
@@ -177,7 +193,9 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
         let own: Vec<u32> = (first..first + files_per_job).collect();
         let mut rng = SplitMix64::split(spec.seed, &format!("file-churn job {job}"));
         let host = simulation.host();
+        let jitter_ns = rng.below(spec.start_jitter_ns.max(1));
         simulation.spawn(async move {
+            host.sleep(jitter_ns).await;
             let result = match spec.workload {
                 FileWorkload::Fio => write_and_delete(&fs, own[0], &spec).await,
                 FileWorkload::Varmail | FileWorkload::Fileserver => {

@@ -85,7 +85,7 @@ enum Command {
     /// A WAL-bound PUT stream into ZWAL or the conventional WAL, and optionally its recovery. Options:
     /// --preset=NAME --design=zwal|conventional --buffer=SIZE (at most 1GiB) --qd=N (at most 65536)
     /// --barrier=SIZE|zone --record-size=SIZE (at most 64MiB) --records=N (at most 2^32) --put-cost-us=F (0 to
-    /// 1e6) --sync-every=N --recover --seed=N --output-format=normal|json
+    /// 1e6) --apply-cost-us=F --read-size=SIZE --sync-every=N --recover --seed=N --output-format=normal|json
     #[command(name = "wal-bench", disable_help_flag = true)]
     WalBench {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
@@ -93,7 +93,7 @@ enum Command {
     },
     /// Jobs that each write a file on the zonefs-like layer and delete it, round after round (the ReZNS
     /// paper's FIO setup). Options: --preset=NAME[,key=value...] --jobs=N --file-size=SIZE --bs=SIZE --fsync=N
-    /// --rounds=N --prefill=FRACTION --seed=N --output-format=normal|json
+    /// --rounds=N --prefill=FRACTION --seed=N --start-jitter-us=F (default 1000) --output-format=normal|json
     #[command(name = "file-churn", disable_help_flag = true)]
     FileChurn {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
