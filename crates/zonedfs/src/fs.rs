@@ -1,0 +1,1527 @@
+//! The file system proper: namespace, writable-file buffers, zone allocation, reclaim and garbage collection.
+//!
+//! State lives in one `RefCell`, borrowed only between awaits; device I/O happens with no borrow held. The
+//! order that makes a crash harmless: data is written and the device flushed before a journal record points at
+//! it, and a zone is reset only after a durable record says no live extent is in it.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use serde::Serialize;
+use zonelab_runtime::sync::{Mutex, Notify};
+use zonelab_runtime::{CommandQueue, HostExt, IoData};
+use zonelab_zns::{Geometry, ReportFilter, Status, ZoneSendAction, ZoneState};
+
+use crate::journal::{self, Extent, FileRecord, Record, FORMAT_VERSION, SUPERBLOCK_MAGIC};
+
+/// The zones the journal uses: the first two.
+const META_ZONES: u32 = 2;
+
+/// Why an operation failed; `errno` gives the POSIX number the C ABI returns.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ZonedFsError {
+    #[error("no such file or directory: {0}")]
+    NotFound(String),
+    #[error("{0} already exists")]
+    Exists(String),
+    #[error("{0} is not empty")]
+    NotEmpty(String),
+    #[error("file {0} is not open for writing")]
+    NotWritable(u64),
+    #[error("no space left: every data zone is full of live data")]
+    NoSpace,
+    #[error("the device failed a command: {0}")]
+    Device(Status),
+    #[error("the device holds no zonedfs file system: {0}")]
+    NotFormatted(String),
+    #[error("the file system's metadata is corrupt: {0}")]
+    Corrupt(String),
+    #[error("invalid option: {0}")]
+    InvalidOption(String),
+}
+
+impl From<Status> for ZonedFsError {
+    fn from(status: Status) -> Self {
+        ZonedFsError::Device(status)
+    }
+}
+
+impl ZonedFsError {
+    pub fn errno(&self) -> i32 {
+        match self {
+            ZonedFsError::NotFound(_) => 2,
+            ZonedFsError::Exists(_) => 17,
+            ZonedFsError::NotEmpty(_) => 39,
+            ZonedFsError::NotWritable(_) => 9,
+            ZonedFsError::NoSpace => 28,
+            ZonedFsError::Device(_) => 5,
+            ZonedFsError::NotFormatted(_) | ZonedFsError::Corrupt(_) => 117,
+            ZonedFsError::InvalidOption(_) => 22,
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, ZonedFsError>;
+
+/// Mount-time knobs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FsOptions {
+    /// Bytes a writable file gathers before it writes them (whole blocks) to a zone. Default 1 MiB.
+    pub write_buffer_bytes: u64,
+    /// Finish a data zone once less than this percentage of its capacity is left (ZenFS's finish threshold),
+    /// to free its active resource; 0 (default) never finishes early.
+    pub finish_threshold_pct: u32,
+    /// Active data zones at most; 0 (default) for what the device's active limit leaves after the journal's.
+    pub max_active_data_zones: u32,
+    /// Empty zones kept for garbage collection: writers collect when no more than this many remain. Default 2.
+    pub gc_reserve_zones: u32,
+    /// Seconds since the epoch at device time 0, to stamp modification times (0 in simulations).
+    pub epoch_s: u64,
+    /// Format a device whose zones are all empty instead of refusing to mount it.
+    pub format_blank: bool,
+}
+
+impl Default for FsOptions {
+    fn default() -> Self {
+        FsOptions {
+            write_buffer_bytes: 1 << 20,
+            finish_threshold_pct: 0,
+            max_active_data_zones: 0,
+            gc_reserve_zones: 2,
+            epoch_s: 0,
+            format_blank: false,
+        }
+    }
+}
+
+impl FsOptions {
+    /// Applies `key=value` options separated by `&` or `,` (the query of a `zonelab://` URI).
+    pub fn apply(&mut self, text: &str) -> Result<()> {
+        for item in text.split(['&', ',']).filter(|item| !item.is_empty()) {
+            let (key, value) = item.split_once('=').unwrap_or((item, "1"));
+            let number = || {
+                value.parse::<u64>().map_err(|_| ZonedFsError::InvalidOption(format!("{key}={value}: not a number")))
+            };
+            match key {
+                "write_buffer_bytes" => self.write_buffer_bytes = number()?.max(1),
+                "finish_threshold" => self.finish_threshold_pct = number()?.min(100) as u32,
+                "max_active_zones" => self.max_active_data_zones = number()? as u32,
+                "gc_reserve_zones" => self.gc_reserve_zones = number()? as u32,
+                "format" => self.format_blank = number()? != 0,
+                _ => {
+                    return Err(ZonedFsError::InvalidOption(format!(
+                        "unknown option {key} (known: write_buffer_bytes, finish_threshold, max_active_zones, \
+                         gc_reserve_zones, format)"
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How `open_write` treats an existing file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Replace it with an empty file (RocksDB's NewWritableFile).
+    Truncate,
+    /// Append to it (ReopenWritableFile), creating it if missing.
+    Append,
+}
+
+/// What the file system did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FsStats {
+    pub bytes_written: u64,
+    pub padding_bytes: u64,
+    pub bytes_read: u64,
+    pub journal_commits: u64,
+    pub journal_rolls: u64,
+    pub zone_resets: u64,
+    pub zone_finishes: u64,
+    pub gc_runs: u64,
+    pub gc_bytes_moved: u64,
+}
+
+/// A file as `ls` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FileInfo {
+    pub name: String,
+    pub size_bytes: u64,
+    pub lifetime: u8,
+    pub mtime_s: u64,
+    pub extents: Vec<Extent>,
+}
+
+/// A zone as `ls` and `df` show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ZoneInfo {
+    pub zone: u32,
+    pub role: &'static str,
+    pub written_bytes: u64,
+    pub live_bytes: u64,
+    pub capacity_bytes: u64,
+    pub lifetime: u8,
+    pub full: bool,
+}
+
+/// Space, as `df` and RocksDB's GetFreeSpace see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FsSpace {
+    pub data_zones: u32,
+    pub empty_zones: u32,
+    pub capacity_bytes: u64,
+    /// Room left in empty and partly written zones.
+    pub free_bytes: u64,
+    pub live_bytes: u64,
+    /// Written but dead: what garbage collection and resets can win back.
+    pub reclaimable_bytes: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Meta,
+    Data,
+    /// Read-only or offline: never written.
+    Unusable,
+}
+
+#[derive(Clone, Debug)]
+struct ZoneUse {
+    role: Role,
+    /// Blocks written from the zone's start (the write pointer this host predicts).
+    written_lba: u64,
+    full: bool,
+    /// Blocks of live extents (an extent's padding counts with it).
+    live_lba: u64,
+    lifetime: u8,
+    /// Taken by one writer, a reclaim or garbage collection.
+    held: bool,
+    readers: u32,
+}
+
+struct Node {
+    record: FileRecord,
+    /// `record.extents[..journaled]` are as the journal has them.
+    journaled: usize,
+    /// Appended bytes not yet written to a zone.
+    buffer: Vec<u8>,
+    writers: u32,
+    handles: u32,
+    unlinked: bool,
+    last_zone: Option<u32>,
+    /// Held through a write of the buffer, so one file's writes go out in order.
+    flushing: Rc<Mutex<()>>,
+}
+
+impl Node {
+    fn new(record: FileRecord) -> Node {
+        let journaled = record.extents.len();
+        Node {
+            record,
+            journaled,
+            buffer: Vec::new(),
+            writers: 0,
+            handles: 0,
+            unlinked: false,
+            last_zone: None,
+            flushing: Rc::new(Mutex::new(())),
+        }
+    }
+
+    fn size(&self) -> u64 {
+        self.record.extents.iter().map(|extent| extent.len_bytes).sum::<u64>() + self.buffer.len() as u64
+    }
+}
+
+struct MetaLog {
+    current: u32,
+    written_lba: u64,
+    generation: u64,
+    fs_id: u64,
+}
+
+struct State {
+    files: BTreeMap<u64, Node>,
+    names: BTreeMap<String, u64>,
+    dirs: BTreeSet<String>,
+    next_id: u64,
+    zones: Vec<ZoneUse>,
+    meta: MetaLog,
+    stats: FsStats,
+}
+
+struct Inner<Q> {
+    queue: Q,
+    geometry: Geometry,
+    block_bytes: u64,
+    options: FsOptions,
+    active_limit: u32,
+    open_limit: u32,
+    state: RefCell<State>,
+    journal_lock: Mutex<()>,
+    gc_lock: Mutex<()>,
+    zones_changed: Notify,
+}
+
+/// A mounted file system on the device behind `Q`. Clones share it.
+pub struct ZonedFs<Q> {
+    inner: Rc<Inner<Q>>,
+}
+
+impl<Q> Clone for ZonedFs<Q> {
+    fn clone(&self) -> Self {
+        ZonedFs { inner: Rc::clone(&self.inner) }
+    }
+}
+
+/// A path with one leading slash, no trailing one and no empty components.
+fn normalize(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').filter(|part| !part.is_empty() && *part != ".").collect();
+    format!("/{}", parts.join("/"))
+}
+
+fn parent_of(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(at) => &path[..at],
+    }
+}
+
+/// How well a zone of `zone_lifetime` suits a file of `file_lifetime`: None if it does not (a zone takes files
+/// that live no longer than the files already in it), else the difference (ZenFS's GetLifeTimeDiff).
+fn lifetime_fit(zone_lifetime: u8, file_lifetime: u8) -> Option<u8> {
+    (file_lifetime <= zone_lifetime).then(|| zone_lifetime - file_lifetime)
+}
+
+enum Choice {
+    Take(u32),
+    Open(u32),
+    FinishThenRetry(u32),
+    Collect,
+    Wait,
+    NoSpace,
+}
+
+impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
+    /// Formats the device: every zone reset, a superblock and an empty snapshot in the first metadata zone.
+    pub async fn format(queue: Q, options: FsOptions) -> Result<ZonedFs<Q>> {
+        let geometry = queue.geometry();
+        if geometry.zones < META_ZONES + 2 {
+            return Err(ZonedFsError::InvalidOption(format!(
+                "the device has {} zones; zonedfs needs at least {} (2 for its journal, 2 for data)",
+                geometry.zones,
+                META_ZONES + 2
+            )));
+        }
+        queue.zone_send(0, ZoneSendAction::Reset, true).await?;
+        let fs_id = queue.now_ns() ^ 0x9e37_79b9_7f4a_7c15 ^ (u64::from(geometry.zones) << 32);
+        let fs = ZonedFs::assemble(queue, options, MetaLog { current: 0, written_lba: 0, generation: 0, fs_id })?;
+        {
+            let _journal = fs.inner.journal_lock.lock().await;
+            fs.roll_journal().await?;
+            fs.inner.queue.flush().await?;
+        }
+        Ok(fs)
+    }
+
+    /// Mounts the file system on the device: replays the journal, checks every extent against its zone's
+    /// write pointer (what a crash left unwritten is not there), and resets zones with no live data.
+    pub async fn mount(queue: Q, options: FsOptions) -> Result<ZonedFs<Q>> {
+        let geometry = queue.geometry();
+        let block_bytes = u64::from(geometry.lba_size);
+        let report = report_all(&queue).await?;
+        let mut best: Option<(u64, u32, Vec<Record>)> = None;
+        for zone in 0..META_ZONES.min(geometry.zones) {
+            let descriptor = &report[zone as usize];
+            let written = descriptor.wp_lba.saturating_sub(descriptor.start_lba).min(descriptor.capacity_lba);
+            let written = if descriptor.state == ZoneState::Full { descriptor.capacity_lba } else { written };
+            if written == 0 {
+                continue;
+            }
+            let bytes = read_blocks(&queue, descriptor.start_lba, written).await?;
+            let parsed = journal::parse(&bytes, block_bytes as usize);
+            let generation = match parsed.records.as_slice() {
+                [Record::Superblock { magic, version, generation, lba_size, zone_size_lba, zones, .. }, Record::Snapshot { .. }, ..] =>
+                {
+                    if magic != SUPERBLOCK_MAGIC || *version != FORMAT_VERSION {
+                        return Err(ZonedFsError::NotFormatted(format!(
+                            "zone {zone} holds {magic} version {version}; this is {SUPERBLOCK_MAGIC} version {FORMAT_VERSION}"
+                        )));
+                    }
+                    if (*lba_size, *zone_size_lba, *zones)
+                        != (geometry.lba_size, geometry.zone_size_lba, geometry.zones)
+                    {
+                        return Err(ZonedFsError::Corrupt(format!(
+                            "the superblock was written for {zones} zones of {zone_size_lba} blocks of {lba_size} bytes; \
+                             the device has {} zones of {} blocks of {} bytes",
+                            geometry.zones, geometry.zone_size_lba, geometry.lba_size
+                        )));
+                    }
+                    *generation
+                }
+                _ => continue,
+            };
+            if best.as_ref().is_none_or(|(known, ..)| generation > *known) {
+                best = Some((generation, zone, parsed.records));
+            }
+        }
+        let Some((generation, current, records)) = best else {
+            let blank = report.iter().all(|zone| zone.state == ZoneState::Empty);
+            if blank && options.format_blank {
+                return ZonedFs::format(queue, options).await;
+            }
+            return Err(ZonedFsError::NotFormatted(if blank {
+                "every zone is empty; run `zonelab fs mkfs` (or mount with format=1)".to_string()
+            } else {
+                "no superblock in zones 0 and 1, and the device holds data".to_string()
+            }));
+        };
+        let fs_id = match &records[0] {
+            Record::Superblock { fs_id, .. } => *fs_id,
+            _ => unreachable!("checked above"),
+        };
+        let descriptor = &report[current as usize];
+        let written_lba = if descriptor.state == ZoneState::Full {
+            descriptor.capacity_lba
+        } else {
+            descriptor.wp_lba - descriptor.start_lba
+        };
+        let fs = ZonedFs::assemble(queue, options, MetaLog { current, written_lba, generation, fs_id })?;
+        let dead = {
+            let mut state = fs.inner.state.borrow_mut();
+            for record in &records[1..] {
+                apply(&mut state, record);
+            }
+            fs.adopt_report(&mut state, &report)
+        };
+        fs.reclaim(dead).await?;
+        Ok(fs)
+    }
+
+    fn assemble(queue: Q, options: FsOptions, meta: MetaLog) -> Result<ZonedFs<Q>> {
+        let geometry = queue.geometry();
+        let device_active = if geometry.max_active == 0 { geometry.zones } else { geometry.max_active };
+        let device_open = if geometry.max_open == 0 { geometry.zones } else { geometry.max_open };
+        // The journal keeps up to both its zones active (the old one until the next roll resets it).
+        let room = device_active.saturating_sub(META_ZONES);
+        let active_limit = match options.max_active_data_zones {
+            0 => room,
+            wanted => wanted.min(room),
+        };
+        if active_limit == 0 {
+            return Err(ZonedFsError::InvalidOption(format!(
+                "the device allows {device_active} active zones; the journal needs {META_ZONES} and data at least 1"
+            )));
+        }
+        let zones = (0..geometry.zones)
+            .map(|zone| ZoneUse {
+                role: if zone < META_ZONES { Role::Meta } else { Role::Data },
+                written_lba: 0,
+                full: false,
+                live_lba: 0,
+                lifetime: 0,
+                held: false,
+                readers: 0,
+            })
+            .collect();
+        let mut dirs = BTreeSet::new();
+        dirs.insert("/".to_string());
+        Ok(ZonedFs {
+            inner: Rc::new(Inner {
+                block_bytes: u64::from(geometry.lba_size),
+                geometry,
+                active_limit,
+                open_limit: device_open.saturating_sub(1).max(1),
+                options,
+                queue,
+                state: RefCell::new(State {
+                    files: BTreeMap::new(),
+                    names: BTreeMap::new(),
+                    dirs,
+                    next_id: 1,
+                    zones,
+                    meta,
+                    stats: FsStats::default(),
+                }),
+                journal_lock: Mutex::new(()),
+                gc_lock: Mutex::new(()),
+                zones_changed: Notify::new(),
+            }),
+        })
+    }
+
+    /// Takes the zones' write pointers and conditions from a report, cuts extents at them, counts live data;
+    /// returns the data zones written but holding nothing live.
+    fn adopt_report(&self, state: &mut State, report: &[zonelab_zns::ZoneDescriptor]) -> Vec<u32> {
+        let geometry = &self.inner.geometry;
+        for (zone, descriptor) in state.zones.iter_mut().zip(report) {
+            zone.written_lba = match descriptor.state {
+                ZoneState::Full => descriptor.capacity_lba,
+                ZoneState::Offline | ZoneState::ReadOnly => descriptor.capacity_lba,
+                _ => descriptor.wp_lba - descriptor.start_lba,
+            };
+            zone.full = zone.written_lba >= descriptor.capacity_lba;
+            if matches!(descriptor.state, ZoneState::Offline | ZoneState::ReadOnly) && zone.role == Role::Data {
+                zone.role = Role::Unusable;
+            }
+        }
+        let block = self.inner.block_bytes;
+        for node in state.files.values_mut() {
+            let mut kept = Vec::with_capacity(node.record.extents.len());
+            for extent in &node.record.extents {
+                let zone = geometry.zone_of(extent.lba);
+                let written_end = geometry.zone_start_lba(zone) + state.zones[zone as usize].written_lba;
+                let end = extent.lba + extent.len_bytes.div_ceil(block);
+                if end <= written_end {
+                    kept.push(*extent);
+                } else {
+                    // Past the write pointer: a crash took it, and with it everything after it in the file.
+                    break;
+                }
+            }
+            node.record.extents = kept;
+            node.journaled = node.record.extents.len();
+            for extent in &node.record.extents {
+                let zone = &mut state.zones[geometry.zone_of(extent.lba) as usize];
+                zone.live_lba += extent.len_bytes.div_ceil(block);
+                zone.lifetime = zone.lifetime.max(node.record.lifetime);
+            }
+        }
+        state
+            .zones
+            .iter()
+            .enumerate()
+            .filter(|(_, zone)| zone.role == Role::Data && zone.written_lba > 0 && zone.live_lba == 0)
+            .map(|(index, _)| index as u32)
+            .collect()
+    }
+
+    fn now_s(&self) -> u64 {
+        self.inner.options.epoch_s + self.inner.queue.now_ns() / 1_000_000_000
+    }
+
+    // ---- namespace ----
+
+    /// Opens `name` for writing with a write-lifetime hint; returns the file's id for `append`/`sync`/`close`.
+    pub async fn open_write(&self, name: &str, lifetime: u8, mode: OpenMode) -> Result<u64> {
+        let name = normalize(name);
+        let (id, records, freed) = {
+            let mut state = self.inner.state.borrow_mut();
+            if state.dirs.contains(&name) {
+                return Err(ZonedFsError::Exists(name));
+            }
+            match (state.names.get(&name).copied(), mode) {
+                (Some(id), OpenMode::Append) => {
+                    let node = state.files.get_mut(&id).expect("named files exist");
+                    node.writers += 1;
+                    node.handles += 1;
+                    (id, Vec::new(), Vec::new())
+                }
+                (existing, _) => {
+                    let mut records = Vec::new();
+                    let freed = match existing {
+                        Some(old) => {
+                            records.push(Record::Delete { id: old });
+                            unlink(&mut state, old, self.inner.block_bytes, &self.inner.geometry)
+                        }
+                        None => Vec::new(),
+                    };
+                    let id = state.next_id;
+                    state.next_id += 1;
+                    let record =
+                        FileRecord { id, name: name.clone(), lifetime, mtime_s: self.now_s(), extents: vec![] };
+                    records.push(Record::Create { file: record.clone() });
+                    let mut node = Node::new(record);
+                    node.writers = 1;
+                    node.handles = 1;
+                    state.files.insert(id, node);
+                    state.names.insert(name, id);
+                    (id, records, freed)
+                }
+            }
+        };
+        if !records.is_empty() {
+            self.commit(records).await?;
+        }
+        self.reclaim(freed).await?;
+        Ok(id)
+    }
+
+    /// Opens `name` for reading; returns its id for `read` and `close`.
+    pub fn open_read(&self, name: &str) -> Result<u64> {
+        let name = normalize(name);
+        let mut state = self.inner.state.borrow_mut();
+        let id = *state.names.get(&name).ok_or(ZonedFsError::NotFound(name))?;
+        state.files.get_mut(&id).expect("named files exist").handles += 1;
+        Ok(id)
+    }
+
+    /// Appends to a file open for writing; the bytes are written once a buffer's worth has gathered.
+    pub async fn append(&self, id: u64, data: &[u8]) -> Result<()> {
+        let full = {
+            let mut state = self.inner.state.borrow_mut();
+            let node = state.files.get_mut(&id).filter(|node| node.writers > 0).ok_or(ZonedFsError::NotWritable(id))?;
+            node.buffer.extend_from_slice(data);
+            node.buffer.len() as u64 >= self.inner.options.write_buffer_bytes
+        };
+        if full {
+            self.write_buffer(id, false).await?;
+        }
+        Ok(())
+    }
+
+    /// Makes everything appended to the file durable: its buffer written (the last block padded) and its
+    /// extents journaled.
+    pub async fn sync(&self, id: u64) -> Result<()> {
+        self.write_buffer(id, true).await?;
+        let record = {
+            let mut state = self.inner.state.borrow_mut();
+            let now = self.now_s();
+            let Some(node) = state.files.get_mut(&id) else { return Ok(()) };
+            if node.journaled == node.record.extents.len() || node.unlinked {
+                None
+            } else {
+                node.record.mtime_s = now;
+                let from = node.journaled;
+                node.journaled = node.record.extents.len();
+                Some(Record::Extents { id, from, extents: node.record.extents[from..].to_vec(), mtime_s: now })
+            }
+        };
+        match record {
+            Some(record) => self.commit(vec![record]).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Closes a handle; a writer's data is synced first. The last handle of an unlinked file frees its space.
+    pub async fn close(&self, id: u64) -> Result<()> {
+        let writer = self.inner.state.borrow().files.get(&id).is_some_and(|node| node.writers > 0);
+        let synced = if writer { self.sync(id).await } else { Ok(()) };
+        let freed = {
+            let mut state = self.inner.state.borrow_mut();
+            let Some(node) = state.files.get_mut(&id) else { return synced };
+            node.handles = node.handles.saturating_sub(1);
+            if writer {
+                node.writers -= 1;
+            }
+            if node.unlinked && node.handles == 0 {
+                release_extents(&mut state, id, self.inner.block_bytes, &self.inner.geometry)
+            } else {
+                Vec::new()
+            }
+        };
+        self.reclaim(freed).await?;
+        synced
+    }
+
+    /// Reads up to `len` bytes from `offset` (fewer at the end of the file).
+    pub async fn read(&self, id: u64, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let geometry = self.inner.geometry;
+        let block = self.inner.block_bytes;
+        // Plan the pieces and pin their zones against reset while the reads are out.
+        let (pieces, tail) = {
+            let mut state = self.inner.state.borrow_mut();
+            let node = state.files.get(&id).ok_or_else(|| ZonedFsError::NotFound(format!("file id {id}")))?;
+            let end = (offset + len).min(node.size());
+            let mut pieces = Vec::new();
+            let mut at = 0;
+            for extent in &node.record.extents {
+                let (from, to) = (offset.max(at), end.min(at + extent.len_bytes));
+                if from < to {
+                    pieces.push((extent.lba, from - at, to - from));
+                }
+                at += extent.len_bytes;
+            }
+            let tail = node.buffer[(offset.max(at) - at) as usize..(end.max(at) - at) as usize].to_vec();
+            for (lba, ..) in &pieces {
+                state.zones[geometry.zone_of(*lba) as usize].readers += 1;
+            }
+            (pieces, tail)
+        };
+        let mut out = Vec::with_capacity(len as usize);
+        let mut failure = None;
+        for (lba, skip, take) in &pieces {
+            if failure.is_none() {
+                let first = lba + skip / block;
+                let blocks = (skip % block + take).div_ceil(block);
+                match read_blocks(&self.inner.queue, first, blocks).await {
+                    Ok(bytes) => {
+                        let from = (skip % block) as usize;
+                        out.extend_from_slice(&bytes[from..from + *take as usize]);
+                    }
+                    Err(status) => failure = Some(status),
+                }
+            }
+        }
+        {
+            let mut state = self.inner.state.borrow_mut();
+            for (lba, ..) in &pieces {
+                state.zones[geometry.zone_of(*lba) as usize].readers -= 1;
+            }
+            state.stats.bytes_read += out.len() as u64;
+        }
+        self.inner.zones_changed.notify_waiters();
+        if let Some(status) = failure {
+            return Err(status.into());
+        }
+        out.extend_from_slice(&tail);
+        Ok(out)
+    }
+
+    /// Deletes a file; its space is freed now, or at its last close if it is open.
+    pub async fn delete(&self, name: &str) -> Result<()> {
+        let name = normalize(name);
+        let (id, freed) = {
+            let mut state = self.inner.state.borrow_mut();
+            let id = *state.names.get(&name).ok_or(ZonedFsError::NotFound(name))?;
+            (id, unlink(&mut state, id, self.inner.block_bytes, &self.inner.geometry))
+        };
+        self.commit(vec![Record::Delete { id }]).await?;
+        self.reclaim(freed).await
+    }
+
+    /// Renames a file, replacing any file named `to`.
+    pub async fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let (from, to) = (normalize(from), normalize(to));
+        let (records, freed) = {
+            let mut state = self.inner.state.borrow_mut();
+            let id = *state.names.get(&from).ok_or_else(|| ZonedFsError::NotFound(from.clone()))?;
+            if state.dirs.contains(&to) {
+                return Err(ZonedFsError::Exists(to));
+            }
+            let mut records = Vec::new();
+            let mut freed = Vec::new();
+            if let Some(&old) = state.names.get(&to) {
+                if old == id {
+                    return Ok(());
+                }
+                records.push(Record::Delete { id: old });
+                freed = unlink(&mut state, old, self.inner.block_bytes, &self.inner.geometry);
+            }
+            state.names.remove(&from);
+            state.names.insert(to.clone(), id);
+            state.files.get_mut(&id).expect("named files exist").record.name = to.clone();
+            records.push(Record::Rename { id, to });
+            (records, freed)
+        };
+        self.commit(records).await?;
+        self.reclaim(freed).await
+    }
+
+    pub async fn mkdir(&self, path: &str) -> Result<()> {
+        let path = normalize(path);
+        {
+            let mut state = self.inner.state.borrow_mut();
+            if state.names.contains_key(&path) || !state.dirs.insert(path.clone()) {
+                return Err(ZonedFsError::Exists(path));
+            }
+        }
+        self.commit(vec![Record::Mkdir { path }]).await
+    }
+
+    pub async fn rmdir(&self, path: &str) -> Result<()> {
+        let path = normalize(path);
+        {
+            let mut state = self.inner.state.borrow_mut();
+            if !state.dirs.contains(&path) {
+                return Err(ZonedFsError::NotFound(path));
+            }
+            if !children(&state, &path).is_empty() {
+                return Err(ZonedFsError::NotEmpty(path));
+            }
+            state.dirs.remove(&path);
+        }
+        self.commit(vec![Record::Rmdir { path }]).await
+    }
+
+    pub fn is_dir(&self, path: &str) -> bool {
+        self.inner.state.borrow().dirs.contains(&normalize(path))
+    }
+
+    pub fn exists(&self, path: &str) -> bool {
+        let path = normalize(path);
+        let state = self.inner.state.borrow();
+        state.dirs.contains(&path) || state.names.contains_key(&path)
+    }
+
+    /// The names (not paths) of a directory's files and directories, sorted.
+    pub fn list(&self, dir: &str) -> Result<Vec<String>> {
+        let dir = normalize(dir);
+        let state = self.inner.state.borrow();
+        if !state.dirs.contains(&dir) {
+            return Err(ZonedFsError::NotFound(dir));
+        }
+        Ok(children(&state, &dir))
+    }
+
+    /// A file's size, appended bytes not yet written included.
+    pub fn file_size(&self, name: &str) -> Result<u64> {
+        self.stat(name).map(|info| info.size_bytes)
+    }
+
+    pub fn stat(&self, name: &str) -> Result<FileInfo> {
+        let name = normalize(name);
+        let state = self.inner.state.borrow();
+        let id = state.names.get(&name).ok_or(ZonedFsError::NotFound(name))?;
+        Ok(info_of(&state.files[id]))
+    }
+
+    /// Every file, by name.
+    pub fn files(&self) -> Vec<FileInfo> {
+        let state = self.inner.state.borrow();
+        state.names.values().map(|id| info_of(&state.files[id])).collect()
+    }
+
+    pub fn directories(&self) -> Vec<String> {
+        self.inner.state.borrow().dirs.iter().cloned().collect()
+    }
+
+    pub fn zones(&self) -> Vec<ZoneInfo> {
+        let block = self.inner.block_bytes;
+        let capacity = self.inner.geometry.zone_cap_lba * block;
+        let state = self.inner.state.borrow();
+        state
+            .zones
+            .iter()
+            .enumerate()
+            .map(|(index, zone)| ZoneInfo {
+                zone: index as u32,
+                role: match zone.role {
+                    Role::Meta => "journal",
+                    Role::Data => "data",
+                    Role::Unusable => "unusable",
+                },
+                written_bytes: zone.written_lba * block,
+                live_bytes: zone.live_lba * block,
+                capacity_bytes: capacity,
+                lifetime: zone.lifetime,
+                full: zone.full,
+            })
+            .collect()
+    }
+
+    pub fn space(&self) -> FsSpace {
+        let block = self.inner.block_bytes;
+        let cap = self.inner.geometry.zone_cap_lba;
+        let state = self.inner.state.borrow();
+        let data: Vec<&ZoneUse> = state.zones.iter().filter(|zone| zone.role == Role::Data).collect();
+        let free_lba: u64 = data.iter().filter(|zone| !zone.full).map(|zone| cap - zone.written_lba).sum();
+        let live_lba: u64 = data.iter().map(|zone| zone.live_lba).sum();
+        let written_lba: u64 = data.iter().map(|zone| zone.written_lba).sum();
+        FsSpace {
+            data_zones: data.len() as u32,
+            empty_zones: data.iter().filter(|zone| zone.written_lba == 0).count() as u32,
+            capacity_bytes: data.len() as u64 * cap * block,
+            free_bytes: free_lba * block,
+            live_bytes: live_lba * block,
+            reclaimable_bytes: written_lba.saturating_sub(live_lba) * block,
+        }
+    }
+
+    pub fn stats(&self) -> FsStats {
+        self.inner.state.borrow().stats.clone()
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        self.inner.geometry
+    }
+
+    /// Consistency: every extent inside one data zone and below its write pointer, no two extents overlapping,
+    /// and every zone's live count equal to the extents in it. Returns what is wrong, empty when all is well.
+    pub fn check(&self) -> Vec<String> {
+        let geometry = self.inner.geometry;
+        let block = self.inner.block_bytes;
+        let state = self.inner.state.borrow();
+        let mut problems = Vec::new();
+        let mut live = vec![0u64; state.zones.len()];
+        let mut owners: BTreeMap<u64, (u64, String)> = BTreeMap::new();
+        for node in state.files.values() {
+            for extent in &node.record.extents {
+                let blocks = extent.len_bytes.div_ceil(block);
+                let zone = geometry.zone_of(extent.lba);
+                let start = geometry.zone_start_lba(zone);
+                let name = &node.record.name;
+                if state.zones.get(zone as usize).is_none_or(|use_| use_.role != Role::Data) {
+                    problems.push(format!("{name}: extent at LBA {} is not in a data zone", extent.lba));
+                    continue;
+                }
+                if extent.lba + blocks > start + state.zones[zone as usize].written_lba {
+                    problems
+                        .push(format!("{name}: extent at LBA {} runs past zone {zone}'s write pointer", extent.lba));
+                }
+                if extent.lba + blocks > start + geometry.zone_cap_lba {
+                    problems.push(format!("{name}: extent at LBA {} crosses the end of zone {zone}", extent.lba));
+                }
+                if let Some((_, (other_end, other))) = owners.range(..extent.lba + blocks).next_back() {
+                    if *other_end > extent.lba {
+                        problems.push(format!("{name}: extent at LBA {} overlaps one of {other}", extent.lba));
+                    }
+                }
+                owners.insert(extent.lba, (extent.lba + blocks, name.clone()));
+                live[zone as usize] += blocks;
+            }
+        }
+        for (index, zone) in state.zones.iter().enumerate() {
+            if zone.role == Role::Data && zone.live_lba != live[index] {
+                problems.push(format!(
+                    "zone {index}: {} live blocks counted, {} in files' extents",
+                    zone.live_lba, live[index]
+                ));
+            }
+        }
+        problems
+    }
+
+    /// Syncs every file still open for writing and flushes the device: what a clean unmount does.
+    pub async fn unmount(&self) -> Result<()> {
+        let writers: Vec<u64> =
+            self.inner.state.borrow().files.iter().filter(|(_, node)| node.writers > 0).map(|(id, _)| *id).collect();
+        for id in writers {
+            self.sync(id).await?;
+        }
+        self.inner.queue.flush().await?;
+        Ok(())
+    }
+
+    /// The journal's records as the device holds them now, current zone first: for `zonelab fs dump`.
+    pub async fn journal_records(&self) -> Result<Vec<Record>> {
+        let (zone, written) = {
+            let state = self.inner.state.borrow();
+            (state.meta.current, state.meta.written_lba)
+        };
+        let bytes = read_blocks(&self.inner.queue, self.inner.geometry.zone_start_lba(zone), written).await?;
+        Ok(journal::parse(&bytes, self.inner.block_bytes as usize).records)
+    }
+
+    // ---- data path ----
+
+    /// Writes a file's buffer: whole blocks only, or everything with the last block padded (`pad`).
+    async fn write_buffer(&self, id: u64, pad: bool) -> Result<()> {
+        let block = self.inner.block_bytes;
+        let Some(flushing) = self.inner.state.borrow().files.get(&id).map(|node| Rc::clone(&node.flushing)) else {
+            return Err(ZonedFsError::NotWritable(id));
+        };
+        let _in_order = flushing.lock().await;
+        loop {
+            let (data, lifetime, preferred) = {
+                let state = self.inner.state.borrow();
+                let Some(node) = state.files.get(&id) else { return Ok(()) };
+                let take = if pad { node.buffer.len() as u64 } else { node.buffer.len() as u64 / block * block };
+                if take == 0 {
+                    return Ok(());
+                }
+                (node.buffer[..take as usize].to_vec(), node.record.lifetime, node.last_zone)
+            };
+            let zone = self.acquire(lifetime, preferred, false).await?;
+            let written = self.write_into(zone, &data).await;
+            let bytes = match written {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    self.release(zone);
+                    return Err(error);
+                }
+            };
+            let (lba, blocks) = bytes;
+            let len_bytes = (blocks * block).min(data.len() as u64);
+            {
+                let mut state = self.inner.state.borrow_mut();
+                state.stats.bytes_written += len_bytes;
+                state.stats.padding_bytes += blocks * block - len_bytes;
+                let zone_use = &mut state.zones[zone as usize];
+                zone_use.live_lba += blocks;
+                let node = state.files.get_mut(&id).expect("a file being written is not dropped");
+                node.buffer.drain(..len_bytes as usize);
+                node.last_zone = Some(zone);
+                let extents = &mut node.record.extents;
+                match extents.last_mut() {
+                    Some(last) if last.len_bytes % block == 0 && last.lba + last.len_bytes / block == lba => {
+                        last.len_bytes += len_bytes;
+                        node.journaled = node.journaled.min(extents.len() - 1);
+                    }
+                    _ => extents.push(Extent { lba, len_bytes }),
+                }
+            }
+            self.finish_if_nearly_full(zone).await?;
+            self.release(zone);
+        }
+    }
+
+    /// Writes as much of `data` as fits at the write pointer of the held `zone`, the last block padded;
+    /// returns the first LBA and the blocks written.
+    async fn write_into(&self, zone: u32, data: &[u8]) -> Result<(u64, u64)> {
+        let block = self.inner.block_bytes;
+        let geometry = self.inner.geometry;
+        let written = self.inner.state.borrow().zones[zone as usize].written_lba;
+        let blocks = (geometry.zone_cap_lba - written).min((data.len() as u64).div_ceil(block));
+        let first = geometry.zone_start_lba(zone) + written;
+        let mut bytes = data[..(blocks * block).min(data.len() as u64) as usize].to_vec();
+        bytes.resize((blocks * block) as usize, 0);
+        let step = geometry.max_transfer_lba.unwrap_or(blocks).max(1);
+        let mut done = 0;
+        while done < blocks {
+            let count = step.min(blocks - done);
+            let chunk = bytes[(done * block) as usize..((done + count) * block) as usize].to_vec();
+            let result = self.inner.queue.write(first + done, IoData::Bytes(chunk)).await;
+            if let Err(status) = result {
+                // Whatever part of the command landed, the zone's write pointer says where the next write goes.
+                self.refresh_zone(zone).await;
+                return Err(status.into());
+            }
+            done += count;
+            let mut state = self.inner.state.borrow_mut();
+            let zone_use = &mut state.zones[zone as usize];
+            zone_use.written_lba += count;
+            zone_use.full = zone_use.written_lba >= geometry.zone_cap_lba;
+        }
+        Ok((first, blocks))
+    }
+
+    async fn refresh_zone(&self, zone: u32) {
+        let geometry = self.inner.geometry;
+        if let Ok(report) = self.inner.queue.report_zones(geometry.zone_start_lba(zone), ReportFilter::All, 1).await {
+            if let Some(descriptor) = report.zones.first() {
+                let mut state = self.inner.state.borrow_mut();
+                let zone_use = &mut state.zones[zone as usize];
+                zone_use.written_lba = match descriptor.state {
+                    ZoneState::Empty => 0,
+                    ZoneState::Full | ZoneState::ReadOnly | ZoneState::Offline => geometry.zone_cap_lba,
+                    _ => descriptor.wp_lba - descriptor.start_lba,
+                };
+                zone_use.full = zone_use.written_lba >= geometry.zone_cap_lba;
+            }
+        }
+    }
+
+    async fn finish_if_nearly_full(&self, zone: u32) -> Result<()> {
+        let threshold = self.inner.options.finish_threshold_pct;
+        let cap = self.inner.geometry.zone_cap_lba;
+        let finish = {
+            let state = self.inner.state.borrow();
+            let zone_use = &state.zones[zone as usize];
+            threshold > 0 && !zone_use.full && (cap - zone_use.written_lba) * 100 < cap * u64::from(threshold)
+        };
+        if finish {
+            self.finish_zone(zone).await?;
+        }
+        Ok(())
+    }
+
+    async fn finish_zone(&self, zone: u32) -> Result<()> {
+        self.inner.queue.zone_send(self.inner.geometry.zone_start_lba(zone), ZoneSendAction::Finish, false).await?;
+        let mut state = self.inner.state.borrow_mut();
+        state.zones[zone as usize].full = true;
+        state.stats.zone_finishes += 1;
+        Ok(())
+    }
+
+    fn release(&self, zone: u32) {
+        self.inner.state.borrow_mut().zones[zone as usize].held = false;
+        self.inner.zones_changed.notify_waiters();
+    }
+
+    /// Takes a data zone to write a file of `lifetime` into, waiting, finishing or collecting as needed.
+    async fn acquire(&self, lifetime: u8, preferred: Option<u32>, for_gc: bool) -> Result<u32> {
+        loop {
+            let changed = self.inner.zones_changed.notified();
+            let choice = self.choose(lifetime, preferred, for_gc);
+            match choice {
+                Choice::Take(zone) => {
+                    self.inner.state.borrow_mut().zones[zone as usize].held = true;
+                    return Ok(zone);
+                }
+                Choice::Open(zone) => {
+                    let mut state = self.inner.state.borrow_mut();
+                    let zone_use = &mut state.zones[zone as usize];
+                    zone_use.held = true;
+                    zone_use.lifetime = lifetime;
+                    return Ok(zone);
+                }
+                Choice::FinishThenRetry(zone) => {
+                    self.inner.state.borrow_mut().zones[zone as usize].held = true;
+                    let finished = self.finish_zone(zone).await;
+                    self.release(zone);
+                    finished?;
+                }
+                Choice::Collect => {
+                    // Boxed: collecting acquires zones itself, so the futures would otherwise contain each other.
+                    let collected: std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool>> + '_>> =
+                        Box::pin(self.collect());
+                    if !collected.await? {
+                        // Nothing to collect after all (someone else did): take what is left, or wait.
+                        match self.choose_without_collect(lifetime) {
+                            Some(zone) => {
+                                self.inner.state.borrow_mut().zones[zone as usize].held = true;
+                                return Ok(zone);
+                            }
+                            None => changed.await,
+                        }
+                    }
+                }
+                Choice::Wait => changed.await,
+                Choice::NoSpace => return Err(ZonedFsError::NoSpace),
+            }
+        }
+    }
+
+    fn choose(&self, lifetime: u8, preferred: Option<u32>, for_gc: bool) -> Choice {
+        let cap = self.inner.geometry.zone_cap_lba;
+        let state = self.inner.state.borrow();
+        let data = || state.zones.iter().enumerate().filter(|(_, zone)| zone.role == Role::Data);
+        let active = data().filter(|(_, zone)| zone.written_lba > 0 && !zone.full).count() as u32;
+        let held = data().filter(|(_, zone)| zone.held).count() as u32;
+        if held >= self.inner.open_limit {
+            return Choice::Wait;
+        }
+        let open_ready: Vec<(usize, &ZoneUse)> =
+            data().filter(|(_, zone)| zone.written_lba > 0 && !zone.full && !zone.held).collect();
+        if let Some(zone) = preferred {
+            let zone_use = &state.zones[zone as usize];
+            if !zone_use.held
+                && !zone_use.full
+                && zone_use.written_lba > 0
+                && lifetime_fit(zone_use.lifetime, lifetime).is_some()
+            {
+                return Choice::Take(zone);
+            }
+        }
+        if let Some((zone, _)) = open_ready
+            .iter()
+            .filter_map(|(index, zone)| lifetime_fit(zone.lifetime, lifetime).map(|fit| (*index, fit)))
+            .min_by_key(|(index, fit)| (*fit, *index))
+        {
+            return Choice::Take(zone as u32);
+        }
+        let empty: Vec<usize> =
+            data().filter(|(_, zone)| zone.written_lba == 0 && !zone.held).map(|(index, _)| index).collect();
+        let reserve = self.inner.options.gc_reserve_zones as usize;
+        let room_for_active = active < self.inner.active_limit;
+        if room_for_active && (empty.len() > reserve || (for_gc && !empty.is_empty())) {
+            return Choice::Open(empty[0] as u32);
+        }
+        let room_to_move = !empty.is_empty() || !open_ready.is_empty();
+        if !for_gc && empty.len() <= reserve && room_to_move && self.victim(&state).is_some() {
+            return Choice::Collect;
+        }
+        if !room_for_active && empty.len() > reserve {
+            // ZenFS's FinishCheapestIOZone: give up the little room left in one zone for a zone of this lifetime.
+            if let Some((zone, _)) = open_ready.iter().min_by_key(|(index, zone)| (cap - zone.written_lba, *index)) {
+                return Choice::FinishThenRetry(*zone as u32);
+            }
+        }
+        match last_resort(lifetime, room_for_active, &empty, &open_ready) {
+            Some(zone) => Choice::Take(zone),
+            // Garbage collection holds its victim: only other holders will release anything.
+            None if held > u32::from(for_gc) => Choice::Wait,
+            None => Choice::NoSpace,
+        }
+    }
+
+    fn choose_without_collect(&self, lifetime: u8) -> Option<u32> {
+        let state = self.inner.state.borrow();
+        let data = || state.zones.iter().enumerate().filter(|(_, zone)| zone.role == Role::Data);
+        let active = data().filter(|(_, zone)| zone.written_lba > 0 && !zone.full).count() as u32;
+        let open_ready: Vec<(usize, &ZoneUse)> =
+            data().filter(|(_, zone)| zone.written_lba > 0 && !zone.full && !zone.held).collect();
+        let empty: Vec<usize> =
+            data().filter(|(_, zone)| zone.written_lba == 0 && !zone.held).map(|(index, _)| index).collect();
+        last_resort(lifetime, active < self.inner.active_limit, &empty, &open_ready)
+    }
+
+    /// The full data zone with the least live data, if it holds any dead data.
+    fn victim(&self, state: &State) -> Option<u32> {
+        let cap = self.inner.geometry.zone_cap_lba;
+        state
+            .zones
+            .iter()
+            .enumerate()
+            .filter(|(_, zone)| zone.role == Role::Data && zone.full && !zone.held && zone.live_lba < cap)
+            .min_by_key(|(index, zone)| (zone.live_lba, *index))
+            .map(|(index, _)| index as u32)
+    }
+
+    /// Garbage collection: moves the live extents of the emptiest full zone to other zones, journals their
+    /// new places and resets it. Returns whether a zone was reclaimed.
+    async fn collect(&self) -> Result<bool> {
+        let _one_at_a_time = self.inner.gc_lock.lock().await;
+        let victim = {
+            let mut state = self.inner.state.borrow_mut();
+            let Some(victim) = self.victim(&state) else { return Ok(false) };
+            state.zones[victim as usize].held = true;
+            victim
+        };
+        match self.move_live_extents(victim).await {
+            Ok(()) => {
+                self.reset_held(victim).await?;
+                Ok(true)
+            }
+            Err(error) => {
+                self.release(victim);
+                Err(error)
+            }
+        }
+    }
+
+    /// Copies the live extents of the held `victim` elsewhere and journals their new places.
+    async fn move_live_extents(&self, victim: u32) -> Result<()> {
+        let geometry = self.inner.geometry;
+        let block = self.inner.block_bytes;
+        let moves = {
+            let state = self.inner.state.borrow();
+            let moves = state
+                .files
+                .iter()
+                .flat_map(|(id, node)| {
+                    node.record
+                        .extents
+                        .iter()
+                        .filter(|extent| geometry.zone_of(extent.lba) == victim)
+                        .map(move |extent| (*id, *extent, node.record.lifetime))
+                })
+                .collect::<Vec<(u64, Extent, u8)>>();
+            moves
+        };
+        let mut touched = BTreeSet::new();
+        let mut moved_bytes = 0;
+        for (id, extent, lifetime) in moves {
+            let blocks = extent.len_bytes.div_ceil(block);
+            let data = read_blocks(&self.inner.queue, extent.lba, blocks).await?;
+            let mut data = &data[..extent.len_bytes as usize];
+            let mut placed = Vec::new();
+            while !data.is_empty() {
+                let zone = self.acquire(lifetime, None, true).await?;
+                let written = self.write_into(zone, data).await;
+                let (lba, count) = match written {
+                    Ok(written) => written,
+                    Err(error) => {
+                        self.release(zone);
+                        return Err(error);
+                    }
+                };
+                let len_bytes = (count * block).min(data.len() as u64);
+                self.inner.state.borrow_mut().zones[zone as usize].live_lba += count;
+                self.release(zone);
+                placed.push(Extent { lba, len_bytes });
+                data = &data[len_bytes as usize..];
+            }
+            let mut state = self.inner.state.borrow_mut();
+            let still_there = state.files.get_mut(&id).and_then(|node| {
+                let at = node.record.extents.iter().position(|known| *known == extent)?;
+                node.record.extents.splice(at..=at, placed.iter().copied());
+                node.journaled = node.journaled.min(at);
+                Some(())
+            });
+            match still_there {
+                Some(()) => {
+                    state.zones[victim as usize].live_lba -= blocks;
+                    touched.insert(id);
+                    moved_bytes += extent.len_bytes;
+                }
+                // Deleted while it was being moved: the copy is dead too.
+                None => {
+                    for copy in &placed {
+                        state.zones[geometry.zone_of(copy.lba) as usize].live_lba -= copy.len_bytes.div_ceil(block);
+                    }
+                }
+            }
+        }
+        let records: Vec<Record> = {
+            let mut state = self.inner.state.borrow_mut();
+            let now = self.now_s();
+            touched
+                .iter()
+                .filter_map(|id| {
+                    let node = state.files.get_mut(id)?;
+                    node.journaled = node.record.extents.len();
+                    Some(Record::Extents { id: *id, from: 0, extents: node.record.extents.clone(), mtime_s: now })
+                })
+                .collect()
+        };
+        self.commit(records).await?;
+        let mut state = self.inner.state.borrow_mut();
+        state.stats.gc_runs += 1;
+        state.stats.gc_bytes_moved += moved_bytes;
+        Ok(())
+    }
+
+    /// Resets data zones that hold nothing live (after a durable record made them dead).
+    async fn reclaim(&self, zones: Vec<u32>) -> Result<()> {
+        for zone in zones {
+            let take = {
+                let mut state = self.inner.state.borrow_mut();
+                let zone_use = &mut state.zones[zone as usize];
+                let dead = zone_use.role == Role::Data && zone_use.live_lba == 0 && zone_use.written_lba > 0;
+                if dead && !zone_use.held {
+                    zone_use.held = true;
+                }
+                dead && zone_use.held
+            };
+            if take {
+                self.reset_held(zone).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for the held zone's readers to finish, resets it and releases it empty.
+    async fn reset_held(&self, zone: u32) -> Result<()> {
+        loop {
+            let changed = self.inner.zones_changed.notified();
+            if self.inner.state.borrow().zones[zone as usize].readers == 0 {
+                break;
+            }
+            changed.await;
+        }
+        let reset =
+            self.inner.queue.zone_send(self.inner.geometry.zone_start_lba(zone), ZoneSendAction::Reset, false).await;
+        {
+            let mut state = self.inner.state.borrow_mut();
+            if reset.is_ok() {
+                let zone_use = &mut state.zones[zone as usize];
+                zone_use.written_lba = 0;
+                zone_use.full = false;
+                zone_use.lifetime = 0;
+                state.stats.zone_resets += 1;
+            }
+        }
+        self.release(zone);
+        reset.map_err(ZonedFsError::from)
+    }
+
+    // ---- journal ----
+
+    /// Makes `records` durable: the device flushed first (so data they point at is durable), then the records
+    /// written at the journal's write pointer, then flushed. A full journal zone rolls to the other one.
+    async fn commit(&self, records: Vec<Record>) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let _journal = self.inner.journal_lock.lock().await;
+        self.inner.queue.flush().await?;
+        let block = self.inner.block_bytes;
+        let bytes = journal::encode_commit(&records, block as usize);
+        let (zone, written) = {
+            let state = self.inner.state.borrow();
+            (state.meta.current, state.meta.written_lba)
+        };
+        let blocks = bytes.len() as u64 / block;
+        if written + blocks > self.inner.geometry.zone_cap_lba {
+            // The snapshot holds the state these records describe.
+            self.roll_journal().await?;
+        } else {
+            self.write_journal(zone, written, bytes).await?;
+        }
+        self.inner.queue.flush().await?;
+        self.inner.state.borrow_mut().stats.journal_commits += 1;
+        Ok(())
+    }
+
+    async fn write_journal(&self, zone: u32, written_lba: u64, bytes: Vec<u8>) -> Result<()> {
+        let block = self.inner.block_bytes;
+        let geometry = self.inner.geometry;
+        let blocks = bytes.len() as u64 / block;
+        let step = geometry.max_transfer_lba.unwrap_or(blocks).max(1);
+        let mut done = 0;
+        while done < blocks {
+            let count = step.min(blocks - done);
+            let chunk = bytes[(done * block) as usize..((done + count) * block) as usize].to_vec();
+            self.inner.queue.write(geometry.zone_start_lba(zone) + written_lba + done, IoData::Bytes(chunk)).await?;
+            done += count;
+            let mut state = self.inner.state.borrow_mut();
+            state.meta.current = zone;
+            state.meta.written_lba = written_lba + done;
+        }
+        Ok(())
+    }
+
+    /// Starts the next generation of the journal in the other metadata zone: reset it, write a superblock and
+    /// a snapshot of the whole namespace. Until that is whole, a mount still finds the previous generation.
+    async fn roll_journal(&self) -> Result<()> {
+        let geometry = self.inner.geometry;
+        let (next, records) = {
+            let state = self.inner.state.borrow();
+            let next =
+                if state.meta.generation == 0 { state.meta.current } else { (state.meta.current + 1) % META_ZONES };
+            let superblock = Record::Superblock {
+                magic: SUPERBLOCK_MAGIC.to_string(),
+                version: FORMAT_VERSION,
+                generation: state.meta.generation + 1,
+                fs_id: state.meta.fs_id,
+                lba_size: geometry.lba_size,
+                zone_size_lba: geometry.zone_size_lba,
+                zones: geometry.zones,
+                meta_zones: META_ZONES,
+            };
+            let snapshot = Record::Snapshot {
+                next_file_id: state.next_id,
+                dirs: state.dirs.iter().cloned().collect(),
+                files: state
+                    .files
+                    .values()
+                    .filter(|node| !node.unlinked)
+                    .map(|node| FileRecord { extents: node.record.extents.clone(), ..node.record.clone() })
+                    .collect(),
+            };
+            (next, vec![superblock, snapshot])
+        };
+        let bytes = journal::encode_commit(&records, self.inner.block_bytes as usize);
+        if bytes.len() as u64 > geometry.zone_cap_lba * self.inner.block_bytes {
+            return Err(ZonedFsError::Corrupt(format!(
+                "the metadata snapshot ({} bytes) no longer fits a zone ({} bytes)",
+                bytes.len(),
+                geometry.zone_cap_lba * self.inner.block_bytes
+            )));
+        }
+        self.inner.queue.zone_send(geometry.zone_start_lba(next), ZoneSendAction::Reset, false).await?;
+        self.write_journal(next, 0, bytes).await?;
+        let mut state = self.inner.state.borrow_mut();
+        for node in state.files.values_mut() {
+            node.journaled = node.record.extents.len();
+        }
+        state.meta.generation += 1;
+        state.stats.journal_rolls += 1;
+        Ok(())
+    }
+}
+
+/// The last resort: any open zone with room (lifetimes mixed), else an empty zone from the reserve.
+fn last_resort(lifetime: u8, room_for_active: bool, empty: &[usize], open_ready: &[(usize, &ZoneUse)]) -> Option<u32> {
+    if let Some((zone, _)) = open_ready.iter().min_by_key(|(index, zone)| (zone.lifetime.abs_diff(lifetime), *index)) {
+        return Some(*zone as u32);
+    }
+    (room_for_active && !empty.is_empty()).then(|| empty[0] as u32)
+}
+
+/// Applies a replayed record to the namespace.
+fn apply(state: &mut State, record: &Record) {
+    match record {
+        Record::Superblock { .. } => {}
+        Record::Snapshot { next_file_id, dirs, files } => {
+            state.next_id = *next_file_id;
+            state.dirs = dirs.iter().cloned().collect();
+            state.dirs.insert("/".to_string());
+            state.files.clear();
+            state.names.clear();
+            for file in files {
+                state.names.insert(file.name.clone(), file.id);
+                state.files.insert(file.id, Node::new(file.clone()));
+            }
+        }
+        Record::Create { file } => {
+            if let Some(old) = state.names.insert(file.name.clone(), file.id) {
+                if old != file.id {
+                    state.files.remove(&old);
+                }
+            }
+            state.files.insert(file.id, Node::new(file.clone()));
+            state.next_id = state.next_id.max(file.id + 1);
+        }
+        Record::Extents { id, from, extents, mtime_s } => {
+            if let Some(node) = state.files.get_mut(id) {
+                node.record.extents.truncate(*from);
+                node.record.extents.extend_from_slice(extents);
+                node.record.mtime_s = *mtime_s;
+            }
+        }
+        Record::Rename { id, to } => {
+            if let Some(node) = state.files.get_mut(id) {
+                state.names.remove(&node.record.name);
+                node.record.name = to.clone();
+                if let Some(old) = state.names.insert(to.clone(), *id) {
+                    if old != *id {
+                        state.files.remove(&old);
+                    }
+                }
+            }
+        }
+        Record::Delete { id } => {
+            if let Some(node) = state.files.remove(id) {
+                if state.names.get(&node.record.name) == Some(id) {
+                    state.names.remove(&node.record.name);
+                }
+            }
+        }
+        Record::Mkdir { path } => {
+            state.dirs.insert(path.clone());
+        }
+        Record::Rmdir { path } => {
+            state.dirs.remove(path);
+        }
+    }
+}
+
+/// Removes a file's name; frees its extents unless a handle keeps it. Returns zones that may now be dead.
+fn unlink(state: &mut State, id: u64, block: u64, geometry: &Geometry) -> Vec<u32> {
+    let Some(node) = state.files.get_mut(&id) else { return Vec::new() };
+    state.names.remove(&node.record.name);
+    node.unlinked = true;
+    if node.handles > 0 {
+        return Vec::new();
+    }
+    release_extents(state, id, block, geometry)
+}
+
+fn release_extents(state: &mut State, id: u64, block: u64, geometry: &Geometry) -> Vec<u32> {
+    let Some(node) = state.files.remove(&id) else { return Vec::new() };
+    let mut zones = BTreeSet::new();
+    for extent in &node.record.extents {
+        let zone = geometry.zone_of(extent.lba);
+        state.zones[zone as usize].live_lba -= extent.len_bytes.div_ceil(block);
+        zones.insert(zone);
+    }
+    zones.into_iter().collect()
+}
+
+fn children(state: &State, dir: &str) -> Vec<String> {
+    let prefix = if dir == "/" { "/".to_string() } else { format!("{dir}/") };
+    let mut names: Vec<String> = state
+        .names
+        .keys()
+        .chain(state.dirs.iter())
+        .filter(|path| path.as_str() != dir && parent_of(path) == dir)
+        .map(|path| path[prefix.len()..].to_string())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn info_of(node: &Node) -> FileInfo {
+    FileInfo {
+        name: node.record.name.clone(),
+        size_bytes: node.size(),
+        lifetime: node.record.lifetime,
+        mtime_s: node.record.mtime_s,
+        extents: node.record.extents.clone(),
+    }
+}
+
+/// Every zone's descriptor, in order.
+async fn report_all<Q: CommandQueue>(queue: &Q) -> Result<Vec<zonelab_zns::ZoneDescriptor>> {
+    let geometry = queue.geometry();
+    let mut zones = Vec::with_capacity(geometry.zones as usize);
+    while zones.len() < geometry.zones as usize {
+        let report = queue.report_zones(geometry.zone_start_lba(zones.len() as u32), ReportFilter::All, 1024).await?;
+        if report.zones.is_empty() {
+            break;
+        }
+        zones.extend(report.zones);
+    }
+    Ok(zones)
+}
+
+/// Reads `blocks` from `lba`, split at the device's transfer limit.
+async fn read_blocks<Q: CommandQueue>(queue: &Q, lba: u64, blocks: u64) -> std::result::Result<Vec<u8>, Status> {
+    let geometry = queue.geometry();
+    let step = geometry.max_transfer_lba.unwrap_or(blocks).max(1);
+    let mut out = Vec::with_capacity((blocks * u64::from(geometry.lba_size)) as usize);
+    let mut done = 0;
+    while done < blocks {
+        let count = step.min(blocks - done);
+        out.extend(queue.read(lba + done, count).await?);
+        done += count;
+    }
+    Ok(out)
+}
