@@ -324,6 +324,171 @@ int32_t zl_errno(int32_t code);
  */
 const char *zl_strerror(int32_t code);
 
+/**
+ * Mounts zonedfs on the device `spec` names (`preset:NAME[,key=value...]` or an image path), in real time,
+ * and stores the mount's handle in `*handle`. `options` (may be null or empty) is `key=value` pairs
+ * separated by `&`: `scheduler=none|mq-deadline|zinc` (default mq-deadline, as Linux picks for a zoned disk),
+ * `host=kernel|spdk|io_uring|io_uring_cmd` (default kernel), `format=0|1` (format a blank device, default 1),
+ * `write_buffer_bytes`, `finish_threshold`, `max_active_zones`, `gc_reserve_zones`. A device that holds
+ * data but no file system is refused (EUCLEAN); run `zonelab fs mkfs` on it.
+ *
+ * # Safety
+ * `spec` and `options` are NUL-terminated strings or null; `handle` points to a writable `uint64_t`.
+ */
+int32_t zlfs_mount(const char *spec,
+                   const char *options,
+                   uint64_t *handle);
+
+/**
+ * Unmounts: syncs every file still open for writing, flushes the device, stops it; the handle is stale after.
+ */
+int32_t zlfs_unmount(uint64_t handle);
+
+/**
+ * Opens `name` for writing and stores a file id in `*file`: `append` 0 replaces any file of that name with an
+ * empty one (RocksDB's NewWritableFile), 1 appends to it. `lifetime` is RocksDB's write-lifetime hint (0 not
+ * set .. 5 extreme): files of similar lifetimes share zones. The creation is durable when this returns.
+ *
+ * # Safety
+ * `name` is a NUL-terminated string; `file` points to a writable `uint64_t`.
+ */
+int32_t zlfs_open_write(uint64_t handle,
+                        const char *name,
+                        uint32_t lifetime,
+                        uint32_t append,
+                        uint64_t *file);
+
+/**
+ * Sets the write-lifetime hint (0 not set .. 5 extreme) of a file open for writing, for the data written from
+ * now on: RocksDB sets it after it creates the file.
+ */
+int32_t zlfs_set_lifetime(uint64_t handle,
+                          uint64_t file,
+                          uint32_t lifetime);
+
+/**
+ * Opens `name` for reading and stores its file id in `*file`.
+ *
+ * # Safety
+ * `name` is a NUL-terminated string; `file` points to a writable `uint64_t`.
+ */
+int32_t zlfs_open_read(uint64_t handle, const char *name, uint64_t *file);
+
+/**
+ * Appends `len` bytes to a file open for writing (buffered until a buffer's worth or `zlfs_sync`).
+ *
+ * # Safety
+ * `buf` points to `len` readable bytes.
+ */
+int32_t zlfs_append(uint64_t handle, uint64_t file, const uint8_t *buf, size_t len);
+
+/**
+ * Makes everything appended to the file durable.
+ */
+int32_t zlfs_sync(uint64_t handle, uint64_t file);
+
+/**
+ * Closes a file id (a writer is synced first).
+ */
+int32_t zlfs_close(uint64_t handle, uint64_t file);
+
+/**
+ * Reads up to `len` bytes at `offset` of a file into `buf`; stores the bytes read in `*got` (fewer at the end).
+ *
+ * # Safety
+ * `buf` points to `len` writable bytes; `got` is writable.
+ */
+int32_t zlfs_read(uint64_t handle,
+                  uint64_t file,
+                  uint64_t offset,
+                  uint8_t *buf,
+                  size_t len,
+                  size_t *got);
+
+/**
+ * Deletes a file (durable on return; its space is reclaimed at its last close).
+ *
+ * # Safety
+ * `name` is a NUL-terminated string.
+ */
+int32_t zlfs_delete(uint64_t handle, const char *name);
+
+/**
+ * Renames a file, replacing any file named `to` (durable on return).
+ *
+ * # Safety
+ * `from` and `to` are NUL-terminated strings.
+ */
+int32_t zlfs_rename(uint64_t handle, const char *from, const char *to);
+
+/**
+ * Creates a directory (EEXIST if it exists).
+ *
+ * # Safety
+ * `path` is a NUL-terminated string.
+ */
+int32_t zlfs_mkdir(uint64_t handle, const char *path);
+
+/**
+ * Removes an empty directory.
+ *
+ * # Safety
+ * `path` is a NUL-terminated string.
+ */
+int32_t zlfs_rmdir(uint64_t handle, const char *path);
+
+/**
+ * What `path` is: stores 0 (nothing), 1 (a file) or 2 (a directory) in `*kind`, and a file's size and
+ * modification time (seconds since the epoch) in `*size_bytes` and `*mtime_s` (either may be null).
+ *
+ * # Safety
+ * `path` is a NUL-terminated string; `kind` is writable; `size_bytes` and `mtime_s` are writable or null.
+ */
+int32_t zlfs_stat(uint64_t handle,
+                  const char *path,
+                  uint32_t *kind,
+                  uint64_t *size_bytes,
+                  uint64_t *mtime_s);
+
+/**
+ * Writes the names in directory `dir` into `buf` (`len` bytes), each followed by a NUL; sets `*needed` to
+ * the bytes all of them take. A `len` below that is ERANGE and writes nothing.
+ *
+ * # Safety
+ * `dir` is a NUL-terminated string; `buf` points to `len` writable bytes (or is null with `len` 0);
+ * `needed` is writable.
+ */
+int32_t zlfs_list(uint64_t handle,
+                  const char *dir,
+                  char *buf,
+                  size_t len,
+                  size_t *needed);
+
+/**
+ * Stores the bytes that can still be written (empty and partly written zones) in `*free_bytes`.
+ *
+ * # Safety
+ * `free_bytes` is writable.
+ */
+int32_t zlfs_free_space(uint64_t handle, uint64_t *free_bytes);
+
+/**
+ * Writes the file system's counters as a NUL-terminated JSON object (bytes written and read, journal commits
+ * and rolls, zone resets and finishes, garbage collection) into `buf`; `*needed` as `zl_stats_json` does.
+ *
+ * # Safety
+ * `buf` points to `len` writable bytes (or is null with `len` 0); `needed` is writable.
+ */
+int32_t zlfs_stats_json(uint64_t handle,
+                        char *buf,
+                        size_t len,
+                        size_t *needed);
+
+/**
+ * The calling thread's last `zlfs_*` failure, in words (empty if none); valid until its next failure.
+ */
+const char *zlfs_last_error(void);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -24,6 +24,8 @@ use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_runtime::{block_on, CommandQueue, IoData, Output, QueuedCommand, RealTime, RealTimeHost, Simulation};
 use zonelab_zns::{Geometry, MediaStore, ReportFilter, Status, ZoneSendAction};
 
+mod fs;
+
 /// Success.
 pub const ZL_OK: i32 = 0;
 /// A null, closed or unknown device handle (or a virtual-time handle used from another thread).
@@ -703,18 +705,31 @@ pub unsafe extern "C" fn zl_stats_json(handle: u64, buf: *mut c_char, len: usize
         };
         let Some(stats) = stats else { return ZL_EHANDLE };
         let Ok(text) = serde_json::to_string(&stats) else { return ZL_EINTERNAL };
-        // SAFETY: checked non-null; writable as the caller promises.
-        unsafe { *needed = text.len() + 1 };
-        if len < text.len() + 1 {
-            return ZL_EINVAL;
+        // SAFETY: as the caller promises for `buf`, `len` and `needed`.
+        match unsafe { copy_c_string(&text, buf, len, needed) } {
+            true => ZL_OK,
+            false => ZL_EINVAL,
         }
-        // SAFETY: the caller passes `len` writable bytes, at least the text and its NUL.
-        unsafe {
-            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
-            *buf.add(text.len()) = 0;
-        }
-        ZL_OK
     })
+}
+
+/// Sets `*needed` to the bytes `text` takes with its NUL and, if `len` is that much, copies it into `buf`;
+/// returns whether it did.
+///
+/// # Safety
+/// `needed` is writable; `buf` points to `len` writable bytes.
+unsafe fn copy_c_string(text: &str, buf: *mut c_char, len: usize, needed: *mut usize) -> bool {
+    // SAFETY: as the caller promises.
+    unsafe { *needed = text.len() + 1 };
+    if len < text.len() + 1 {
+        return false;
+    }
+    // SAFETY: the caller passes `len` writable bytes, at least the text and its NUL.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
+        *buf.add(text.len()) = 0;
+    }
+    true
 }
 
 /// The errno a Linux host would see for any code this library returns: for an NVMe status as the kernel maps

@@ -21,6 +21,13 @@ pub enum HostPath {
 }
 
 impl HostPath {
+    pub const ALL: [HostPath; 4] = [HostPath::Spdk, HostPath::IoUring, HostPath::IoUringCmd, HostPath::Kernel];
+
+    /// The path `name` names (`spdk`, `io_uring`, `io_uring_cmd`, `kernel`).
+    pub fn parse(name: &str) -> Option<HostPath> {
+        HostPath::ALL.into_iter().find(|path| path.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             HostPath::Spdk => "spdk",

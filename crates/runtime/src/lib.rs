@@ -8,15 +8,18 @@
 //! the next completion, so the same seed gives the same results byte for byte and a simulation runs far faster
 //! than real time. The device is an actor: commands wait in its bounded submission queue until the runtime asks
 //! it to process them, and it picks their order. The *real-time* runtime (`RealTime`) drives the same device
-//! from a thread of its own that delivers each completion when the wall clock reaches its modelled time.
+//! from a thread of its own that delivers each completion when the wall clock reaches its modelled time; a
+//! `HostThread` runs host code against it for callers on other threads.
 
 mod api;
+mod host_thread;
 mod realtime;
 mod sim;
 pub mod sync;
 mod timers;
 
 pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand};
+pub use host_thread::HostThread;
 pub use realtime::{block_on, Pacing, Pending, RealTime, RealTimeHost, Stopped};
 pub use sim::{Host, Simulation};
 pub use zonelab_device::rng;

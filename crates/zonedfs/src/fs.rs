@@ -550,6 +550,15 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         Ok(id)
     }
 
+    /// Sets the write-lifetime hint of a file open for writing (RocksDB sets it after creating the file); it
+    /// chooses the zones of the data written from now on, and is journaled with the next sync.
+    pub fn set_lifetime(&self, id: u64, lifetime: u8) -> Result<()> {
+        let mut state = self.inner.state.borrow_mut();
+        let node = state.files.get_mut(&id).filter(|node| node.writers > 0).ok_or(ZonedFsError::NotWritable(id))?;
+        node.record.lifetime = lifetime;
+        Ok(())
+    }
+
     /// Opens `name` for reading; returns its id for `read` and `close`.
     pub fn open_read(&self, name: &str) -> Result<u64> {
         let name = normalize(name);
@@ -587,7 +596,13 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 node.record.mtime_s = now;
                 let from = node.journaled;
                 node.journaled = node.record.extents.len();
-                Some(Record::Extents { id, from, extents: node.record.extents[from..].to_vec(), mtime_s: now })
+                Some(Record::Extents {
+                    id,
+                    from,
+                    extents: node.record.extents[from..].to_vec(),
+                    mtime_s: now,
+                    lifetime: node.record.lifetime,
+                })
             }
         };
         match record {
@@ -1235,7 +1250,13 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 .filter_map(|id| {
                     let node = state.files.get_mut(id)?;
                     node.journaled = node.record.extents.len();
-                    Some(Record::Extents { id: *id, from: 0, extents: node.record.extents.clone(), mtime_s: now })
+                    Some(Record::Extents {
+                        id: *id,
+                        from: 0,
+                        extents: node.record.extents.clone(),
+                        mtime_s: now,
+                        lifetime: node.record.lifetime,
+                    })
                 })
                 .collect()
         };
@@ -1418,11 +1439,12 @@ fn apply(state: &mut State, record: &Record) {
             state.files.insert(file.id, Node::new(file.clone()));
             state.next_id = state.next_id.max(file.id + 1);
         }
-        Record::Extents { id, from, extents, mtime_s } => {
+        Record::Extents { id, from, extents, mtime_s, lifetime } => {
             if let Some(node) = state.files.get_mut(id) {
                 node.record.extents.truncate(*from);
                 node.record.extents.extend_from_slice(extents);
                 node.record.mtime_s = *mtime_s;
+                node.record.lifetime = *lifetime;
             }
         }
         Record::Rename { id, to } => {

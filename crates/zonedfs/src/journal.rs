@@ -64,12 +64,13 @@ pub enum Record {
         file: FileRecord,
     },
     /// A file's extents from index `from` on are `extents` (appended data, or extents moved by garbage
-    /// collection when `from` is 0), with its modification time.
+    /// collection when `from` is 0), with its modification time and write-lifetime hint.
     Extents {
         id: u64,
         from: usize,
         extents: Vec<Extent>,
         mtime_s: u64,
+        lifetime: u8,
     },
     Rename {
         id: u64,
@@ -148,7 +149,13 @@ mod tests {
             Record::Create {
                 file: FileRecord { id: 7, name: "/db/000007.sst".into(), lifetime: 3, mtime_s: 1, extents: vec![] },
             },
-            Record::Extents { id: 7, from: 0, extents: vec![Extent { lba: 4096, len_bytes: 5000 }], mtime_s: 2 },
+            Record::Extents {
+                id: 7,
+                from: 0,
+                extents: vec![Extent { lba: 4096, len_bytes: 5000 }],
+                mtime_s: 2,
+                lifetime: 3,
+            },
         ]
     }
 

@@ -1,0 +1,458 @@
+//! The zoned file system for C and C++ (`zlfs_*`): what the RocksDB plugin (`rocksdb/`) calls. A mount opens
+//! a device in real time, puts the I/O scheduler it names in front of it and mounts zonedfs there, on a host
+//! thread of its own (`HostThread`); every call may come from any thread and blocks until the file system has
+//! done it, durably where the function says so.
+//!
+//! Unlike the device functions, these return 0 or a POSIX errno (ENOENT, ENOSPC, EIO, ...), and
+//! `zlfs_last_error` describes the calling thread's last failure in words.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr, CString};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_host::{Scheduled, SchedulerKind};
+use zonelab_runtime::{HostThread, RealTime, RealTimeHost};
+use zonelab_zonedfs::{FsOptions, OpenMode, ZonedFs, ZonedFsError};
+
+use crate::{copy_c_string, guard, lock, NEXT_HANDLE};
+
+type Fs = ZonedFs<Scheduled<RealTimeHost>>;
+
+/// The largest request the scheduler merges writes into: Linux's default max_sectors_kb for NVMe (1280 KiB),
+/// as `zonelab fio` uses.
+const MAX_REQUEST_BYTES: u64 = 1280 << 10;
+
+/// A mounted file system: its host thread, and the device's real-time runtime, stopped at unmount.
+struct Mounted {
+    host: HostThread<Fs>,
+    runtime: Mutex<Option<RealTime>>,
+}
+
+static MOUNTS: Mutex<Option<HashMap<u64, Arc<Mounted>>>> = Mutex::new(None);
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn mounted(handle: u64) -> Result<Arc<Mounted>, i32> {
+    lock(&MOUNTS).as_ref().and_then(|map| map.get(&handle).cloned()).ok_or_else(|| fail(libc::EBADF, "no such mount"))
+}
+
+/// Records `message` as the calling thread's last error; returns `errno`.
+fn fail(errno: i32, message: &str) -> i32 {
+    LAST_ERROR.with(|last| *last.borrow_mut() = CString::new(message.replace('\0', " ")).unwrap_or_default());
+    errno
+}
+
+fn fs_error(error: &ZonedFsError) -> i32 {
+    fail(error.errno(), &error.to_string())
+}
+
+fn text<'a>(pointer: *const c_char) -> Result<&'a str, i32> {
+    if pointer.is_null() {
+        return Err(fail(libc::EINVAL, "a string argument is null"));
+    }
+    // SAFETY: the caller passes a NUL-terminated string (checked non-null above).
+    unsafe { CStr::from_ptr(pointer) }.to_str().map_err(|_| fail(libc::EINVAL, "a string argument is not UTF-8"))
+}
+
+/// Runs `op` on the mounted file system and maps its error.
+fn on_fs<R: Send + 'static, F: std::future::Future<Output = Result<R, ZonedFsError>> + 'static>(
+    handle: u64,
+    op: impl FnOnce(std::rc::Rc<Fs>) -> F + Send + 'static,
+) -> Result<R, i32> {
+    let mount = mounted(handle)?;
+    mount.host.call(op).map_err(|error| fs_error(&error))
+}
+
+fn status_of(result: Result<(), i32>) -> i32 {
+    result.map_or_else(|errno| errno, |()| 0)
+}
+
+/// Splits mount options into the device's (`scheduler=`, `host=`) and the file system's.
+fn parse_options(options: &str) -> Result<(SchedulerKind, HostPath, FsOptions), String> {
+    let mut scheduler = SchedulerKind::MqDeadline;
+    let mut host = HostPath::Kernel;
+    let mut fs_options = FsOptions { format_blank: true, ..FsOptions::default() };
+    let mut rest = Vec::new();
+    for item in options.split(['&', ',']).filter(|item| !item.is_empty()) {
+        match item.split_once('=') {
+            Some(("scheduler", name)) => {
+                scheduler = SchedulerKind::parse(name)
+                    .ok_or_else(|| format!("scheduler={name}: not none, mq-deadline or zinc"))?;
+            }
+            Some(("host", name)) => {
+                host = HostPath::parse(name).ok_or_else(|| format!("host={name}: not a host path"))?;
+            }
+            _ => rest.push(item),
+        }
+    }
+    fs_options.apply(&rest.join("&")).map_err(|error| error.to_string())?;
+    Ok((scheduler, host, fs_options))
+}
+
+/// Mounts zonedfs on the device `spec` names (`preset:NAME[,key=value...]` or an image path), in real time,
+/// and stores the mount's handle in `*handle`. `options` (may be null or empty) is `key=value` pairs
+/// separated by `&`: `scheduler=none|mq-deadline|zinc` (default mq-deadline, as Linux picks for a zoned disk),
+/// `host=kernel|spdk|io_uring|io_uring_cmd` (default kernel), `format=0|1` (format a blank device, default 1),
+/// `write_buffer_bytes`, `finish_threshold`, `max_active_zones`, `gc_reserve_zones`. A device that holds
+/// data but no file system is refused (EUCLEAN); run `zonelab fs mkfs` on it.
+///
+/// # Safety
+/// `spec` and `options` are NUL-terminated strings or null; `handle` points to a writable `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char, handle: *mut u64) -> i32 {
+    guard(|| {
+        let result = (|| {
+            let spec = text(spec)?;
+            let options = if options.is_null() { "" } else { text(options)? };
+            if handle.is_null() {
+                return Err(fail(libc::EINVAL, "handle is null"));
+            }
+            let (scheduler, host_path, fs_options) =
+                parse_options(options).map_err(|message| fail(libc::EINVAL, &message))?;
+            let builder = DeviceBuilder::new(DeviceSpec::parse(spec)).host(host_path).store(StoreChoice::Memory);
+            let runtime = RealTime::start(builder).map_err(|error| fail(libc::ENODEV, &error.to_string()))?;
+            let device = runtime.host();
+            let epoch_s = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |since| since.as_secs())
+                .saturating_sub(runtime.now_ns() / 1_000_000_000);
+            let host = HostThread::start("zonelab-fs", move || async move {
+                let queue = Scheduled::new(device, scheduler, MAX_REQUEST_BYTES);
+                ZonedFs::mount(queue, FsOptions { epoch_s, ..fs_options }).await
+            })
+            .map_err(|error| fs_error(&error))?;
+            let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+            let mount = Arc::new(Mounted { host, runtime: Mutex::new(Some(runtime)) });
+            lock(&MOUNTS).get_or_insert_with(HashMap::new).insert(id, mount);
+            // SAFETY: checked non-null above; the caller passes a writable uint64_t.
+            unsafe { *handle = id };
+            Ok(())
+        })();
+        status_of(result)
+    })
+}
+
+/// Unmounts: syncs every file still open for writing, flushes the device, stops it; the handle is stale after.
+#[no_mangle]
+pub extern "C" fn zlfs_unmount(handle: u64) -> i32 {
+    guard(|| {
+        let Some(mount) = lock(&MOUNTS).as_mut().and_then(|map| map.remove(&handle)) else {
+            return fail(libc::EBADF, "no such mount");
+        };
+        let synced = mount.host.call(|fs| async move { fs.unmount().await });
+        let Ok(mount) = Arc::try_unwrap(mount) else {
+            return fail(libc::EBUSY, "the mount is in use by another call");
+        };
+        let runtime = lock(&mount.runtime).take();
+        drop(mount.host);
+        let stopped = runtime.map(RealTime::stop);
+        match (synced, stopped.map(|stopped| stopped.flushed)) {
+            (Err(error), _) => fs_error(&error),
+            (Ok(()), Some(Err(status))) => fail(libc::EIO, &format!("the device's last flush failed: {status}")),
+            _ => 0,
+        }
+    })
+}
+
+/// Opens `name` for writing and stores a file id in `*file`: `append` 0 replaces any file of that name with an
+/// empty one (RocksDB's NewWritableFile), 1 appends to it. `lifetime` is RocksDB's write-lifetime hint (0 not
+/// set .. 5 extreme): files of similar lifetimes share zones. The creation is durable when this returns.
+///
+/// # Safety
+/// `name` is a NUL-terminated string; `file` points to a writable `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_open_write(
+    handle: u64,
+    name: *const c_char,
+    lifetime: u32,
+    append: u32,
+    file: *mut u64,
+) -> i32 {
+    guard(|| {
+        let result = (|| {
+            let name = text(name)?.to_string();
+            if file.is_null() {
+                return Err(fail(libc::EINVAL, "file is null"));
+            }
+            let mode = if append != 0 { OpenMode::Append } else { OpenMode::Truncate };
+            let lifetime = lifetime.min(5) as u8;
+            let id = on_fs(handle, move |fs| async move { fs.open_write(&name, lifetime, mode).await })?;
+            // SAFETY: checked non-null above.
+            unsafe { *file = id };
+            Ok(())
+        })();
+        status_of(result)
+    })
+}
+
+/// Sets the write-lifetime hint (0 not set .. 5 extreme) of a file open for writing, for the data written from
+/// now on: RocksDB sets it after it creates the file.
+#[no_mangle]
+pub extern "C" fn zlfs_set_lifetime(handle: u64, file: u64, lifetime: u32) -> i32 {
+    guard(|| {
+        let lifetime = lifetime.min(5) as u8;
+        status_of(on_fs(handle, move |fs| async move { fs.set_lifetime(file, lifetime) }))
+    })
+}
+
+/// Opens `name` for reading and stores its file id in `*file`.
+///
+/// # Safety
+/// `name` is a NUL-terminated string; `file` points to a writable `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_open_read(handle: u64, name: *const c_char, file: *mut u64) -> i32 {
+    guard(|| {
+        let result = (|| {
+            let name = text(name)?.to_string();
+            if file.is_null() {
+                return Err(fail(libc::EINVAL, "file is null"));
+            }
+            let id = on_fs(handle, move |fs| async move { fs.open_read(&name) })?;
+            // SAFETY: checked non-null above.
+            unsafe { *file = id };
+            Ok(())
+        })();
+        status_of(result)
+    })
+}
+
+/// Appends `len` bytes to a file open for writing (buffered until a buffer's worth or `zlfs_sync`).
+///
+/// # Safety
+/// `buf` points to `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_append(handle: u64, file: u64, buf: *const u8, len: usize) -> i32 {
+    guard(|| {
+        if buf.is_null() && len != 0 {
+            return fail(libc::EINVAL, "buf is null");
+        }
+        let data = if len == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: the caller passes `len` readable bytes.
+            unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()
+        };
+        status_of(on_fs(handle, move |fs| async move { fs.append(file, &data).await }))
+    })
+}
+
+/// Makes everything appended to the file durable.
+#[no_mangle]
+pub extern "C" fn zlfs_sync(handle: u64, file: u64) -> i32 {
+    guard(|| status_of(on_fs(handle, move |fs| async move { fs.sync(file).await })))
+}
+
+/// Closes a file id (a writer is synced first).
+#[no_mangle]
+pub extern "C" fn zlfs_close(handle: u64, file: u64) -> i32 {
+    guard(|| status_of(on_fs(handle, move |fs| async move { fs.close(file).await })))
+}
+
+/// Reads up to `len` bytes at `offset` of a file into `buf`; stores the bytes read in `*got` (fewer at the end).
+///
+/// # Safety
+/// `buf` points to `len` writable bytes; `got` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_read(
+    handle: u64,
+    file: u64,
+    offset: u64,
+    buf: *mut u8,
+    len: usize,
+    got: *mut usize,
+) -> i32 {
+    guard(|| {
+        if (buf.is_null() && len != 0) || got.is_null() {
+            return fail(libc::EINVAL, "buf or got is null");
+        }
+        match on_fs(handle, move |fs| async move { fs.read(file, offset, len as u64).await }) {
+            Ok(data) => {
+                // SAFETY: the caller passes `len` writable bytes; `data` is at most `len` long.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(data.as_ptr(), buf, data.len());
+                    *got = data.len();
+                }
+                0
+            }
+            Err(errno) => errno,
+        }
+    })
+}
+
+/// Deletes a file (durable on return; its space is reclaimed at its last close).
+///
+/// # Safety
+/// `name` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_delete(handle: u64, name: *const c_char) -> i32 {
+    guard(|| {
+        let result = text(name).map(str::to_string);
+        status_of(result.and_then(|name| on_fs(handle, move |fs| async move { fs.delete(&name).await })))
+    })
+}
+
+/// Renames a file, replacing any file named `to` (durable on return).
+///
+/// # Safety
+/// `from` and `to` are NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_rename(handle: u64, from: *const c_char, to: *const c_char) -> i32 {
+    guard(|| {
+        let result = text(from).and_then(|from| Ok((from.to_string(), text(to)?.to_string())));
+        status_of(result.and_then(|(from, to)| on_fs(handle, move |fs| async move { fs.rename(&from, &to).await })))
+    })
+}
+
+/// Creates a directory (EEXIST if it exists).
+///
+/// # Safety
+/// `path` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_mkdir(handle: u64, path: *const c_char) -> i32 {
+    guard(|| {
+        let result = text(path).map(str::to_string);
+        status_of(result.and_then(|path| on_fs(handle, move |fs| async move { fs.mkdir(&path).await })))
+    })
+}
+
+/// Removes an empty directory.
+///
+/// # Safety
+/// `path` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_rmdir(handle: u64, path: *const c_char) -> i32 {
+    guard(|| {
+        let result = text(path).map(str::to_string);
+        status_of(result.and_then(|path| on_fs(handle, move |fs| async move { fs.rmdir(&path).await })))
+    })
+}
+
+/// What `path` is: stores 0 (nothing), 1 (a file) or 2 (a directory) in `*kind`, and a file's size and
+/// modification time (seconds since the epoch) in `*size_bytes` and `*mtime_s` (either may be null).
+///
+/// # Safety
+/// `path` is a NUL-terminated string; `kind` is writable; `size_bytes` and `mtime_s` are writable or null.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_stat(
+    handle: u64,
+    path: *const c_char,
+    kind: *mut u32,
+    size_bytes: *mut u64,
+    mtime_s: *mut u64,
+) -> i32 {
+    guard(|| {
+        let result = (|| {
+            let path = text(path)?.to_string();
+            if kind.is_null() {
+                return Err(fail(libc::EINVAL, "kind is null"));
+            }
+            let found = on_fs(handle, move |fs| async move {
+                Ok(match fs.stat(&path) {
+                    Ok(info) => (1u32, info.size_bytes, info.mtime_s),
+                    Err(_) if fs.is_dir(&path) => (2, 0, 0),
+                    Err(_) => (0, 0, 0),
+                })
+            })?;
+            // SAFETY: `kind` checked non-null; the others are written only when non-null.
+            unsafe {
+                *kind = found.0;
+                if !size_bytes.is_null() {
+                    *size_bytes = found.1;
+                }
+                if !mtime_s.is_null() {
+                    *mtime_s = found.2;
+                }
+            }
+            Ok(())
+        })();
+        status_of(result)
+    })
+}
+
+/// Writes the names in directory `dir` into `buf` (`len` bytes), each followed by a NUL; sets `*needed` to
+/// the bytes all of them take. A `len` below that is ERANGE and writes nothing.
+///
+/// # Safety
+/// `dir` is a NUL-terminated string; `buf` points to `len` writable bytes (or is null with `len` 0);
+/// `needed` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_list(handle: u64, dir: *const c_char, buf: *mut c_char, len: usize, needed: *mut usize) -> i32 {
+    guard(|| {
+        let result = (|| {
+            let dir = text(dir)?.to_string();
+            if needed.is_null() || (buf.is_null() && len != 0) {
+                return Err(fail(libc::EINVAL, "buf or needed is null"));
+            }
+            let names = on_fs(handle, move |fs| async move { fs.list(&dir) })?;
+            let mut bytes = Vec::new();
+            for name in names {
+                bytes.extend_from_slice(name.as_bytes());
+                bytes.push(0);
+            }
+            // SAFETY: checked non-null above.
+            unsafe { *needed = bytes.len() };
+            if len < bytes.len() {
+                return Err(fail(libc::ERANGE, "the buffer is too small for the names"));
+            }
+            // SAFETY: the caller passes `len` writable bytes, at least `bytes.len()`.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len()) };
+            Ok(())
+        })();
+        status_of(result)
+    })
+}
+
+/// Stores the bytes that can still be written (empty and partly written zones) in `*free_bytes`.
+///
+/// # Safety
+/// `free_bytes` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_free_space(handle: u64, free_bytes: *mut u64) -> i32 {
+    guard(|| {
+        if free_bytes.is_null() {
+            return fail(libc::EINVAL, "free_bytes is null");
+        }
+        match on_fs(handle, |fs| async move { Ok(fs.space().free_bytes) }) {
+            Ok(free) => {
+                // SAFETY: checked non-null above.
+                unsafe { *free_bytes = free };
+                0
+            }
+            Err(errno) => errno,
+        }
+    })
+}
+
+/// Writes the file system's counters as a NUL-terminated JSON object (bytes written and read, journal commits
+/// and rolls, zone resets and finishes, garbage collection) into `buf`; `*needed` as `zl_stats_json` does.
+///
+/// # Safety
+/// `buf` points to `len` writable bytes (or is null with `len` 0); `needed` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn zlfs_stats_json(handle: u64, buf: *mut c_char, len: usize, needed: *mut usize) -> i32 {
+    guard(|| {
+        if needed.is_null() || (buf.is_null() && len != 0) {
+            return fail(libc::EINVAL, "buf or needed is null");
+        }
+        let stats = on_fs(handle, |fs| async move { Ok(serde_json::to_string(&fs.stats()).unwrap_or_default()) });
+        match stats {
+            // SAFETY: as the caller promises for `buf`, `len` and `needed`.
+            Ok(text) => match unsafe { copy_c_string(&text, buf, len, needed) } {
+                true => 0,
+                false => fail(libc::ERANGE, "the buffer is too small for the statistics"),
+            },
+            Err(errno) => errno,
+        }
+    })
+}
+
+/// The calling thread's last `zlfs_*` failure, in words (empty if none); valid until its next failure.
+#[no_mangle]
+pub extern "C" fn zlfs_last_error() -> *const c_char {
+    LAST_ERROR.with(|last| last.borrow().as_ptr())
+}
