@@ -381,7 +381,13 @@ pub unsafe extern "C" fn zlfs_stat(
 /// `dir` is a NUL-terminated string; `buf` points to `len` writable bytes (or is null with `len` 0);
 /// `needed` is writable.
 #[no_mangle]
-pub unsafe extern "C" fn zlfs_list(handle: u64, dir: *const c_char, buf: *mut c_char, len: usize, needed: *mut usize) -> i32 {
+pub unsafe extern "C" fn zlfs_list(
+    handle: u64,
+    dir: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    needed: *mut usize,
+) -> i32 {
     guard(|| {
         let result = (|| {
             let dir = text(dir)?.to_string();

@@ -81,6 +81,8 @@ pub struct FsOptions {
     pub epoch_s: u64,
     /// Format a device whose zones are all empty instead of refusing to mount it.
     pub format_blank: bool,
+    /// Mount without writing anything (for inspection): zones a crash left dead wait for a read-write mount.
+    pub read_only: bool,
 }
 
 impl Default for FsOptions {
@@ -92,6 +94,7 @@ impl Default for FsOptions {
             gc_reserve_zones: 2,
             epoch_s: 0,
             format_blank: false,
+            read_only: false,
         }
     }
 }
@@ -251,6 +254,9 @@ struct State {
     zones: Vec<ZoneUse>,
     meta: MetaLog,
     stats: FsStats,
+    /// What the mount found wrong: journaled extents past their zone's write pointer (a journal record is
+    /// written only after the data it points at is flushed, so these mean lost or corrupt data).
+    mount_problems: Vec<String>,
 }
 
 struct Inner<Q> {
@@ -397,7 +403,9 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             }
             fs.adopt_report(&mut state, &report)
         };
-        fs.reclaim(dead).await?;
+        if !fs.inner.options.read_only {
+            fs.reclaim(dead).await?;
+        }
         Ok(fs)
     }
 
@@ -445,6 +453,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                     zones,
                     meta,
                     stats: FsStats::default(),
+                    mount_problems: Vec::new(),
                 }),
                 journal_lock: Mutex::new(()),
                 gc_lock: Mutex::new(()),
@@ -478,7 +487,15 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 if end <= written_end {
                     kept.push(*extent);
                 } else {
-                    // Past the write pointer: a crash took it, and with it everything after it in the file.
+                    // Past the write pointer: the file is cut there, and fsck says so.
+                    state.mount_problems.push(format!(
+                        "{}: extent at LBA {} ({} bytes) runs past zone {zone}'s write pointer; the file was cut \
+                         to {} bytes at mount",
+                        node.record.name,
+                        extent.lba,
+                        extent.len_bytes,
+                        kept.iter().map(|kept: &Extent| kept.len_bytes).sum::<u64>()
+                    ));
                     break;
                 }
             }
@@ -640,7 +657,9 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         let (pieces, tail) = {
             let mut state = self.inner.state.borrow_mut();
             let node = state.files.get(&id).ok_or_else(|| ZonedFsError::NotFound(format!("file id {id}")))?;
-            let end = (offset + len).min(node.size());
+            let size = node.size();
+            let offset = offset.min(size);
+            let end = (offset + len).min(size);
             let mut pieces = Vec::new();
             let mut at = 0;
             for extent in &node.record.extents {
@@ -850,7 +869,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         let geometry = self.inner.geometry;
         let block = self.inner.block_bytes;
         let state = self.inner.state.borrow();
-        let mut problems = Vec::new();
+        let mut problems = state.mount_problems.clone();
         let mut live = vec![0u64; state.zones.len()];
         let mut owners: BTreeMap<u64, (u64, String)> = BTreeMap::new();
         for node in state.files.values() {
@@ -952,7 +971,11 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 node.last_zone = Some(zone);
                 let extents = &mut node.record.extents;
                 match extents.last_mut() {
-                    Some(last) if last.len_bytes % block == 0 && last.lba + last.len_bytes / block == lba => {
+                    Some(last)
+                        if last.len_bytes % block == 0
+                            && last.lba + last.len_bytes / block == lba
+                            && self.inner.geometry.zone_of(last.lba) == zone =>
+                    {
                         last.len_bytes += len_bytes;
                         node.journaled = node.journaled.min(extents.len() - 1);
                     }

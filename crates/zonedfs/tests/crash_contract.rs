@@ -15,12 +15,15 @@ use zonelab_runtime::Simulation;
 use zonelab_zns::MemoryStore;
 use zonelab_zonedfs::{FsOptions, FsStats, OpenMode, ZonedFs};
 
-/// 24 zones of 512 KiB (256 KiB writable) with 8 active, on the zn540 timing model, with or without PLP.
-fn device(protected: bool) -> Device<MemoryStore> {
+/// 24 zones of 512 KiB on the zn540 timing model, with 8 active, with or without PLP. Zones of even seeds
+/// take 256 KiB (a gap between zones), of odd seeds all 512 KiB (the end of one zone is the LBA before the
+/// next's start, which an extent must never run across).
+fn device(seed: u64, protected: bool) -> Device<MemoryStore> {
+    let capacity = if seed.is_multiple_of(2) { "256KiB" } else { "512KiB" };
     let overrides = [
         "namespace.zones=24".to_string(),
         "namespace.zone-size=\"512KiB\"".to_string(),
-        "namespace.zone-cap=\"256KiB\"".to_string(),
+        format!("namespace.zone-cap=\"{capacity}\""),
         "namespace.max-active=8".to_string(),
         "namespace.max-open=8".to_string(),
         format!("power-loss-protection={protected}"),
@@ -142,7 +145,7 @@ fn run(
     stop_at: u64,
     stats: &Stats,
 ) -> (Device<MemoryStore>, u64, Option<usize>) {
-    let mut simulation = Simulation::new(device(protected), Some(seed));
+    let mut simulation = Simulation::new(device(seed, protected), Some(seed));
     let host = simulation.host();
     let done = Rc::new(RefCell::new(None));
     let (ops, counter) = (ops.to_vec(), Rc::clone(&done));

@@ -11,6 +11,7 @@ mod experiment;
 mod fio;
 mod format;
 mod mount;
+mod zonedfs_tool;
 
 use std::fs;
 use std::io::{self, Write};
@@ -107,6 +108,11 @@ enum Command {
     Bench {
         #[command(subcommand)]
         which: bench::BenchCommand,
+    },
+    /// zonedfs, the file system the RocksDB plugin mounts: mkfs, ls, df, dump (the journal), fsck.
+    Fs {
+        #[command(subcommand)]
+        action: zonedfs_tool::FsCommand,
     },
     /// Mount a device as a zonefs-compatible file system (FUSE): seq/N is zone N. Runs until unmounted.
     /// Example: zonelab mount preset:zn540,namespace.zones=64 /mnt/zns -o errors=zone-ro
@@ -411,6 +417,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Churn(args) => churn::run(&args, &mut stdout),
         Command::Fio { args } => fio::run(&args, &mut stdout),
         Command::Experiment { action } => experiment::run(action, &mut stdout),
+        Command::Fs { action } => zonedfs_tool::run(action, &mut stdout),
         Command::WalBench { args } => {
             let spec = zonelab_workload::walbench::parse_args(&args).map_err(CliError::from)?;
             let result = zonelab_workload::walbench::run(&spec).map_err(CliError::from)?;

@@ -55,10 +55,17 @@ impl TestImage {
 
 /// A fresh image with `extra` create flags (8 zones of 1 MiB with 4 KiB LBAs unless overridden).
 pub fn image(extra: &[&str]) -> TestImage {
+    let mut flags = vec!["--zones", "8", "--zone-size", "1MiB"];
+    flags.extend_from_slice(extra);
+    image_created_with(&flags)
+}
+
+/// A fresh image made by `zonelab create IMAGE FLAGS...`.
+pub fn image_created_with(flags: &[&str]) -> TestImage {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("img");
-    let mut args = vec!["create", path.to_str().expect("utf-8"), "--zones", "8", "--zone-size", "1MiB"];
-    args.extend_from_slice(extra);
+    let mut args = vec!["create", path.to_str().expect("utf-8")];
+    args.extend_from_slice(flags);
     ok(&args);
     TestImage { _dir: dir, path }
 }

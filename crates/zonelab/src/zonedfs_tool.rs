@@ -1,0 +1,188 @@
+//! `zonelab fs mkfs|ls|df|dump|fsck DEVICE`: zonedfs (the file system the RocksDB plugin mounts) seen from the
+//! command line, in virtual time, as the zenfs tool shows ZenFS. Only mkfs writes; the others mount read-only.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::io::Write;
+use std::rc::Rc;
+
+use clap::Subcommand;
+use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_runtime::{Host, Simulation};
+use zonelab_zns::MediaStore;
+use zonelab_zonedfs::{FsOptions, ZonedFs, ZonedFsError};
+
+use crate::{stdout_error, CliError};
+
+#[derive(Subcommand)]
+pub enum FsCommand {
+    /// Format DEVICE: reset every zone and write an empty file system (--force if it holds data).
+    Mkfs {
+        device: String,
+        #[arg(long)]
+        force: bool,
+    },
+    /// List every file: size, write-lifetime hint, modification time and extents (LBA, bytes, zone).
+    Ls {
+        device: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Space and zones: capacity, free, live and reclaimable bytes; each used zone's role and contents.
+    Df {
+        device: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The metadata journal, one JSON record per line (superblock, snapshot, then changes).
+    Dump { device: String },
+    /// Check consistency (extents within zones and below write pointers, no overlaps, live counts): exit 1
+    /// when anything is wrong.
+    Fsck { device: String },
+}
+
+type Fs = ZonedFs<Host<Box<dyn MediaStore>>>;
+
+/// Runs `work` on the file system of `device`, in virtual time.
+fn on_fs<T: 'static, F: Future<Output = Result<T, ZonedFsError>>>(
+    device: &str,
+    format: bool,
+    work: impl FnOnce(Fs) -> F + 'static,
+) -> Result<T, CliError> {
+    let built = DeviceBuilder::new(DeviceSpec::parse(device))
+        .host(HostPath::Kernel)
+        .store(StoreChoice::Memory)
+        .build()
+        .map_err(|error| CliError::Config(error.to_string()))?;
+    let mut simulation = Simulation::over(built, None);
+    let host = simulation.host();
+    let out = Rc::new(RefCell::new(None));
+    let result = Rc::clone(&out);
+    simulation.spawn(async move {
+        let mounted = if format {
+            ZonedFs::format(host, FsOptions::default()).await
+        } else {
+            ZonedFs::mount(host, FsOptions { read_only: true, ..FsOptions::default() }).await
+        };
+        let done = match mounted {
+            Ok(fs) => work(fs).await,
+            Err(error) => Err(error),
+        };
+        *result.borrow_mut() = Some(done);
+    });
+    simulation.run();
+    let done = out.borrow_mut().take();
+    done.ok_or_else(|| CliError::Failed("the file system's work did not finish".into()))?
+        .map_err(|error| CliError::Failed(format!("{device}: {error}")))
+}
+
+pub fn run(command: FsCommand, out: &mut impl Write) -> Result<(), CliError> {
+    match command {
+        FsCommand::Mkfs { device, force } => {
+            if !force {
+                let holds_data = on_fs(&device, false, |fs| async move { Ok(!fs.files().is_empty()) });
+                match holds_data {
+                    Ok(true) => {
+                        return Err(CliError::Usage(format!(
+                            "{device} holds a file system with files; pass --force to format it anyway"
+                        )))
+                    }
+                    Err(CliError::Failed(message)) if message.contains("holds data") => {
+                        return Err(CliError::Usage(format!("{message}; pass --force to format it anyway")))
+                    }
+                    _ => {}
+                }
+            }
+            let geometry = on_fs(&device, true, |fs| async move { Ok(fs.geometry()) })?;
+            writeln!(
+                out,
+                "formatted {device}: {} zones of {} bytes ({} data zones, 2 for the journal)",
+                geometry.zones,
+                geometry.zone_cap_lba << geometry.lba_shift,
+                geometry.zones - 2
+            )
+            .map_err(stdout_error)
+        }
+        FsCommand::Ls { device, json } => {
+            let (files, directories, geometry) =
+                on_fs(&device, false, |fs| async move { Ok((fs.files(), fs.directories(), fs.geometry())) })?;
+            if json {
+                let value = serde_json::json!({ "directories": directories, "files": files });
+                return writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
+                    .map_err(stdout_error);
+            }
+            for file in &files {
+                let extents: Vec<String> = file
+                    .extents
+                    .iter()
+                    .map(|extent| format!("{}+{}@z{}", extent.lba, extent.len_bytes, geometry.zone_of(extent.lba)))
+                    .collect();
+                writeln!(
+                    out,
+                    "{:>12} {} lifetime={} mtime={} {}",
+                    file.size_bytes,
+                    file.name,
+                    file.lifetime,
+                    file.mtime_s,
+                    extents.join(" ")
+                )
+                .map_err(stdout_error)?;
+            }
+            writeln!(out, "{} files, {} directories", files.len(), directories.len()).map_err(stdout_error)
+        }
+        FsCommand::Df { device, json } => {
+            let (space, zones) = on_fs(&device, false, |fs| async move { Ok((fs.space(), fs.zones())) })?;
+            if json {
+                let value = serde_json::json!({ "space": space, "zones": zones });
+                return writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
+                    .map_err(stdout_error);
+            }
+            let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+            writeln!(
+                out,
+                "capacity {:.1} MiB in {} data zones ({} empty); free {:.1} MiB, live {:.1} MiB, reclaimable {:.1} MiB",
+                mib(space.capacity_bytes),
+                space.data_zones,
+                space.empty_zones,
+                mib(space.free_bytes),
+                mib(space.live_bytes),
+                mib(space.reclaimable_bytes)
+            )
+            .map_err(stdout_error)?;
+            for zone in zones.iter().filter(|zone| zone.written_bytes > 0) {
+                writeln!(
+                    out,
+                    "zone {:>5} {:<8} written {:>10} live {:>10} lifetime {}{}",
+                    zone.zone,
+                    zone.role,
+                    zone.written_bytes,
+                    zone.live_bytes,
+                    zone.lifetime,
+                    if zone.full { " full" } else { "" }
+                )
+                .map_err(stdout_error)?;
+            }
+            Ok(())
+        }
+        FsCommand::Dump { device } => {
+            let records = on_fs(&device, false, |fs| async move { fs.journal_records().await })?;
+            for record in records {
+                writeln!(out, "{}", serde_json::to_string(&record).unwrap_or_default()).map_err(stdout_error)?;
+            }
+            Ok(())
+        }
+        FsCommand::Fsck { device } => {
+            let (problems, files, zones) = on_fs(&device, false, |fs| async move {
+                let used = fs.zones().iter().filter(|zone| zone.written_bytes > 0).count();
+                Ok((fs.check(), fs.files().len(), used))
+            })?;
+            if problems.is_empty() {
+                return writeln!(out, "{device}: clean, {files} files in {zones} written zones").map_err(stdout_error);
+            }
+            for problem in &problems {
+                writeln!(out, "{problem}").map_err(stdout_error)?;
+            }
+            Err(CliError::Failed(format!("{device}: {} problems", problems.len())))
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Real RocksDB (Debian's 7.8.3: db_bench and ldb, unmodified) on zonelab through the FileSystem plugin
+//! (`rocksdb/zonelab_fs.cc`, loaded with LD_PRELOAD, `--fs_uri=zonelab://IMAGE`): a database written, overwritten
+//! and reopened by db_bench reads back whole and agrees key for key with ldb; a db_bench killed with SIGKILL
+//! during synced writes loses no synced key; and `zonelab fs fsck` finds the file system consistent after both.
+//! Without the tools a test stops early, except under CI=true, where it fails.
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{image_created_with, ok, TestImage};
+
+fn have_rocksdb() -> bool {
+    let found = ["db_bench", "ldb"].iter().all(|tool| Command::new(tool).arg("--help").output().is_ok())
+        && Path::new("/usr/include/rocksdb/file_system.h").exists();
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true and RocksDB missing: .ci/run must install librocksdb-dev and rocksdb-tools"
+        );
+        eprintln!("skipped: RocksDB (db_bench, ldb, librocksdb-dev) not installed");
+    }
+    found
+}
+
+/// The plugin, built once for this test binary against the test profile's libzonelab.so.
+fn plugin() -> &'static Path {
+    static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
+    PLUGIN.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let out = std::env::temp_dir().join(format!("zonelab-rocksdb-plugin-{}", std::process::id()));
+        let built = Command::new("bash")
+            .arg(root.join("rocksdb/build.sh"))
+            .args([out.to_str().expect("utf-8 path"), "test"])
+            .output()
+            .expect("run rocksdb/build.sh");
+        assert!(built.status.success(), "building the plugin failed:\n{}", String::from_utf8_lossy(&built.stderr));
+        out.join("libzonelab_rocksdb.so")
+    })
+}
+
+/// A RocksDB tool on `image` through the plugin.
+fn tool(name: &str, image: &TestImage, args: &[&str]) -> Command {
+    let mut command = Command::new(name);
+    command.env("LD_PRELOAD", plugin()).arg(format!("--fs_uri=zonelab://{}", image.s())).args(args);
+    command
+}
+
+fn run(mut command: Command) -> Output {
+    let output = command.output().expect("run a RocksDB tool");
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// Small memtables and SST files, so that a few MiB flush and compact many times.
+const SMALL_LSM: [&str; 4] = [
+    "--write_buffer_size=262144",
+    "--target_file_size_base=262144",
+    "--max_bytes_for_level_base=1048576",
+    "--compression_type=none",
+];
+
+/// A db_bench key as an integer: db_bench writes 16-byte keys whose first 8 bytes are the number, big-endian.
+fn key_number(hex: &str) -> u64 {
+    u64::from_str_radix(&hex[2..18], 16).expect("a hex key")
+}
+
+/// Every key of the database, in the order ldb scans them.
+fn scanned_keys(image: &TestImage) -> Vec<u64> {
+    let output = run(tool("ldb", image, &["--db=/rocksdbtest/dbbench", "scan", "--key_hex"]));
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| key_number(line.split(" : ").next().expect("key")))
+        .collect()
+}
+
+fn fsck(image: &TestImage) {
+    let report = ok(&["fs", "fsck", image.s()]);
+    assert!(report.contains("clean"), "fsck: {report}");
+}
+
+/// 64 zones of 4 MiB on the instant preset (no flash time: what is tested is the file system, not the model).
+fn rocksdb_image() -> TestImage {
+    image_created_with(&["--preset", "instant", "--zones", "64", "--zone-size", "4MiB"])
+}
+
+#[test]
+fn db_bench_writes_overwrites_and_reopens_and_ldb_agrees_on_every_key() {
+    if !have_rocksdb() {
+        return;
+    }
+    let image = rocksdb_image();
+    let num = 20_000;
+    let n = format!("--num={num}");
+    let mut fill = tool("db_bench", &image, &["--benchmarks=fillseq,overwrite", &n, "--value_size=100"]);
+    fill.args(SMALL_LSM);
+    let output = run(fill);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("fillseq") && text.contains("overwrite"), "{text}");
+
+    let mut read =
+        tool("db_bench", &image, &["--benchmarks=readrandom", "--use_existing_db=1", &n, "--value_size=100"]);
+    read.args(SMALL_LSM);
+    let text = String::from_utf8_lossy(&run(read).stdout).into_owned();
+    assert!(text.contains(&format!("({num} of {num} found)")), "every key found after reopening: {text}");
+
+    let keys = scanned_keys(&image);
+    assert_eq!(keys, (0..num).collect::<Vec<u64>>(), "ldb scans exactly the keys db_bench wrote, in order");
+    fsck(&image);
+    // The small LSM did flush and compact: SST files on the device, not only a WAL.
+    let listing = ok(&["fs", "ls", image.s()]);
+    assert!(listing.matches(".sst").count() >= 2, "{listing}");
+}
+
+#[test]
+fn synced_writes_survive_a_sigkill_of_db_bench() {
+    if !have_rocksdb() {
+        return;
+    }
+    let image = rocksdb_image();
+    let mut fill = tool(
+        "db_bench",
+        &image,
+        &["--benchmarks=fillseq", "--sync=1", "--num=1000000", "--value_size=100", "--stats_interval=0"],
+    );
+    fill.args(SMALL_LSM).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = fill.spawn().expect("start db_bench");
+    // db_bench reports "... finished N ops" as it goes; kill it once it has passed a few thousand synced puts.
+    let mut stderr = child.stderr.take().expect("stderr");
+    let mut seen = Vec::new();
+    let started = Instant::now();
+    let mut buf = [0u8; 4096];
+    while finished_ops(&seen) < 3000 && started.elapsed() < Duration::from_secs(120) {
+        match stderr.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => seen.extend_from_slice(&buf[..read]),
+        }
+    }
+    child.kill().expect("SIGKILL db_bench");
+    let _ = child.wait();
+    let acknowledged = finished_ops(&seen);
+    assert!(acknowledged >= 3000, "db_bench made progress before the kill: {}", String::from_utf8_lossy(&seen));
+
+    let keys = scanned_keys(&image);
+    let expected: Vec<u64> = (0..keys.len() as u64).collect();
+    assert_eq!(keys, expected, "what survived is a prefix of fillseq's keys, with no hole");
+    assert!(
+        keys.len() as u64 >= acknowledged,
+        "{} keys survived, but db_bench had finished {acknowledged} synced puts",
+        keys.len()
+    );
+    fsck(&image);
+}
+
+/// The largest "... finished N ops" db_bench has printed.
+fn finished_ops(stderr: &[u8]) -> u64 {
+    String::from_utf8_lossy(stderr)
+        .split("... finished ")
+        .skip(1)
+        .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
+        .max()
+        .unwrap_or(0)
+}
