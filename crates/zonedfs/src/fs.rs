@@ -1125,19 +1125,23 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 return Choice::Take(zone);
             }
         }
-        if let Some((zone, _)) = open_ready
+        let best_fit = open_ready
             .iter()
             .filter_map(|(index, zone)| lifetime_fit(zone.lifetime, lifetime).map(|fit| (*index, fit)))
-            .min_by_key(|(index, fit)| (*fit, *index))
-        {
+            .min_by_key(|(index, fit)| (*fit, *index));
+        if let Some((zone, 0)) = best_fit {
             return Choice::Take(zone as u32);
         }
         let empty: Vec<usize> =
             data().filter(|(_, zone)| zone.written_lba == 0 && !zone.held).map(|(index, _)| index).collect();
         let reserve = self.inner.options.gc_reserve_zones as usize;
         let room_for_active = active < self.inner.active_limit;
+        // A zone of this lifetime of its own, while the active limit allows, rather than a longer-lived one.
         if room_for_active && (empty.len() > reserve || (for_gc && !empty.is_empty())) {
             return Choice::Open(empty[0] as u32);
+        }
+        if let Some((zone, _)) = best_fit {
+            return Choice::Take(zone as u32);
         }
         let room_to_move = !empty.is_empty() || !open_ready.is_empty();
         if !for_gc && empty.len() <= reserve && room_to_move && self.victim(&state).is_some() {
