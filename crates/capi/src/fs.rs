@@ -9,15 +9,15 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_host::{Scheduled, SchedulerKind};
-use zonelab_runtime::{HostThread, RealTime, RealTimeHost};
-use zonelab_zonedfs::{FsOptions, OpenMode, ZonedFs, ZonedFsError};
+use zonelab_runtime::{block_on, CommandQueue, HostThread, Output, Pending, QueuedCommand, RealTime, RealTimeHost};
+use zonelab_zonedfs::{FsOptions, OpenMode, ReadPlan, ZonedFs, ZonedFsError};
 
-use crate::{copy_c_string, guard, lock, NEXT_HANDLE};
+use crate::{copy_c_string, forget_queue_pair, guard, lock, queue_pair, NEXT_HANDLE};
 
 type Fs = ZonedFs<Scheduled<RealTimeHost>>;
 
@@ -25,10 +25,17 @@ type Fs = ZonedFs<Scheduled<RealTimeHost>>;
 /// as `zonelab fio` uses.
 const MAX_REQUEST_BYTES: u64 = 1280 << 10;
 
-/// A mounted file system: its host thread, and the device's real-time runtime, stopped at unmount.
+/// A mounted file system: its host thread, and the device's real-time runtime, stopped at unmount. Reads of
+/// closed files skip the host thread: the caller reads the extents of the file's `ReadPlan` from the device on
+/// its own queue pair (as Linux sends reads past the scheduler's zone locks) and keeps the data if no zone was
+/// reset meanwhile; otherwise it asks the file system again.
 struct Mounted {
     host: HostThread<Fs>,
     runtime: Mutex<Option<RealTime>>,
+    device: RealTimeHost,
+    block_bytes: u64,
+    reset_generation: Arc<AtomicU64>,
+    plans: Mutex<HashMap<u64, Arc<ReadPlan>>>,
 }
 
 static MOUNTS: Mutex<Option<HashMap<u64, Arc<Mounted>>>> = Mutex::new(None);
@@ -121,13 +128,22 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |since| since.as_secs())
                 .saturating_sub(runtime.now_ns() / 1_000_000_000);
+            let for_host = device.clone();
             let host = HostThread::start("zonelab-fs", move || async move {
-                let queue = Scheduled::new(device, scheduler, MAX_REQUEST_BYTES);
+                let queue = Scheduled::new(for_host, scheduler, MAX_REQUEST_BYTES);
                 ZonedFs::mount(queue, FsOptions { epoch_s, ..fs_options }).await
             })
             .map_err(|error| fs_error(&error))?;
+            let reset_generation = host.call(|fs| async move { fs.reset_generation() });
             let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
-            let mount = Arc::new(Mounted { host, runtime: Mutex::new(Some(runtime)) });
+            let mount = Arc::new(Mounted {
+                host,
+                runtime: Mutex::new(Some(runtime)),
+                block_bytes: u64::from(device.geometry().lba_size),
+                device,
+                reset_generation,
+                plans: Mutex::new(HashMap::new()),
+            });
             lock(&MOUNTS).get_or_insert_with(HashMap::new).insert(id, mount);
             // SAFETY: checked non-null above; the caller passes a writable uint64_t.
             unsafe { *handle = id };
@@ -144,6 +160,7 @@ pub extern "C" fn zlfs_unmount(handle: u64) -> i32 {
         let Some(mount) = lock(&MOUNTS).as_mut().and_then(|map| map.remove(&handle)) else {
             return fail(libc::EBADF, "no such mount");
         };
+        forget_queue_pair(handle);
         let synced = mount.host.call(|fs| async move { fs.unmount().await });
         let Ok(mount) = Arc::try_unwrap(mount) else {
             return fail(libc::EBUSY, "the mount is in use by another call");
@@ -212,7 +229,13 @@ pub unsafe extern "C" fn zlfs_open_read(handle: u64, name: *const c_char, file: 
             if file.is_null() {
                 return Err(fail(libc::EINVAL, "file is null"));
             }
-            let id = on_fs(handle, move |fs| async move { fs.open_read(&name) })?;
+            let (id, plan) = on_fs(handle, move |fs| async move {
+                let id = fs.open_read(&name)?;
+                Ok((id, fs.read_plan(id)))
+            })?;
+            if let (Some(plan), Ok(mount)) = (plan, mounted(handle)) {
+                lock(&mount.plans).insert(id, Arc::new(plan));
+            }
             // SAFETY: checked non-null above.
             unsafe { *file = id };
             Ok(())
@@ -250,7 +273,51 @@ pub extern "C" fn zlfs_sync(handle: u64, file: u64) -> i32 {
 /// Closes a file id (a writer is synced first).
 #[no_mangle]
 pub extern "C" fn zlfs_close(handle: u64, file: u64) -> i32 {
-    guard(|| status_of(on_fs(handle, move |fs| async move { fs.close(file).await })))
+    guard(|| {
+        if let Ok(mount) = mounted(handle) {
+            lock(&mount.plans).remove(&file);
+        }
+        status_of(on_fs(handle, move |fs| async move { fs.close(file).await }))
+    })
+}
+
+/// Waits for a command by polling for up to 20 us, as a polled NVMe driver does, before sleeping: the device
+/// thread completes an instant command within that, and a sleep and wake-up cost more than the read.
+fn wait_briefly_then_block(pending: Pending) -> Result<Output, zonelab_zns::Status> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_micros(20) {
+        if let Some(result) = pending.try_take() {
+            return result;
+        }
+        std::hint::spin_loop();
+    }
+    block_on(pending)
+}
+
+/// Reads through the file's plan on the caller's own queue pair; None if there is no plan, a read failed or a
+/// zone was reset meanwhile (the file system then reads, and the plan is made anew).
+fn read_directly(handle: u64, file: u64, offset: u64, len: u64) -> Option<Vec<u8>> {
+    let mount = mounted(handle).ok()?;
+    let plan = lock(&mount.plans).get(&file).cloned()?;
+    let queue = queue_pair(handle, &mount.runtime, &mount.device);
+    let mut out = Vec::with_capacity(len as usize);
+    for (lba, blocks, skip, take) in plan.pieces(offset, len, mount.block_bytes) {
+        let pending = queue.submit_pending(QueuedCommand::Read { slba: lba, nlb: blocks, keep: true });
+        let bytes = match wait_briefly_then_block(pending) {
+            Ok(Output::Data(bytes)) => bytes,
+            _ => return None,
+        };
+        out.extend_from_slice(&bytes[skip as usize..(skip + take) as usize]);
+    }
+    if mount.reset_generation.load(Ordering::Acquire) != plan.generation {
+        // A fresh plan for the next read; this one goes through the file system.
+        match mount.host.call(move |fs| async move { fs.read_plan(file) }) {
+            Some(fresh) => lock(&mount.plans).insert(file, Arc::new(fresh)),
+            None => lock(&mount.plans).remove(&file),
+        };
+        return None;
+    }
+    Some(out)
 }
 
 /// Reads up to `len` bytes at `offset` of a file into `buf`; stores the bytes read in `*got` (fewer at the end).
@@ -270,7 +337,11 @@ pub unsafe extern "C" fn zlfs_read(
         if (buf.is_null() && len != 0) || got.is_null() {
             return fail(libc::EINVAL, "buf or got is null");
         }
-        match on_fs(handle, move |fs| async move { fs.read(file, offset, len as u64).await }) {
+        let data = match read_directly(handle, file, offset, len as u64) {
+            Some(data) => Ok(data),
+            None => on_fs(handle, move |fs| async move { fs.read(file, offset, len as u64).await }),
+        };
+        match data {
             Ok(data) => {
                 // SAFETY: the caller passes `len` writable bytes; `data` is at most `len` long.
                 unsafe {

@@ -157,15 +157,21 @@ thread_local! {
     static QUEUE_PAIRS: RefCell<HashMap<u64, RealTimeHost>> = RefCell::new(HashMap::new());
 }
 
-/// The calling thread's queue pair on a real-time device, made on first use.
-fn queue_pair(handle: u64, device: &RealDevice) -> RealTimeHost {
+/// The calling thread's queue pair on the real-time device of `handle` (a device or a mount), made on first
+/// use from `runtime` (or `fallback` once it has stopped).
+fn queue_pair(handle: u64, runtime: &Mutex<Option<RealTime>>, fallback: &RealTimeHost) -> RealTimeHost {
     QUEUE_PAIRS.with(|pairs| {
         pairs
             .borrow_mut()
             .entry(handle)
-            .or_insert_with(|| lock(&device.runtime).as_ref().map_or_else(|| device.host.clone(), RealTime::host))
+            .or_insert_with(|| lock(runtime).as_ref().map_or_else(|| fallback.clone(), RealTime::host))
             .clone()
     })
+}
+
+/// Forgets the calling thread's queue pair of a closed handle.
+fn forget_queue_pair(handle: u64) {
+    QUEUE_PAIRS.with(|pairs| pairs.borrow_mut().remove(&handle));
 }
 
 fn real(handle: u64) -> Option<Arc<RealDevice>> {
@@ -184,7 +190,7 @@ fn status_code(status: Status) -> i32 {
 /// Runs one command on the device behind `handle`.
 fn execute(handle: u64, command: QueuedCommand) -> Result<Output, i32> {
     if let Some(device) = real(handle) {
-        return block_on(queue_pair(handle, &device).submit(command)).map_err(status_code);
+        return block_on(queue_pair(handle, &device.runtime, &device.host).submit(command)).map_err(status_code);
     }
     VIRTUAL.with(|devices| {
         let mut devices = devices.borrow_mut();
@@ -257,7 +263,7 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
 pub extern "C" fn zl_close(handle: u64) -> i32 {
     guard(|| {
         let removed = lock(&REAL).as_mut().and_then(|map| map.remove(&handle));
-        QUEUE_PAIRS.with(|pairs| pairs.borrow_mut().remove(&handle));
+        forget_queue_pair(handle);
         if let Some(device) = removed {
             let runtime = device.runtime.lock().unwrap_or_else(PoisonError::into_inner).take();
             return match runtime.map(RealTime::stop) {
@@ -482,7 +488,7 @@ pub unsafe extern "C" fn zl_submit(handle: u64, io: *const zl_io, tag: u64) -> i
             Err(code) => return code,
         };
         if let Some(device) = real(handle) {
-            let pending = Box::pin(queue_pair(handle, &device).submit_pending(command));
+            let pending = Box::pin(queue_pair(handle, &device.runtime, &device.host).submit_pending(command));
             let submitter = std::thread::current().id();
             lock(&device.inflight).push(Inflight { tag, read_into, submitter, pending });
             return ZL_OK;

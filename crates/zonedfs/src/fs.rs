@@ -7,6 +7,8 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use serde::Serialize;
 use zonelab_runtime::sync::{Mutex, Notify};
@@ -158,6 +160,37 @@ pub struct FileInfo {
     pub extents: Vec<Extent>,
 }
 
+/// A closed file's extents as of one reset generation (see `ZonedFs::read_plan`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadPlan {
+    pub generation: u64,
+    pub size_bytes: u64,
+    pub extents: Vec<Extent>,
+}
+
+impl ReadPlan {
+    /// The reads that fetch `len` bytes from `offset` (cut at the end of the file): `(lba, blocks, skip,
+    /// take)`, each within one extent: read `blocks` from `lba`, keep `take` bytes from byte `skip` of them.
+    pub fn pieces(&self, offset: u64, len: u64, block_bytes: u64) -> Vec<(u64, u64, u64, u64)> {
+        let offset = offset.min(self.size_bytes);
+        let end = (offset + len).min(self.size_bytes);
+        let mut pieces = Vec::new();
+        let mut at = 0;
+        for extent in &self.extents {
+            let (from, to) = (offset.max(at), end.min(at + extent.len_bytes));
+            if from < to {
+                let skip_in_extent = from - at;
+                let first = extent.lba + skip_in_extent / block_bytes;
+                let skip = skip_in_extent % block_bytes;
+                let blocks = (skip + to - from).div_ceil(block_bytes);
+                pieces.push((first, blocks, skip, to - from));
+            }
+            at += extent.len_bytes;
+        }
+        pieces
+    }
+}
+
 /// A zone as `ls` and `df` show it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ZoneInfo {
@@ -270,6 +303,9 @@ struct Inner<Q> {
     journal_lock: Mutex<()>,
     gc_lock: Mutex<()>,
     zones_changed: Notify,
+    /// Counts data-zone resets, raised before each is issued: a reader on another thread that planned its
+    /// reads from extents (a `ReadPlan`) and finds it unchanged after reading knows the data was still there.
+    reset_generation: Arc<AtomicU64>,
 }
 
 /// A mounted file system on the device behind `Q`. Clones share it.
@@ -458,6 +494,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 journal_lock: Mutex::new(()),
                 gc_lock: Mutex::new(()),
                 zones_changed: Notify::new(),
+                reset_generation: Arc::new(AtomicU64::new(0)),
             }),
         })
     }
@@ -658,18 +695,12 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             let mut state = self.inner.state.borrow_mut();
             let node = state.files.get(&id).ok_or_else(|| ZonedFsError::NotFound(format!("file id {id}")))?;
             let size = node.size();
-            let offset = offset.min(size);
-            let end = (offset + len).min(size);
-            let mut pieces = Vec::new();
-            let mut at = 0;
-            for extent in &node.record.extents {
-                let (from, to) = (offset.max(at), end.min(at + extent.len_bytes));
-                if from < to {
-                    pieces.push((extent.lba, from - at, to - from));
-                }
-                at += extent.len_bytes;
-            }
-            let tail = node.buffer[(offset.max(at) - at) as usize..(end.max(at) - at) as usize].to_vec();
+            let written = size - node.buffer.len() as u64;
+            let plan = ReadPlan { generation: 0, size_bytes: written, extents: node.record.extents.clone() };
+            let pieces = plan.pieces(offset, len, block);
+            let (offset, end) = (offset.min(size), (offset + len).min(size));
+            let tail =
+                node.buffer[(offset.max(written) - written) as usize..(end.max(written) - written) as usize].to_vec();
             for (lba, ..) in &pieces {
                 state.zones[geometry.zone_of(*lba) as usize].readers += 1;
             }
@@ -677,15 +708,10 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         };
         let mut out = Vec::with_capacity(len as usize);
         let mut failure = None;
-        for (lba, skip, take) in &pieces {
+        for (lba, blocks, skip, take) in &pieces {
             if failure.is_none() {
-                let first = lba + skip / block;
-                let blocks = (skip % block + take).div_ceil(block);
-                match read_blocks(&self.inner.queue, first, blocks).await {
-                    Ok(bytes) => {
-                        let from = (skip % block) as usize;
-                        out.extend_from_slice(&bytes[from..from + *take as usize]);
-                    }
+                match read_blocks(&self.inner.queue, *lba, *blocks).await {
+                    Ok(bytes) => out.extend_from_slice(&bytes[*skip as usize..(skip + take) as usize]),
                     Err(status) => failure = Some(status),
                 }
             }
@@ -703,6 +729,25 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         }
         out.extend_from_slice(&tail);
         Ok(out)
+    }
+
+    /// Where a file's bytes are, for a reader on another thread that reads the device directly: None while the
+    /// file is open for writing (its tail may be in a buffer). Valid while `reset_generation` still holds
+    /// `generation` after the reads complete: extents move only when garbage collection empties a zone, and
+    /// a zone is reset only after the generation is raised.
+    pub fn read_plan(&self, id: u64) -> Option<ReadPlan> {
+        let state = self.inner.state.borrow();
+        let node = state.files.get(&id).filter(|node| node.writers == 0)?;
+        Some(ReadPlan {
+            generation: self.inner.reset_generation.load(Ordering::Acquire),
+            size_bytes: node.size(),
+            extents: node.record.extents.clone(),
+        })
+    }
+
+    /// The counter `read_plan`s are checked against.
+    pub fn reset_generation(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.inner.reset_generation)
     }
 
     /// Deletes a file; its space is freed now, or at its last close if it is open.
@@ -861,6 +906,11 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
 
     pub fn geometry(&self) -> Geometry {
         self.inner.geometry
+    }
+
+    /// The device the file system runs on.
+    pub fn queue(&self) -> &Q {
+        &self.inner.queue
     }
 
     /// Consistency: every extent inside one data zone and below its write pointer, no two extents overlapping,
@@ -1322,6 +1372,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             }
             changed.await;
         }
+        self.inner.reset_generation.fetch_add(1, Ordering::AcqRel);
         let reset =
             self.inner.queue.zone_send(self.inner.geometry.zone_start_lba(zone), ZoneSendAction::Reset, false).await;
         {

@@ -18,5 +18,5 @@
 mod fs;
 pub mod journal;
 
-pub use fs::{FileInfo, FsOptions, FsSpace, FsStats, OpenMode, ZoneInfo, ZonedFs, ZonedFsError};
+pub use fs::{FileInfo, FsOptions, FsSpace, FsStats, OpenMode, ReadPlan, ZoneInfo, ZonedFs, ZonedFsError};
 pub use journal::{Extent, FileRecord, Record};

@@ -175,3 +175,46 @@ fn a_remount_holds_the_same_files_and_bytes() {
         assert_eq!(data, pattern(index, 70_000 * (index + 1)), "{name}");
     }
 }
+
+#[test]
+fn a_read_plan_reads_what_the_file_system_reads_until_a_reset() {
+    let mut simulation = simulation(12);
+    let (mismatches, generation_moved) = on_new_fs(&mut simulation, FsOptions::default(), |fs| async move {
+        // Synced in pieces, so the file has unaligned extents with padding between them.
+        let id = fs.open_write("/a.sst", 3, OpenMode::Truncate).await.expect("create");
+        for part in 0..5 {
+            fs.append(id, &pattern(7, 250_000)[part * 50_000..(part + 1) * 50_000]).await.expect("append");
+            fs.sync(id).await.expect("sync");
+        }
+        assert_eq!(fs.read_plan(id), None, "no plan while the file is open for writing");
+        fs.close(id).await.expect("close");
+        write_file(&fs, "/b.sst", 3, &pattern(8, 10_000)).await;
+        let id = fs.open_read("/a.sst").expect("open");
+        let plan = fs.read_plan(id).expect("a closed file has a plan");
+        let block = u64::from(fs.geometry().lba_size);
+        let mut mismatches = Vec::new();
+        for (offset, len) in [(0u64, 250_000u64), (1, 4095), (49_999, 2), (123_457, 80_000), (249_000, 5_000)] {
+            let mut direct = Vec::new();
+            for (lba, blocks, skip, take) in plan.pieces(offset, len, block) {
+                let bytes = fs_queue_read(&fs, lba, blocks).await;
+                direct.extend_from_slice(&bytes[skip as usize..(skip + take) as usize]);
+            }
+            if direct != fs.read(id, offset, len).await.expect("read") {
+                mismatches.push((offset, len));
+            }
+        }
+        let before = fs.reset_generation().load(std::sync::atomic::Ordering::Acquire);
+        fs.delete("/b.sst").await.expect("delete");
+        fs.close(id).await.expect("close");
+        fs.delete("/a.sst").await.expect("delete");
+        (mismatches, fs.reset_generation().load(std::sync::atomic::Ordering::Acquire) > before)
+    });
+    assert_eq!(mismatches, Vec::<(u64, u64)>::new());
+    assert!(generation_moved, "resetting the zones the plan pointed at raised the generation");
+}
+
+/// Reads blocks from the device under the file system, as the C library's direct reads do.
+async fn fs_queue_read(fs: &Fs, lba: u64, blocks: u64) -> Vec<u8> {
+    use zonelab_runtime::HostExt;
+    fs.queue().read(lba, blocks).await.expect("read")
+}
