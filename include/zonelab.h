@@ -329,8 +329,11 @@ const char *zl_strerror(int32_t code);
  * and stores the mount's handle in `*handle`. `options` (may be null or empty) is `key=value` pairs
  * separated by `&`: `scheduler=none|mq-deadline|zinc` (default mq-deadline, as Linux picks for a zoned disk),
  * `host=kernel|spdk|io_uring|io_uring_cmd` (default kernel), `format=0|1` (format a blank device, default 1),
- * `write_buffer_bytes`, `finish_threshold`, `max_active_zones`, `gc_reserve_zones`. A device that holds
- * data but no file system is refused (EUCLEAN); run `zonelab fs mkfs` on it.
+ * `write_buffer_bytes`, `finish_threshold`, `max_active_zones`, `gc_reserve_zones`; and a load of zone
+ * resets beside the file system through the same scheduler (ZINC's workload-level experiment):
+ * `reset_pool=N` fills the last N zones at start and leaves them out of the file system, `reset_load=R`
+ * resets R of them a second, one at a time. A device that holds data but no file system is refused
+ * (EUCLEAN); run `zonelab fs mkfs` on it.
  *
  * # Safety
  * `spec` and `options` are NUL-terminated strings or null; `handle` points to a writable `uint64_t`.
@@ -473,8 +476,9 @@ int32_t zlfs_list(uint64_t handle,
 int32_t zlfs_free_space(uint64_t handle, uint64_t *free_bytes);
 
 /**
- * Writes the file system's counters as a NUL-terminated JSON object (bytes written and read, journal commits
- * and rolls, zone resets and finishes, garbage collection) into `buf`; `*needed` as `zl_stats_json` does.
+ * Writes the mount's counters as a NUL-terminated JSON object into `buf`: the file system's (`fs`: bytes
+ * written and read, journal commits and rolls, zone resets and finishes, garbage collection) and the reset
+ * load's (`reset_load`: resets, mean and largest latency); `*needed` as `zl_stats_json` does.
  *
  * # Safety
  * `buf` points to `len` writable bytes (or is null with `len` 0); `needed` is writable.

@@ -16,6 +16,8 @@
 #include <rocksdb/utilities/object_registry.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -75,9 +77,21 @@ std::string Decode(const std::string& text) {
 // Every mount this process made, by URI; unmounted (synced and flushed) when the process exits normally.
 class Mounts {
  public:
+  // With ZONELAB_STATS set, each mount's counters (zlfs_stats_json) go to stderr before it is unmounted.
   ~Mounts() {
     std::lock_guard<std::mutex> hold(mutex_);
-    for (auto& mount : mounts_) zlfs_unmount(mount.second);
+    for (auto& mount : mounts_) {
+      if (std::getenv("ZONELAB_STATS") != nullptr) {
+        size_t needed = 0;
+        zlfs_stats_json(mount.second, nullptr, 0, &needed);
+        std::vector<char> text(needed + 1);
+        if (zlfs_stats_json(mount.second, text.data(), text.size(), &needed) == 0) {
+          std::string line = "zonelab stats " + mount.first + ": " + std::string(text.data()) + "\n";
+          std::fputs(line.c_str(), stderr);
+        }
+      }
+      zlfs_unmount(mount.second);
+    }
   }
 
   int Get(const std::string& uri, uint64_t* handle, std::string* error) {

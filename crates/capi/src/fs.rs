@@ -6,20 +6,28 @@
 //! Unlike the device functions, these return 0 or a POSIX errno (ENOENT, ENOSPC, EIO, ...), and
 //! `zlfs_last_error` describes the calling thread's last failure in words.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
-use zonelab_host::{Scheduled, SchedulerKind};
+use zonelab_host::{run_reset_load, ResetLoadStats, Scheduled, SchedulerKind};
 use zonelab_runtime::{block_on, CommandQueue, HostThread, Output, Pending, QueuedCommand, RealTime, RealTimeHost};
 use zonelab_zonedfs::{FsOptions, OpenMode, ReadPlan, ZonedFs, ZonedFsError};
 
 use crate::{copy_c_string, forget_queue_pair, guard, lock, queue_pair, NEXT_HANDLE};
 
 type Fs = ZonedFs<Scheduled<RealTimeHost>>;
+
+/// What lives on a mount's host thread: the file system, and the reset load beside it (if asked for).
+struct Context {
+    fs: Fs,
+    reset_load: Rc<RefCell<ResetLoadStats>>,
+    running: Rc<Cell<bool>>,
+}
 
 /// The largest request the scheduler merges writes into: Linux's default max_sectors_kb for NVMe (1280 KiB),
 /// as `zonelab fio` uses.
@@ -30,7 +38,7 @@ const MAX_REQUEST_BYTES: u64 = 1280 << 10;
 /// its own queue pair (as Linux sends reads past the scheduler's zone locks) and keeps the data if no zone was
 /// reset meanwhile; otherwise it asks the file system again.
 struct Mounted {
-    host: HostThread<Fs>,
+    host: HostThread<Context>,
     runtime: Mutex<Option<RealTime>>,
     device: RealTimeHost,
     block_bytes: u64,
@@ -69,44 +77,77 @@ fn text<'a>(pointer: *const c_char) -> Result<&'a str, i32> {
 /// Runs `op` on the mounted file system and maps its error.
 fn on_fs<R: Send + 'static, F: std::future::Future<Output = Result<R, ZonedFsError>> + 'static>(
     handle: u64,
-    op: impl FnOnce(std::rc::Rc<Fs>) -> F + Send + 'static,
+    op: impl FnOnce(Fs) -> F + Send + 'static,
 ) -> Result<R, i32> {
     let mount = mounted(handle)?;
-    mount.host.call(op).map_err(|error| fs_error(&error))
+    mount.host.call(move |context| op(context.fs.clone())).map_err(|error| fs_error(&error))
 }
 
 fn status_of(result: Result<(), i32>) -> i32 {
     result.map_or_else(|errno| errno, |()| 0)
 }
 
-/// Splits mount options into the device's (`scheduler=`, `host=`) and the file system's.
-fn parse_options(options: &str) -> Result<(SchedulerKind, HostPath, FsOptions), String> {
-    let mut scheduler = SchedulerKind::MqDeadline;
-    let mut host = HostPath::Kernel;
+/// The mount options that are not the file system's own.
+struct MountOptions {
+    scheduler: SchedulerKind,
+    host: HostPath,
+    /// Resets per second of the reset load, 0 for none.
+    reset_load_per_s: f64,
+    /// Zones at the end of the device, filled at start, that the reset load resets.
+    reset_pool_zones: u32,
+}
+
+/// Splits mount options into the device's and the load's (`scheduler=`, `host=`, `reset_load=`,
+/// `reset_pool=`) and the file system's.
+fn parse_options(options: &str) -> Result<(MountOptions, FsOptions), String> {
+    let mut mount = MountOptions {
+        scheduler: SchedulerKind::MqDeadline,
+        host: HostPath::Kernel,
+        reset_load_per_s: 0.0,
+        reset_pool_zones: 0,
+    };
     let mut fs_options = FsOptions { format_blank: true, ..FsOptions::default() };
     let mut rest = Vec::new();
     for item in options.split(['&', ',']).filter(|item| !item.is_empty()) {
         match item.split_once('=') {
             Some(("scheduler", name)) => {
-                scheduler = SchedulerKind::parse(name)
+                mount.scheduler = SchedulerKind::parse(name)
                     .ok_or_else(|| format!("scheduler={name}: not none, mq-deadline or zinc"))?;
             }
             Some(("host", name)) => {
-                host = HostPath::parse(name).ok_or_else(|| format!("host={name}: not a host path"))?;
+                mount.host = HostPath::parse(name).ok_or_else(|| format!("host={name}: not a host path"))?;
+            }
+            Some(("reset_load", rate)) => {
+                mount.reset_load_per_s = rate
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|rate| (0.0..=1e6).contains(rate))
+                    .ok_or_else(|| format!("reset_load={rate}: not a rate from 0 to 1e6 resets per second"))?;
+            }
+            Some(("reset_pool", zones)) => {
+                mount.reset_pool_zones =
+                    zones.parse().map_err(|_| format!("reset_pool={zones}: not a number of zones"))?;
             }
             _ => rest.push(item),
         }
     }
+    if mount.reset_load_per_s > 0.0 && mount.reset_pool_zones == 0 {
+        return Err("reset_load needs reset_pool=N: the zones at the end of the device that it resets".into());
+    }
     fs_options.apply(&rest.join("&")).map_err(|error| error.to_string())?;
-    Ok((scheduler, host, fs_options))
+    fs_options.reserved_tail_zones = mount.reset_pool_zones;
+    Ok((mount, fs_options))
 }
 
 /// Mounts zonedfs on the device `spec` names (`preset:NAME[,key=value...]` or an image path), in real time,
 /// and stores the mount's handle in `*handle`. `options` (may be null or empty) is `key=value` pairs
 /// separated by `&`: `scheduler=none|mq-deadline|zinc` (default mq-deadline, as Linux picks for a zoned disk),
 /// `host=kernel|spdk|io_uring|io_uring_cmd` (default kernel), `format=0|1` (format a blank device, default 1),
-/// `write_buffer_bytes`, `finish_threshold`, `max_active_zones`, `gc_reserve_zones`. A device that holds
-/// data but no file system is refused (EUCLEAN); run `zonelab fs mkfs` on it.
+/// `write_buffer_bytes`, `finish_threshold`, `max_active_zones`, `gc_reserve_zones`; and a load of zone
+/// resets beside the file system through the same scheduler (ZINC's workload-level experiment):
+/// `reset_pool=N` fills the last N zones at start and leaves them out of the file system, `reset_load=R`
+/// resets R of them a second, one at a time. A device that holds data but no file system is refused
+/// (EUCLEAN); run `zonelab fs mkfs` on it.
 ///
 /// # Safety
 /// `spec` and `options` are NUL-terminated strings or null; `handle` points to a writable `uint64_t`.
@@ -119,9 +160,12 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
             if handle.is_null() {
                 return Err(fail(libc::EINVAL, "handle is null"));
             }
-            let (scheduler, host_path, fs_options) =
-                parse_options(options).map_err(|message| fail(libc::EINVAL, &message))?;
-            let builder = DeviceBuilder::new(DeviceSpec::parse(spec)).host(host_path).store(StoreChoice::Memory);
+            let (mount_options, fs_options) = parse_options(options).map_err(|message| fail(libc::EINVAL, &message))?;
+            let builder = DeviceBuilder::new(DeviceSpec::parse(spec))
+                .host(mount_options.host)
+                .store(StoreChoice::Memory)
+                .full_tail_zones(mount_options.reset_pool_zones);
+            let scheduler = mount_options.scheduler;
             let runtime = RealTime::start(builder).map_err(|error| fail(libc::ENODEV, &error.to_string()))?;
             let device = runtime.host();
             let epoch_s = std::time::SystemTime::now()
@@ -131,10 +175,21 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
             let for_host = device.clone();
             let host = HostThread::start("zonelab-fs", move || async move {
                 let queue = Scheduled::new(for_host, scheduler, MAX_REQUEST_BYTES);
-                ZonedFs::mount(queue, FsOptions { epoch_s, ..fs_options }).await
+                let fs = ZonedFs::mount(queue, FsOptions { epoch_s, ..fs_options }).await?;
+                Ok(Context { fs, reset_load: Rc::default(), running: Rc::new(Cell::new(true)) })
             })
             .map_err(|error| fs_error(&error))?;
-            let reset_generation = host.call(|fs| async move { fs.reset_generation() });
+            let reset_generation = host.call(|context| async move { context.fs.reset_generation() });
+            if mount_options.reset_load_per_s > 0.0 {
+                let (rate, pool_zones) = (mount_options.reset_load_per_s, mount_options.reset_pool_zones);
+                host.spawn(move |context| async move {
+                    let zones = context.fs.geometry().zones;
+                    let running = Rc::clone(&context.running);
+                    let queue = context.fs.queue().clone();
+                    let pool = zones - pool_zones..zones;
+                    run_reset_load(queue, pool, rate, move || running.get(), Rc::clone(&context.reset_load)).await;
+                });
+            }
             let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
             let mount = Arc::new(Mounted {
                 host,
@@ -161,7 +216,10 @@ pub extern "C" fn zlfs_unmount(handle: u64) -> i32 {
             return fail(libc::EBADF, "no such mount");
         };
         forget_queue_pair(handle);
-        let synced = mount.host.call(|fs| async move { fs.unmount().await });
+        let synced = mount.host.call(|context| async move {
+            context.running.set(false);
+            context.fs.unmount().await
+        });
         let Ok(mount) = Arc::try_unwrap(mount) else {
             return fail(libc::EBUSY, "the mount is in use by another call");
         };
@@ -311,7 +369,7 @@ fn read_directly(handle: u64, file: u64, offset: u64, len: u64) -> Option<Vec<u8
     }
     if mount.reset_generation.load(Ordering::Acquire) != plan.generation {
         // A fresh plan for the next read; this one goes through the file system.
-        match mount.host.call(move |fs| async move { fs.read_plan(file) }) {
+        match mount.host.call(move |context| async move { context.fs.read_plan(file) }) {
             Some(fresh) => lock(&mount.plans).insert(file, Arc::new(fresh)),
             None => lock(&mount.plans).remove(&file),
         };
@@ -505,8 +563,9 @@ pub unsafe extern "C" fn zlfs_free_space(handle: u64, free_bytes: *mut u64) -> i
     })
 }
 
-/// Writes the file system's counters as a NUL-terminated JSON object (bytes written and read, journal commits
-/// and rolls, zone resets and finishes, garbage collection) into `buf`; `*needed` as `zl_stats_json` does.
+/// Writes the mount's counters as a NUL-terminated JSON object into `buf`: the file system's (`fs`: bytes
+/// written and read, journal commits and rolls, zone resets and finishes, garbage collection) and the reset
+/// load's (`reset_load`: resets, mean and largest latency); `*needed` as `zl_stats_json` does.
 ///
 /// # Safety
 /// `buf` points to `len` writable bytes (or is null with `len` 0); `needed` is writable.
@@ -516,7 +575,21 @@ pub unsafe extern "C" fn zlfs_stats_json(handle: u64, buf: *mut c_char, len: usi
         if needed.is_null() || (buf.is_null() && len != 0) {
             return fail(libc::EINVAL, "buf or needed is null");
         }
-        let stats = on_fs(handle, |fs| async move { Ok(serde_json::to_string(&fs.stats()).unwrap_or_default()) });
+        let stats = mounted(handle).map(|mount| {
+            mount.host.call(|context| async move {
+                let load = context.reset_load.borrow().clone();
+                let value = serde_json::json!({
+                    "fs": context.fs.stats(),
+                    "reset_load": {
+                        "resets": load.resets,
+                        "latency_ms_mean": load.latency_ms_mean(),
+                        "latency_ms_max": load.latency_ns_max as f64 / 1e6,
+                        "pool_exhausted": load.pool_exhausted,
+                    },
+                });
+                value.to_string()
+            })
+        });
         match stats {
             // SAFETY: as the caller promises for `buf`, `len` and `needed`.
             Ok(text) => match unsafe { copy_c_string(&text, buf, len, needed) } {

@@ -95,6 +95,8 @@ pub enum BuildError {
     Image { spec: String, source: zonelab_zns::ImageError },
     #[error("{spec}: the image's device model is not a valid device: {message}")]
     ImageModel { spec: String, message: String },
+    #[error("zone {zone} could not be filled for a reset load: {reason}")]
+    Precondition { zone: u32, reason: String },
 }
 
 /// An opened device, its configuration, and the host path it is reached through with that path's costs. A
@@ -117,12 +119,20 @@ pub struct DeviceBuilder {
     spec: DeviceSpec,
     host: HostPath,
     store: StoreChoice,
+    full_tail_zones: u32,
 }
 
 impl DeviceBuilder {
     /// A builder for `spec`, reached through SPDK with the null store until told otherwise.
     pub fn new(spec: DeviceSpec) -> DeviceBuilder {
-        DeviceBuilder { spec, host: HostPath::Spdk, store: StoreChoice::Null }
+        DeviceBuilder { spec, host: HostPath::Spdk, store: StoreChoice::Null, full_tail_zones: 0 }
+    }
+
+    /// Preconditions the last `zones` zones full, as written long ago (step 4), for a load that resets full
+    /// zones beside the host software on the rest: real time has no time to fill them.
+    pub fn full_tail_zones(mut self, zones: u32) -> DeviceBuilder {
+        self.full_tail_zones = zones;
+        self
     }
 
     pub fn host(mut self, host: HostPath) -> DeviceBuilder {
@@ -137,6 +147,22 @@ impl DeviceBuilder {
 
     /// Steps 1 to 5 of the module documentation.
     pub fn build(self) -> Result<Built, BuildError> {
+        let full_tail_zones = self.full_tail_zones;
+        let mut built = self.build_unfilled()?;
+        let geometry = *built.device.namespace().geometry();
+        let capacity_bytes = geometry.zone_cap_lba << geometry.lba_shift;
+        for zone in geometry.zones.saturating_sub(full_tail_zones)..geometry.zones {
+            if built.device.namespace().zone(zone).state == zonelab_zns::ZoneState::Empty {
+                built
+                    .device
+                    .precondition(zone, capacity_bytes)
+                    .map_err(|status| BuildError::Precondition { zone, reason: status.to_string() })?;
+            }
+        }
+        Ok(built)
+    }
+
+    fn build_unfilled(self) -> Result<Built, BuildError> {
         let label = match &self.spec {
             DeviceSpec::Preset { name, overrides, store } => std::iter::once(format!("preset:{name}"))
                 .chain(overrides.iter().cloned())

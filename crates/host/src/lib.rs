@@ -5,10 +5,12 @@
 //! For now: the I/O schedulers of the Linux block layer for zoned devices, write-ahead logs on zones, and a
 //! zonefs-like file layer.
 
+mod reset_load;
 mod scheduler;
 pub mod wal;
 mod zonefs;
 
+pub use reset_load::{run_reset_load, ResetLoadStats};
 pub use scheduler::{Scheduled, SchedulerCounters, SchedulerKind, ZincConfig};
 pub use wal::{RecoveryStats, Wal, WalConfig, WalDesign, WalError, WalStats};
 pub use zonefs::{read_files, FileState, FsError, ZoneFs, ZoneFsStats, ZoneLayout};

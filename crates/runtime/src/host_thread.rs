@@ -106,6 +106,16 @@ impl<C: 'static> HostThread<C> {
     }
 }
 
+impl<C: 'static> HostThread<C> {
+    /// Starts `job` on the host thread as a task of its own and returns at once; the thread ends only after
+    /// the task has, so a long-running task needs a way to be told to stop.
+    pub fn spawn<F: Future<Output = ()> + 'static>(&self, job: impl FnOnce(Rc<C>) -> F + Send + 'static) {
+        let job: Job<C> = Box::new(move |context| Box::pin(job(context)));
+        lock(&self.shared.jobs).push_back(job);
+        self.thread.unpark();
+    }
+}
+
 impl<C: 'static> Drop for HostThread<C> {
     /// Lets the tasks under way finish, then ends the thread (dropping the context there).
     fn drop(&mut self) {

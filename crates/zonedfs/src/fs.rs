@@ -85,6 +85,8 @@ pub struct FsOptions {
     pub format_blank: bool,
     /// Mount without writing anything (for inspection): zones a crash left dead wait for a read-write mount.
     pub read_only: bool,
+    /// Zones at the end of the device left to another user of it (a reset load), never written.
+    pub reserved_tail_zones: u32,
 }
 
 impl Default for FsOptions {
@@ -97,6 +99,7 @@ impl Default for FsOptions {
             epoch_s: 0,
             format_blank: false,
             read_only: false,
+            reserved_tail_zones: 0,
         }
     }
 }
@@ -115,10 +118,11 @@ impl FsOptions {
                 "max_active_zones" => self.max_active_data_zones = number()? as u32,
                 "gc_reserve_zones" => self.gc_reserve_zones = number()? as u32,
                 "format" => self.format_blank = number()? != 0,
+                "reserve_tail_zones" => self.reserved_tail_zones = number()? as u32,
                 _ => {
                     return Err(ZonedFsError::InvalidOption(format!(
                         "unknown option {key} (known: write_buffer_bytes, finish_threshold, max_active_zones, \
-                         gc_reserve_zones, format)"
+                         gc_reserve_zones, format, reserve_tail_zones)"
                     )))
                 }
             }
@@ -220,7 +224,7 @@ pub struct FsSpace {
 enum Role {
     Meta,
     Data,
-    /// Read-only or offline: never written.
+    /// Read-only, offline, or reserved for another user of the device: never written.
     Unusable,
 }
 
@@ -358,9 +362,17 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 META_ZONES + 2
             )));
         }
-        queue.zone_send(0, ZoneSendAction::Reset, true).await?;
         let fs_id = queue.now_ns() ^ 0x9e37_79b9_7f4a_7c15 ^ (u64::from(geometry.zones) << 32);
+        let report = report_all(&queue).await?;
         let fs = ZonedFs::assemble(queue, options, MetaLog { current: 0, written_lba: 0, generation: 0, fs_id })?;
+        // Every zone of the file system empty; a reserved tail keeps what it holds.
+        let ours = geometry.zones - fs.inner.options.reserved_tail_zones;
+        for zone in report.iter().take(ours as usize) {
+            if matches!(zone.state, ZoneState::Empty | ZoneState::ReadOnly | ZoneState::Offline) {
+                continue;
+            }
+            fs.inner.queue.zone_send(zone.start_lba, ZoneSendAction::Reset, false).await?;
+        }
         {
             let _journal = fs.inner.journal_lock.lock().await;
             fs.roll_journal().await?;
@@ -411,7 +423,8 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             }
         }
         let Some((generation, current, records)) = best else {
-            let blank = report.iter().all(|zone| zone.state == ZoneState::Empty);
+            let ours = geometry.zones.saturating_sub(options.reserved_tail_zones) as usize;
+            let blank = report.iter().take(ours).all(|zone| zone.state == ZoneState::Empty);
             if blank && options.format_blank {
                 return ZonedFs::format(queue, options).await;
             }
@@ -460,9 +473,22 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 "the device allows {device_active} active zones; the journal needs {META_ZONES} and data at least 1"
             )));
         }
+        let reserved_from = geometry.zones.saturating_sub(options.reserved_tail_zones);
+        if reserved_from < META_ZONES + 2 {
+            return Err(ZonedFsError::InvalidOption(format!(
+                "reserve_tail_zones={} leaves {reserved_from} of the device's {} zones; zonedfs needs at least {}",
+                options.reserved_tail_zones,
+                geometry.zones,
+                META_ZONES + 2
+            )));
+        }
         let zones = (0..geometry.zones)
             .map(|zone| ZoneUse {
-                role: if zone < META_ZONES { Role::Meta } else { Role::Data },
+                role: match zone {
+                    _ if zone < META_ZONES => Role::Meta,
+                    _ if zone >= reserved_from => Role::Unusable,
+                    _ => Role::Data,
+                },
                 written_lba: 0,
                 full: false,
                 live_lba: 0,
