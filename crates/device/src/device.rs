@@ -268,6 +268,10 @@ impl<S: MediaStore> Device<S> {
         let done = match timing {
             Timing::Read { slba, nlb } => self.timed_read(at, slba, nlb << lba_shift),
             Timing::Write(kind) => self.timed_write(at, &executed, kind),
+            // With power-loss protection the write buffer is durable on capacitor power: a flush has nothing
+            // to program and costs the command alone (Linux does not even send one to a drive that reports no
+            // volatile write cache). Without it, the partial units of the write buffer are programmed.
+            Timing::Flush if self.power_loss_protection => self.media.management(at),
             Timing::Flush => self.media.flush(at),
             Timing::ZoneSend { slba, action, select_all } => {
                 self.timed_zone_send(at, &executed, slba, action, select_all)
