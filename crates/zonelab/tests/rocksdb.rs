@@ -119,6 +119,10 @@ fn db_bench_writes_overwrites_and_reopens_and_ldb_agrees_on_every_key() {
     // The small LSM did flush and compact: SST files on the device, not only a WAL.
     let listing = ok(&["fs", "ls", image.s()]);
     assert!(listing.matches(".sst").count() >= 2, "{listing}");
+    // A file system with files is formatted only on purpose.
+    let refused = common::zonelab(&["fs", "mkfs", image.s()]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("holds a file system with files; pass --force"), "{}", refused.stderr);
 }
 
 #[test]

@@ -1,0 +1,60 @@
+//! `zonelab fs`: mkfs, ls, df, dump and fsck on an image, and what they say about an image that holds no file
+//! system or a damaged one (a clear error, exit 1, and the image left as it was).
+
+mod common;
+
+use common::{image_created_with, ok, snapshot, zonelab};
+
+#[test]
+fn mkfs_then_every_view_of_an_empty_file_system() {
+    let image = image_created_with(&["--zones", "16", "--zone-size", "1MiB"]);
+    let formatted = ok(&["fs", "mkfs", image.s()]);
+    assert!(formatted.contains("16 zones") && formatted.contains("14 data zones"), "{formatted}");
+    assert!(ok(&["fs", "fsck", image.s()]).contains("clean, 0 files"));
+    assert!(ok(&["fs", "ls", image.s()]).contains("0 files, 1 directories"));
+    let df = ok(&["fs", "df", image.s()]);
+    assert!(df.contains("in 14 data zones (14 empty)"), "{df}");
+    // The journal: a superblock of generation 1, then the (empty) snapshot.
+    let dump = ok(&["fs", "dump", image.s()]);
+    let records: Vec<serde_json::Value> =
+        dump.lines().map(|line| serde_json::from_str(line).expect("a JSON record")).collect();
+    assert_eq!(records[0]["op"], "superblock");
+    assert_eq!(records[0]["generation"], 1);
+    assert_eq!(records[1]["op"], "snapshot");
+    let json: serde_json::Value = serde_json::from_str(&ok(&["fs", "df", image.s(), "--json"])).expect("json");
+    assert_eq!(json["space"]["data_zones"], 14);
+}
+
+#[test]
+fn a_device_without_a_file_system_or_with_a_damaged_superblock_is_refused_and_left_alone() {
+    let image = image_created_with(&["--zones", "16", "--zone-size", "1MiB"]);
+    let blank = zonelab(&["fs", "fsck", image.s()]);
+    assert_eq!(blank.code, 1, "{}", blank.stderr);
+    assert!(blank.stderr.contains("every zone is empty; run `zonelab fs mkfs`"), "{}", blank.stderr);
+
+    ok(&["fs", "mkfs", image.s()]);
+    // Garbage where the superblock was.
+    ok(&["reset", image.s(), "--zone", "0"]);
+    ok(&["write", image.s(), "--lba", "0", "--pattern", "0x5a", "--blocks", "2"]);
+    let before = snapshot(&image.path);
+    for command in ["fsck", "ls", "df", "dump"] {
+        let run = zonelab(&["fs", command, image.s()]);
+        assert_eq!(run.code, 1, "fs {command}: {}", run.stderr);
+        assert!(run.stderr.contains("no superblock in zones 0 and 1, and the device holds data"), "{}", run.stderr);
+    }
+    assert_eq!(snapshot(&image.path), before, "a refused mount changes nothing");
+    // mkfs over data that is not a file system asks for --force, and changes nothing without it.
+    let refused = zonelab(&["fs", "mkfs", image.s()]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("pass --force"), "{}", refused.stderr);
+    assert_eq!(snapshot(&image.path), before);
+    ok(&["fs", "mkfs", image.s(), "--force"]);
+    assert!(ok(&["fs", "fsck", image.s()]).contains("clean"));
+}
+
+#[test]
+fn a_bad_device_spec_is_a_usage_error() {
+    let run = zonelab(&["fs", "ls", "preset:zn540,zonez=4"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("zonez"), "{}", run.stderr);
+}
