@@ -4,18 +4,19 @@
 # of the rate a ZN540 sustains, our reading of the slides' "50% Reset"), under mq-deadline and ZINC. The four
 # runs alternate round by round, so what they share (this machine's load) cancels in the ratios. See
 # docs/rocksdb.md.
-#   scripts/zinc_rocksdb.sh [SECONDS] [ROUNDS] [THREADS]   (defaults 5, 3, 4)
+#   scripts/zinc_rocksdb.sh [SECONDS] [ROUNDS] [THREADS] [SYNC]   (defaults 5, 3, 4, 1: --sync=SYNC)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds=${1:-5}
 rounds=${2:-3}
 threads=${3:-4}
+sync=${4:-1}
 plugin=$("$root/rocksdb/build.sh" 2>/dev/null)
 # The last 800 of the ZN540's 904 zones are the reset load's pool: 25 s of resets at 32/s.
 run() {
     ZONELAB_STATS=1 LD_PRELOAD="$plugin" db_bench \
         --fs_uri="zonelab://preset:zn540?scheduler=$1&reset_load=$2&reset_pool=800" \
-        --benchmarks=fillrandom --num=100000000 --duration="$seconds" --value_size=400 --sync=1 \
+        --benchmarks=fillrandom --num=100000000 --duration="$seconds" --value_size=400 --sync="$sync" \
         --threads="$threads" --seed=1 2>&1 |
         awk '$1 == "fillrandom" { for (i = 1; i <= NF; i++) if ($(i+1) == "ops/sec") ops = $i }
              /zonelab stats/ { match($0, /"resets":[0-9]+/); resets = substr($0, RSTART + 9, RLENGTH - 9) }
