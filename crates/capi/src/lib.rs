@@ -169,9 +169,10 @@ fn queue_pair(handle: u64, runtime: &Mutex<Option<RealTime>>, fallback: &RealTim
     })
 }
 
-/// Forgets the calling thread's queue pair of a closed handle.
+/// Forgets the calling thread's queue pair of a closed handle. At process exit (a C++ static destructor
+/// unmounting), the thread's own storage may be gone already, and with it the pair.
 fn forget_queue_pair(handle: u64) {
-    QUEUE_PAIRS.with(|pairs| pairs.borrow_mut().remove(&handle));
+    let _ = QUEUE_PAIRS.try_with(|pairs| pairs.borrow_mut().remove(&handle));
 }
 
 fn real(handle: u64) -> Option<Arc<RealDevice>> {

@@ -1,7 +1,8 @@
 //! Real RocksDB (Debian's 7.8.3: db_bench and ldb, unmodified) on zonelab through the FileSystem plugin
 //! (`rocksdb/zonelab_fs.cc`, loaded with LD_PRELOAD, `--fs_uri=zonelab://IMAGE`): a database written, overwritten
 //! and reopened by db_bench reads back whole and agrees key for key with ldb; a db_bench killed with SIGKILL
-//! during synced writes loses no synced key; and `zonelab fs fsck` finds the file system consistent after both.
+//! during synced writes loses no synced key; the YCSB driver (`rocksdb/ycsb.cc`) loads and runs workloads A to F;
+//! and `zonelab fs fsck` finds the file system consistent after each.
 //! Without the tools a test stops early, except under CI=true, where it fails.
 
 mod common;
@@ -173,4 +174,49 @@ fn finished_ops(stderr: &[u8]) -> u64 {
         .filter_map(|rest| rest.split_whitespace().next()?.parse().ok())
         .max()
         .unwrap_or(0)
+}
+
+/// One zonelab_ycsb phase on `image`; its JSON.
+fn ycsb(image: &TestImage, args: &[&str]) -> serde_json::Value {
+    let driver = plugin().with_file_name("zonelab_ycsb");
+    let mut command = Command::new(driver);
+    command.arg("--db=/ycsb").arg(format!("--fs_uri=zonelab://{}", image.s())).args(args);
+    let output = run(command);
+    serde_json::from_slice(&output.stdout).expect("zonelab_ycsb prints JSON")
+}
+
+#[test]
+fn ycsb_loads_and_runs_every_core_workload_through_the_plugin() {
+    if !have_rocksdb() {
+        return;
+    }
+    let image = rocksdb_image();
+    let load = ycsb(&image, &["--workload=a", "--phase=load", "--records=3000", "--threads=2"]);
+    assert_eq!(load["jobs"][0]["insert"]["total_ios"], 3000);
+    // Each workload's mix, as shares of its 2,000 operations: (operation, lowest share, highest share).
+    let mixes: [(&str, &[(&str, f64, f64)]); 6] = [
+        ("a", &[("read", 0.45, 0.55), ("update", 0.45, 0.55)]),
+        ("b", &[("read", 0.92, 0.98), ("update", 0.02, 0.08)]),
+        ("c", &[("read", 1.0, 1.0)]),
+        ("d", &[("read", 0.92, 0.98), ("insert", 0.02, 0.08)]),
+        ("e", &[("scan", 0.92, 0.98), ("insert", 0.02, 0.08)]),
+        ("f", &[("read", 0.45, 0.55), ("read_modify_write", 0.45, 0.55)]),
+    ];
+    for (workload, shares) in mixes {
+        let workload_arg = format!("--workload={workload}");
+        let result =
+            ycsb(&image, &[&workload_arg, "--phase=run", "--records=3000", "--operations=2000", "--threads=2"]);
+        let job = &result["jobs"][0];
+        assert_eq!((job["ops"].as_u64(), job["errors"].as_u64()), (Some(2000), Some(0)), "{workload}: {job}");
+        for (op, low, high) in shares {
+            let share = job[op]["total_ios"].as_f64().unwrap_or(0.0) / 2000.0;
+            assert!((*low..=*high).contains(&share), "workload {workload}: {op} is {share} of the operations");
+            assert_eq!(job[op]["not_found"], 0, "workload {workload}: every record read was loaded before");
+        }
+    }
+    // The same seed draws the same operations.
+    let args = ["--workload=b", "--phase=run", "--records=3000", "--operations=500", "--threads=1", "--seed=9"];
+    let (first, second) = (ycsb(&image, &args), ycsb(&image, &args));
+    assert_eq!(first["jobs"][0]["update"]["total_ios"], second["jobs"][0]["update"]["total_ios"]);
+    fsck(&image);
 }
