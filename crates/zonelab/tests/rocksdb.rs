@@ -176,6 +176,9 @@ fn finished_ops(stderr: &[u8]) -> u64 {
         .unwrap_or(0)
 }
 
+/// An operation's share of a workload: (operation, lowest, highest).
+type Share = (&'static str, f64, f64);
+
 /// One zonelab_ycsb phase on `image`; its JSON.
 fn ycsb(image: &TestImage, args: &[&str]) -> serde_json::Value {
     let driver = plugin().with_file_name("zonelab_ycsb");
@@ -194,7 +197,7 @@ fn ycsb_loads_and_runs_every_core_workload_through_the_plugin() {
     let load = ycsb(&image, &["--workload=a", "--phase=load", "--records=3000", "--threads=2"]);
     assert_eq!(load["jobs"][0]["insert"]["total_ios"], 3000);
     // Each workload's mix, as shares of its 2,000 operations: (operation, lowest share, highest share).
-    let mixes: [(&str, &[(&str, f64, f64)]); 6] = [
+    let mixes: [(&str, &[Share]); 6] = [
         ("a", &[("read", 0.45, 0.55), ("update", 0.45, 0.55)]),
         ("b", &[("read", 0.92, 0.98), ("update", 0.02, 0.08)]),
         ("c", &[("read", 1.0, 1.0)]),
