@@ -476,9 +476,10 @@ int32_t zlfs_list(uint64_t handle,
 int32_t zlfs_free_space(uint64_t handle, uint64_t *free_bytes);
 
 /**
- * Writes the mount's counters as a NUL-terminated JSON object into `buf`: the file system's (`fs`: bytes
- * written and read, journal commits and rolls, zone resets and finishes, garbage collection) and the reset
- * load's (`reset_load`: resets, mean and largest latency); `*needed` as `zl_stats_json` does.
+ * Writes the mount's counters as a NUL-terminated JSON object into `buf`: the device's (`device`, as
+ * `zl_stats_json`: commands, flash operations, energy, wear), the file system's (`fs`: bytes written and read,
+ * journal commits and rolls, zone resets and finishes, garbage collection) and the reset load's
+ * (`reset_load`: resets, mean and largest latency); `*needed` as `zl_stats_json` does.
  *
  * # Safety
  * `buf` points to `len` writable bytes (or is null with `len` 0); `needed` is writable.

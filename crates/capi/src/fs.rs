@@ -56,9 +56,11 @@ fn mounted(handle: u64) -> Result<Arc<Mounted>, i32> {
     lock(&MOUNTS).as_ref().and_then(|map| map.get(&handle).cloned()).ok_or_else(|| fail(libc::EBADF, "no such mount"))
 }
 
-/// Records `message` as the calling thread's last error; returns `errno`.
+/// Records `message` as the calling thread's last error (unless the thread's storage is gone: a C++ static
+/// destructor at process exit); returns `errno`.
 fn fail(errno: i32, message: &str) -> i32 {
-    LAST_ERROR.with(|last| *last.borrow_mut() = CString::new(message.replace('\0', " ")).unwrap_or_default());
+    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = message);
     errno
 }
 
@@ -563,9 +565,10 @@ pub unsafe extern "C" fn zlfs_free_space(handle: u64, free_bytes: *mut u64) -> i
     })
 }
 
-/// Writes the mount's counters as a NUL-terminated JSON object into `buf`: the file system's (`fs`: bytes
-/// written and read, journal commits and rolls, zone resets and finishes, garbage collection) and the reset
-/// load's (`reset_load`: resets, mean and largest latency); `*needed` as `zl_stats_json` does.
+/// Writes the mount's counters as a NUL-terminated JSON object into `buf`: the device's (`device`, as
+/// `zl_stats_json`: commands, flash operations, energy, wear), the file system's (`fs`: bytes written and read,
+/// journal commits and rolls, zone resets and finishes, garbage collection) and the reset load's
+/// (`reset_load`: resets, mean and largest latency); `*needed` as `zl_stats_json` does.
 ///
 /// # Safety
 /// `buf` points to `len` writable bytes (or is null with `len` 0); `needed` is writable.
@@ -576,9 +579,11 @@ pub unsafe extern "C" fn zlfs_stats_json(handle: u64, buf: *mut c_char, len: usi
             return fail(libc::EINVAL, "buf or needed is null");
         }
         let stats = mounted(handle).map(|mount| {
-            mount.host.call(|context| async move {
+            let device = mount.device.stats();
+            mount.host.call(move |context| async move {
                 let load = context.reset_load.borrow().clone();
                 let value = serde_json::json!({
+                    "device": device,
                     "fs": context.fs.stats(),
                     "reset_load": {
                         "resets": load.resets,
@@ -604,5 +609,5 @@ pub unsafe extern "C" fn zlfs_stats_json(handle: u64, buf: *mut c_char, len: usi
 /// The calling thread's last `zlfs_*` failure, in words (empty if none); valid until its next failure.
 #[no_mangle]
 pub extern "C" fn zlfs_last_error() -> *const c_char {
-    LAST_ERROR.with(|last| last.borrow().as_ptr())
+    LAST_ERROR.try_with(|last| last.borrow().as_ptr()).unwrap_or(c"".as_ptr())
 }
