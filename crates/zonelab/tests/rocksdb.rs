@@ -223,3 +223,26 @@ fn ycsb_loads_and_runs_every_core_workload_through_the_plugin() {
     assert_eq!(first["jobs"][0]["update"]["total_ios"], second["jobs"][0]["update"]["total_ios"]);
     fsck(&image);
 }
+
+#[test]
+fn zonelab_stats_prints_the_device_and_file_system_counters_at_exit() {
+    if !have_rocksdb() {
+        return;
+    }
+    let image = rocksdb_image();
+    let mut command = Command::new(plugin().with_file_name("zonelab_ycsb"));
+    command.env("ZONELAB_STATS", "1").arg("--db=/ycsb").arg(format!("--fs_uri=zonelab://{}", image.s())).args([
+        "--workload=a",
+        "--phase=both",
+        "--records=500",
+        "--operations=500",
+        "--sync=1",
+    ]);
+    let stderr = String::from_utf8_lossy(&run(command).stderr).into_owned();
+    let line = stderr.lines().find(|line| line.starts_with("zonelab stats ")).unwrap_or_else(|| panic!("{stderr}"));
+    let stats: serde_json::Value =
+        serde_json::from_str(line.split_once(": ").expect("uri: json").1).expect("the counters are JSON");
+    assert!(stats["fs"]["journal_commits"].as_u64() > Some(500), "a synced put is a journal commit: {stats}");
+    assert!(stats["device"]["counters"]["writes"].as_u64() > Some(500), "{stats}");
+    assert_eq!(stats["reset_load"]["resets"], 0);
+}
