@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
-use zonelab_host::{run_reset_load, ResetLoadStats, Scheduled, SchedulerKind};
+use zonelab_host::{run_reset_load, ResetLoadStats, Scheduled, SchedulerKind, WalDesign};
 use zonelab_runtime::{block_on, CommandQueue, HostThread, Output, Pending, QueuedCommand, RealTime, RealTimeHost};
 use zonelab_zonedfs::{FsOptions, OpenMode, ReadPlan, ZonedFs, ZonedFsError};
 
@@ -90,8 +90,10 @@ fn status_of(result: Result<(), i32>) -> i32 {
 }
 
 /// The mount options that are not the file system's own.
+#[derive(Debug)]
 struct MountOptions {
-    scheduler: SchedulerKind,
+    /// None: what Linux gives the host path (mq-deadline through the block layer, none past it).
+    scheduler: Option<SchedulerKind>,
     host: HostPath,
     /// Resets per second of the reset load, 0 for none.
     reset_load_per_s: f64,
@@ -102,19 +104,17 @@ struct MountOptions {
 /// Splits mount options into the device's and the load's (`scheduler=`, `host=`, `reset_load=`,
 /// `reset_pool=`) and the file system's.
 fn parse_options(options: &str) -> Result<(MountOptions, FsOptions), String> {
-    let mut mount = MountOptions {
-        scheduler: SchedulerKind::MqDeadline,
-        host: HostPath::Kernel,
-        reset_load_per_s: 0.0,
-        reset_pool_zones: 0,
-    };
+    let mut mount =
+        MountOptions { scheduler: None, host: HostPath::Kernel, reset_load_per_s: 0.0, reset_pool_zones: 0 };
     let mut fs_options = FsOptions { format_blank: true, ..FsOptions::default() };
     let mut rest = Vec::new();
     for item in options.split(['&', ',']).filter(|item| !item.is_empty()) {
         match item.split_once('=') {
             Some(("scheduler", name)) => {
-                mount.scheduler = SchedulerKind::parse(name)
-                    .ok_or_else(|| format!("scheduler={name}: not none, mq-deadline or zinc"))?;
+                mount.scheduler = Some(
+                    SchedulerKind::parse(name)
+                        .ok_or_else(|| format!("scheduler={name}: not none, mq-deadline or zinc"))?,
+                );
             }
             Some(("host", name)) => {
                 mount.host = HostPath::parse(name).ok_or_else(|| format!("host={name}: not a host path"))?;
@@ -138,14 +138,23 @@ fn parse_options(options: &str) -> Result<(MountOptions, FsOptions), String> {
     }
     fs_options.apply(&rest.join("&")).map_err(|error| error.to_string())?;
     fs_options.reserved_tail_zones = mount.reset_pool_zones;
+    if fs_options.wal == Some(WalDesign::Zwal) && !mount.host.carries_append() {
+        return Err(format!(
+            "wal=zwal writes with zone appends, which host={} cannot carry (as Linux's block layer cannot); \
+             use host=io_uring_cmd or host=spdk",
+            mount.host.name()
+        ));
+    }
     Ok((mount, fs_options))
 }
 
 /// Mounts zonedfs on the device `spec` names (`preset:NAME[,key=value...]` or an image path), in real time,
 /// and stores the mount's handle in `*handle`. `options` (may be null or empty) is `key=value` pairs
-/// separated by `&`: `scheduler=none|mq-deadline|zinc` (default mq-deadline, as Linux picks for a zoned disk),
-/// `host=kernel|spdk|io_uring|io_uring_cmd` (default kernel), `format=0|1` (format a blank device, default 1),
-/// `write_buffer_bytes`, `finish_threshold`, `max_active_zones`, `gc_reserve_zones`; and a load of zone
+/// separated by `&`: `scheduler=none|mq-deadline|zinc` (default mq-deadline, as Linux picks for a zoned disk,
+/// or none on the paths that bypass the block layer), `host=kernel|spdk|io_uring|io_uring_cmd` (default
+/// kernel), `format=0|1` (format a blank device, default 1), `write_buffer_bytes`, `finish_threshold`,
+/// `max_active_zones`, `gc_reserve_zones`; WALs through the WAL library with `wal=zwal|conventional|file`,
+/// `wal_buffer_bytes`, `wal_queue_depth`, `wal_barrier_bytes` (ZWAL needs host=spdk or io_uring_cmd); and a load of zone
 /// resets beside the file system through the same scheduler (ZINC's workload-level experiment):
 /// `reset_pool=N` fills the last N zones at start and leaves them out of the file system, `reset_load=R`
 /// resets R of them a second, one at a time. A device that holds data but no file system is refused
@@ -167,7 +176,11 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
                 .host(mount_options.host)
                 .store(StoreChoice::Memory)
                 .full_tail_zones(mount_options.reset_pool_zones);
-            let scheduler = mount_options.scheduler;
+            let scheduler = mount_options.scheduler.unwrap_or(if mount_options.host.through_block_layer() {
+                SchedulerKind::MqDeadline
+            } else {
+                SchedulerKind::None
+            });
             let runtime = RealTime::start(builder).map_err(|error| fail(libc::ENODEV, &error.to_string()))?;
             let device = runtime.host();
             let epoch_s = std::time::SystemTime::now()
@@ -610,4 +623,30 @@ pub unsafe extern "C" fn zlfs_stats_json(handle: u64, buf: *mut c_char, len: usi
 #[no_mangle]
 pub extern "C" fn zlfs_last_error() -> *const c_char {
     LAST_ERROR.try_with(|last| last.borrow().as_ptr()).unwrap_or(c"".as_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scheduler_defaults_to_what_linux_gives_the_host_path() {
+        let (kernel, _) = parse_options("").expect("options");
+        assert_eq!((kernel.host, kernel.scheduler), (HostPath::Kernel, None));
+        let (passthrough, fs) = parse_options("host=io_uring_cmd&wal=zwal&wal_buffer_bytes=8192").expect("options");
+        assert_eq!(passthrough.host, HostPath::IoUringCmd);
+        assert!(!passthrough.host.through_block_layer() && HostPath::Kernel.through_block_layer());
+        assert_eq!((fs.wal, fs.wal_buffer_bytes), (Some(WalDesign::Zwal), 8192));
+    }
+
+    #[test]
+    fn zwal_is_refused_on_a_path_that_cannot_carry_zone_appends() {
+        for host in ["kernel", "io_uring"] {
+            let error = parse_options(&format!("host={host}&wal=zwal")).expect_err("refused");
+            assert!(error.contains("zone appends") && error.contains("host=io_uring_cmd"), "{error}");
+        }
+        assert!(parse_options("wal=conventional").is_ok());
+        let error = parse_options("wal=fast").expect_err("refused");
+        assert!(error.contains("wal=fast: not file, zwal or conventional"), "{error}");
+    }
 }

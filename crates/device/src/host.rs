@@ -37,6 +37,11 @@ impl HostPath {
         }
     }
 
+    /// Whether commands pass Linux's block-layer I/O scheduler on this path (SPDK and passthrough bypass it).
+    pub fn through_block_layer(self) -> bool {
+        matches!(self, HostPath::IoUring | HostPath::Kernel)
+    }
+
     pub fn carries_append(self) -> bool {
         matches!(self, HostPath::Spdk | HostPath::IoUringCmd)
     }

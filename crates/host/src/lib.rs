@@ -12,5 +12,5 @@ mod zonefs;
 
 pub use reset_load::{run_reset_load, ResetLoadStats};
 pub use scheduler::{Scheduled, SchedulerCounters, SchedulerKind, ZincConfig};
-pub use wal::{RecoveryStats, Wal, WalConfig, WalDesign, WalError, WalStats};
+pub use wal::{RecoveryStats, Wal, WalConfig, WalDesign, WalError, WalStats, ZoneSource};
 pub use zonefs::{read_files, FileState, FsError, ZoneFs, ZoneFsStats, ZoneLayout};

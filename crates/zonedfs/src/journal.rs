@@ -9,6 +9,7 @@
 //! was taken.
 
 use serde::{Deserialize, Serialize};
+use zonelab_host::WalDesign;
 
 /// "ZLFS": the first bytes of every frame.
 const FRAME_MAGIC: u32 = 0x5346_4c5a;
@@ -35,6 +36,17 @@ pub struct FileRecord {
     pub lifetime: u8,
     pub mtime_s: u64,
     pub extents: Vec<Extent>,
+    /// A write-ahead log kept by the WAL library in zones of its own, instead of extents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal: Option<WalLayout>,
+}
+
+/// Where a WAL file lives: its design and its zones in the order it writes them. Its bytes are the records
+/// the WAL library recovers from those zones, so no record of its size or syncs is ever journaled.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalLayout {
+    pub design: WalDesign,
+    pub zones: Vec<u32>,
 }
 
 /// One journal record.
@@ -71,6 +83,11 @@ pub enum Record {
         extents: Vec<Extent>,
         mtime_s: u64,
         lifetime: u8,
+    },
+    /// A WAL file takes one more zone, journaled before the log writes into it.
+    WalZone {
+        id: u64,
+        zone: u32,
     },
     Rename {
         id: u64,
@@ -147,7 +164,14 @@ mod tests {
         vec![
             Record::Mkdir { path: "/db".into() },
             Record::Create {
-                file: FileRecord { id: 7, name: "/db/000007.sst".into(), lifetime: 3, mtime_s: 1, extents: vec![] },
+                file: FileRecord {
+                    id: 7,
+                    name: "/db/000007.sst".into(),
+                    lifetime: 3,
+                    mtime_s: 1,
+                    extents: vec![],
+                    wal: None,
+                },
             },
             Record::Extents {
                 id: 7,

@@ -218,3 +218,73 @@ async fn fs_queue_read(fs: &Fs, lba: u64, blocks: u64) -> Vec<u8> {
     use zonelab_runtime::HostExt;
     fs.queue().read(lba, blocks).await.expect("read")
 }
+
+/// Under `wal=zwal` and `wal=conventional`, a `*.log` file is a log in zones of its own, taken as it grows:
+/// its syncs commit nothing to the journal, no other file shares its zones, a remount reads its records back
+/// through the WAL library, and deleting it resets its zones.
+#[test]
+fn wal_files_live_in_zones_of_their_own_and_come_back_whole() {
+    for design in ["zwal", "conventional"] {
+        let mut options = FsOptions::default();
+        options
+            .apply(&format!("wal={design}&wal_buffer_bytes=16384&wal_queue_depth=8&wal_barrier_bytes=65536"))
+            .expect("options");
+        let mut simulation = simulation(16);
+        let (commits_per_sync, wal_zones, data_zones) = on_new_fs(&mut simulation, options.clone(), |fs| async move {
+            let wal = fs.open_write("/000003.log", 2, OpenMode::Truncate).await.expect("create");
+            fs.append(wal, &pattern(0, 10_000)).await.expect("append");
+            fs.sync(wal).await.expect("sync");
+            let commits = fs.stats().journal_commits;
+            // 2.5 MiB of records: the log rolls across three 1 MiB zones.
+            for round in 0..50 {
+                fs.append(wal, &pattern(round + 1, 50_000)).await.expect("append");
+                fs.sync(wal).await.expect("sync");
+            }
+            let commits_per_sync = (fs.stats().journal_commits - commits) as f64 / 50.0;
+            write_file(&fs, "/000004.sst", 2, &pattern(99, 300_000)).await;
+            fs.close(wal).await.expect("close");
+            let info = fs.stat("/000003.log").expect("stat");
+            let wal_zones = info.wal.expect("a WAL file").zones;
+            let data_zones: Vec<u32> = fs
+                .stat("/000004.sst")
+                .expect("stat")
+                .extents
+                .iter()
+                .map(|extent| fs.geometry().zone_of(extent.lba))
+                .collect();
+            fs.unmount().await.expect("unmount");
+            (commits_per_sync, wal_zones, data_zones)
+        });
+        assert!(commits_per_sync < 0.1, "{design}: {commits_per_sync} journal commits per WAL sync");
+        assert!(wal_zones.len() >= 3, "{design}: the log took zones as it grew: {wal_zones:?}");
+        assert!(data_zones.iter().all(|zone| !wal_zones.contains(zone)), "{design}: {data_zones:?} {wal_zones:?}");
+
+        let host = simulation.host();
+        let out = Rc::new(RefCell::new(None));
+        let result = Rc::clone(&out);
+        let log_zones = wal_zones.clone();
+        simulation.spawn(async move {
+            let fs = ZonedFs::mount(host, options).await.expect("mount");
+            let log = read_file(&fs, "/000003.log").await;
+            let roles: Vec<&str> = fs.zones().iter().map(|zone| zone.role).collect();
+            let problems = fs.check();
+            fs.delete("/000003.log").await.expect("delete");
+            let after: Vec<&str> = fs.zones().iter().map(|zone| zone.role).collect();
+            let zones = fs.zones();
+            let written_after: u64 = log_zones.iter().map(|zone| zones[*zone as usize].written_bytes).sum();
+            *result.borrow_mut() = Some((log, roles, problems, after, written_after, fs.check()));
+        });
+        simulation.run();
+        let (log, roles, problems, after, written_after, problems_after) = out.borrow_mut().take().expect("mounted");
+        let mut expected = pattern(0, 10_000);
+        for round in 0..50 {
+            expected.extend(pattern(round + 1, 50_000));
+        }
+        assert!(log == expected, "{design}: the log came back with {} of {} bytes", log.len(), expected.len());
+        assert_eq!(roles.iter().filter(|role| **role == "wal").count(), wal_zones.len(), "{design}: {roles:?}");
+        assert_eq!(problems, Vec::<String>::new(), "{design}");
+        assert!(!after.contains(&"wal"), "{design}: {after:?}");
+        assert_eq!(written_after, 0, "{design}: the log's zones {wal_zones:?} were reset");
+        assert_eq!(problems_after, Vec::<String>::new(), "{design}");
+    }
+}

@@ -22,7 +22,8 @@ pub enum FsCommand {
         #[arg(long)]
         force: bool,
     },
-    /// List every file: size, write-lifetime hint, modification time and extents (LBA, bytes, zone).
+    /// List every file: size, write-lifetime hint, modification time and extents (LBA, bytes, zone), or a WAL's
+    /// design and zones.
     Ls {
         device: String,
         #[arg(long)]
@@ -112,11 +113,16 @@ pub fn run(command: FsCommand, out: &mut impl Write) -> Result<(), CliError> {
                     .map_err(stdout_error);
             }
             for file in &files {
-                let extents: Vec<String> = file
+                let mut extents: Vec<String> = file
                     .extents
                     .iter()
                     .map(|extent| format!("{}+{}@z{}", extent.lba, extent.len_bytes, geometry.zone_of(extent.lba)))
                     .collect();
+                if let Some(wal) = &file.wal {
+                    let zones: Vec<String> = wal.zones.iter().map(|zone| format!("z{zone}")).collect();
+                    let design = serde_json::to_value(wal.design).unwrap_or_default();
+                    extents.push(format!("wal={} zones={}", design.as_str().unwrap_or("?"), zones.join(",")));
+                }
                 writeln!(
                     out,
                     "{:>12} {} lifetime={} mtime={} {}",

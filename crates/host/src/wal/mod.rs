@@ -19,14 +19,14 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand};
 use zonelab_zns::{Geometry, ReportFilter, Status, ZoneSendAction, ZoneState};
 
 pub use format::{encode_entry, entry_bytes, frame, parse_region, records_from, Entry, HEADER_BYTES};
 
 /// Which design.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WalDesign {
     Conventional,
@@ -84,6 +84,10 @@ pub struct WalStats {
 
 type Pending = Pin<Box<dyn Future<Output = Result<Output, Status>>>>;
 
+/// Gives a log one more empty zone when its zones are full, or None when there is none. A file system that
+/// allocates zones as a log grows (and records them before they are written) passes one to `with_zone_source`.
+pub type ZoneSource = Box<dyn FnMut() -> Pin<Box<dyn Future<Output = Option<u32>>>>>;
+
 /// A write-ahead log on a device reached through `Q`.
 pub struct Wal<Q> {
     queue: Q,
@@ -102,6 +106,7 @@ pub struct Wal<Q> {
     since_barrier: u64,
     in_flight: Vec<Pending>,
     needs_delete: bool,
+    zone_source: Option<ZoneSource>,
     stats: WalStats,
     last_recovery: RecoveryStats,
 }
@@ -163,9 +168,16 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
             since_barrier: 0,
             in_flight: Vec::new(),
             needs_delete: false,
+            zone_source: None,
             stats: WalStats::default(),
             last_recovery: RecoveryStats::default(),
         })
+    }
+
+    /// Lets the log ask `source` for another zone when its zones are full, instead of failing with `Full`.
+    pub fn with_zone_source(mut self, source: ZoneSource) -> Wal<Q> {
+        self.zone_source = Some(source);
+        self
     }
 
     pub fn stats(&self) -> &WalStats {
@@ -306,11 +318,24 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Moves to the next zone of the log once the current one is full.
+    /// Waits for every write in flight, without a flush: before the log's zones are reset by someone else.
+    pub async fn quiesce(&mut self) -> Result<(), WalError> {
+        self.drain().await
+    }
+
+    /// Moves to the next zone of the log once the current one is full, asking the zone source for one when
+    /// every zone of the log is used.
     async fn roll(&mut self) -> Result<(), WalError> {
         self.drain().await?;
         if self.zone_slot + 1 >= self.config.zones.len() {
-            return Err(WalError::Full(self.config.zones.len()));
+            let more = match self.zone_source.as_mut() {
+                Some(source) => source().await,
+                None => None,
+            };
+            match more {
+                Some(zone) if zone < self.geometry.zones => self.config.zones.push(zone),
+                _ => return Err(WalError::Full(self.config.zones.len())),
+            }
         }
         self.zone_slot += 1;
         self.head_lba = 0;

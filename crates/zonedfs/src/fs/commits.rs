@@ -133,6 +133,13 @@ pub(super) fn apply(state: &mut State, record: &Record) {
                 node.record.lifetime = *lifetime;
             }
         }
+        Record::WalZone { id, zone } => {
+            if let Some(layout) = state.files.get_mut(id).and_then(|node| node.record.wal.as_mut()) {
+                if !layout.zones.contains(zone) {
+                    layout.zones.push(*zone);
+                }
+            }
+        }
         Record::Rename { id, to } => {
             if let Some(node) = state.files.get_mut(id) {
                 state.names.remove(&node.record.name);

@@ -12,16 +12,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde::Serialize;
+use zonelab_host::{Wal, WalDesign};
 use zonelab_runtime::sync::{Mutex, Notify};
 use zonelab_runtime::{CommandQueue, HostExt};
 use zonelab_zns::{Geometry, ReportFilter, Status, ZoneSendAction, ZoneState};
 
 mod commits;
+mod wals;
 mod zones;
 
 use commits::apply;
 
-use crate::journal::{self, Extent, FileRecord, Record, FORMAT_VERSION, SUPERBLOCK_MAGIC};
+use crate::journal::{self, Extent, FileRecord, Record, WalLayout, FORMAT_VERSION, SUPERBLOCK_MAGIC};
 
 /// The zones the journal uses: the first two.
 const META_ZONES: u32 = 2;
@@ -48,6 +50,8 @@ pub enum ZonedFsError {
     Corrupt(String),
     #[error("invalid option: {0}")]
     InvalidOption(String),
+    #[error("write-ahead log: {0}")]
+    Wal(String),
 }
 
 impl From<Status> for ZonedFsError {
@@ -64,7 +68,7 @@ impl ZonedFsError {
             ZonedFsError::NotEmpty(_) => 39,
             ZonedFsError::NotWritable(_) => 9,
             ZonedFsError::NoSpace => 28,
-            ZonedFsError::Device(_) => 5,
+            ZonedFsError::Device(_) | ZonedFsError::Wal(_) => 5,
             ZonedFsError::NotFormatted(_) | ZonedFsError::Corrupt(_) => 117,
             ZonedFsError::InvalidOption(_) => 22,
         }
@@ -93,6 +97,15 @@ pub struct FsOptions {
     pub read_only: bool,
     /// Zones at the end of the device left to another user of it (a reset load), never written.
     pub reserved_tail_zones: u32,
+    /// How files named `*.log` (RocksDB's WALs) created from now on are written: None (default) as any other
+    /// file; else through the WAL library with this design, in zones of their own (see `wals.rs`).
+    pub wal: Option<WalDesign>,
+    /// The WAL buffer: one WAL entry at most, header included. Default 1 MiB, ZenFS's sparse buffer.
+    pub wal_buffer_bytes: u64,
+    /// ZWAL's zone appends in flight at most. Default 32, the ZWAL paper's (seed 001) setting.
+    pub wal_queue_depth: u32,
+    /// ZWAL's barrier interval in bytes; 0 for none but the zone's end. Default 1 MiB, ZWAL's build default.
+    pub wal_barrier_bytes: u64,
 }
 
 impl Default for FsOptions {
@@ -106,6 +119,10 @@ impl Default for FsOptions {
             format_blank: false,
             read_only: false,
             reserved_tail_zones: 0,
+            wal: None,
+            wal_buffer_bytes: 1 << 20,
+            wal_queue_depth: 32,
+            wal_barrier_bytes: 1 << 20,
         }
     }
 }
@@ -125,10 +142,26 @@ impl FsOptions {
                 "gc_reserve_zones" => self.gc_reserve_zones = number()? as u32,
                 "format" => self.format_blank = number()? != 0,
                 "reserve_tail_zones" => self.reserved_tail_zones = number()? as u32,
+                "wal" => {
+                    self.wal = match value {
+                        "file" => None,
+                        "zwal" => Some(WalDesign::Zwal),
+                        "conventional" => Some(WalDesign::Conventional),
+                        _ => {
+                            return Err(ZonedFsError::InvalidOption(format!(
+                                "wal={value}: not file, zwal or conventional"
+                            )))
+                        }
+                    }
+                }
+                "wal_buffer_bytes" => self.wal_buffer_bytes = number()?,
+                "wal_queue_depth" => self.wal_queue_depth = number()?.clamp(1, 1024) as u32,
+                "wal_barrier_bytes" => self.wal_barrier_bytes = number()?,
                 _ => {
                     return Err(ZonedFsError::InvalidOption(format!(
                         "unknown option {key} (known: write_buffer_bytes, finish_threshold, max_active_zones, \
-                         gc_reserve_zones, format, reserve_tail_zones)"
+                         gc_reserve_zones, format, reserve_tail_zones, wal, wal_buffer_bytes, wal_queue_depth, \
+                         wal_barrier_bytes)"
                     )))
                 }
             }
@@ -158,6 +191,8 @@ pub struct FsStats {
     pub zone_finishes: u64,
     pub gc_runs: u64,
     pub gc_bytes_moved: u64,
+    /// Zones taken by WAL files' logs.
+    pub wal_zones: u64,
 }
 
 /// A file as `ls` shows it.
@@ -168,6 +203,9 @@ pub struct FileInfo {
     pub lifetime: u8,
     pub mtime_s: u64,
     pub extents: Vec<Extent>,
+    /// A WAL file's design and zones (its bytes are not in extents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wal: Option<WalLayout>,
 }
 
 /// A closed file's extents as of one reset generation (see `ZonedFs::read_plan`).
@@ -234,12 +272,18 @@ enum Role {
     Unusable,
 }
 
+/// A WAL file's log, shared by its handles; its lock keeps one operation on the log at a time.
+type SharedWal<Q> = Rc<Mutex<Wal<Q>>>;
+
 #[derive(Clone, Debug)]
 struct ZoneUse {
     role: Role,
-    /// Blocks written from the zone's start (the write pointer this host predicts).
+    /// Blocks written from the zone's start (the write pointer this host predicts). A WAL's zones keep what
+    /// the mount or their allocation saw: the WAL library keeps its own write head.
     written_lba: u64,
     full: bool,
+    /// The WAL file whose log owns this zone: no other file is written into it and it is never collected.
+    wal_of: Option<u64>,
     /// Blocks of live extents (an extent's padding counts with it).
     live_lba: u64,
     lifetime: u8,
@@ -252,7 +296,8 @@ struct Node {
     record: FileRecord,
     /// `record.extents[..journaled]` are as the journal has them.
     journaled: usize,
-    /// Appended bytes not yet written to a zone.
+    /// Appended bytes not yet written to a zone; for a WAL file, every byte of it (the log is on the device,
+    /// and this copy serves reads: RocksDB reads a WAL only when it recovers).
     buffer: Vec<u8>,
     writers: u32,
     handles: u32,
@@ -260,6 +305,17 @@ struct Node {
     last_zone: Option<u32>,
     /// Held through a write of the buffer, so one file's writes go out in order.
     flushing: Rc<Mutex<()>>,
+}
+
+impl ZoneUse {
+    /// Whether the zone takes one of the device's active resources: written and not full, or a WAL's zone
+    /// that the log has not rolled past (it may be written at any moment).
+    fn is_active(&self) -> bool {
+        match self.wal_of {
+            Some(_) => !self.full,
+            None => self.written_lba > 0 && !self.full,
+        }
+    }
 }
 
 impl Node {
@@ -316,6 +372,8 @@ struct Inner<Q> {
     /// Counts data-zone resets, raised before each is issued: a reader on another thread that planned its
     /// reads from extents (a `ReadPlan`) and finds it unchanged after reading knows the data was still there.
     reset_generation: Arc<AtomicU64>,
+    /// The logs of WAL files, by file id, from their first append (or the mount) until their zones are reset.
+    wals: RefCell<BTreeMap<u64, SharedWal<Q>>>,
 }
 
 /// A mounted file system on the device behind `Q`. Clones share it.
@@ -346,6 +404,17 @@ fn parent_of(path: &str) -> &str {
 /// that live no longer than the files already in it), else the difference (ZenFS's GetLifeTimeDiff).
 fn lifetime_fit(zone_lifetime: u8, file_lifetime: u8) -> Option<u8> {
     (file_lifetime <= zone_lifetime).then(|| zone_lifetime - file_lifetime)
+}
+
+/// What a zone is wanted for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Purpose {
+    /// A file's data: any zone of a fitting lifetime, shared with other files.
+    Write,
+    /// Garbage collection's copies: may take the reserve.
+    Collect,
+    /// A WAL's log: an empty zone of its own.
+    Wal,
 }
 
 enum Choice {
@@ -461,6 +530,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         if !fs.inner.options.read_only {
             fs.reclaim(dead).await?;
         }
+        fs.recover_wals().await?;
         Ok(fs)
     }
 
@@ -497,6 +567,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 },
                 written_lba: 0,
                 full: false,
+                wal_of: None,
                 live_lba: 0,
                 lifetime: 0,
                 held: false,
@@ -527,6 +598,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 gc_lock: Mutex::new(()),
                 zones_changed: Notify::new(),
                 reset_generation: Arc::new(AtomicU64::new(0)),
+                wals: RefCell::new(BTreeMap::new()),
             }),
         })
     }
@@ -575,12 +647,20 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 zone.live_lba += extent.len_bytes.div_ceil(block);
                 zone.lifetime = zone.lifetime.max(node.record.lifetime);
             }
+            // A WAL's zones are live as far as written: the log, not extents, says what is in them.
+            for &zone in node.record.wal.iter().flat_map(|layout| &layout.zones) {
+                let zone = &mut state.zones[zone as usize];
+                zone.wal_of = Some(node.record.id);
+                zone.live_lba = zone.written_lba;
+            }
         }
         state
             .zones
             .iter()
             .enumerate()
-            .filter(|(_, zone)| zone.role == Role::Data && zone.written_lba > 0 && zone.live_lba == 0)
+            .filter(|(_, zone)| {
+                zone.role == Role::Data && zone.wal_of.is_none() && zone.written_lba > 0 && zone.live_lba == 0
+            })
             .map(|(index, _)| index as u32)
             .collect()
     }
@@ -617,8 +697,14 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                     };
                     let id = state.next_id;
                     state.next_id += 1;
+                    let wal = self
+                        .inner
+                        .options
+                        .wal
+                        .filter(|_| name.ends_with(".log"))
+                        .map(|design| WalLayout { design, zones: Vec::new() });
                     let record =
-                        FileRecord { id, name: name.clone(), lifetime, mtime_s: self.now_s(), extents: vec![] };
+                        FileRecord { id, name: name.clone(), lifetime, mtime_s: self.now_s(), extents: vec![], wal };
                     records.push(Record::Create { file: record.clone() });
                     let mut node = Node::new(record);
                     node.writers = 1;
@@ -654,8 +740,12 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         Ok(id)
     }
 
-    /// Appends to a file open for writing; the bytes are written once a buffer's worth has gathered.
+    /// Appends to a file open for writing; the bytes are written once a buffer's worth has gathered (a WAL
+    /// file's go to its log as one record).
     pub async fn append(&self, id: u64, data: &[u8]) -> Result<()> {
+        if self.inner.state.borrow().files.get(&id).is_some_and(|node| node.writers > 0 && node.record.wal.is_some()) {
+            return self.append_to_wal(id, data).await;
+        }
         let full = {
             let mut state = self.inner.state.borrow_mut();
             let node = state.files.get_mut(&id).filter(|node| node.writers > 0).ok_or(ZonedFsError::NotWritable(id))?;
@@ -671,6 +761,9 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
     /// Makes everything appended to the file durable: its buffer written (the last block padded) and its
     /// extents journaled.
     pub async fn sync(&self, id: u64) -> Result<()> {
+        if self.inner.state.borrow().files.get(&id).is_some_and(|node| node.record.wal.is_some()) {
+            return self.sync_wal(id).await;
+        }
         self.write_buffer(id, true).await?;
         let record = {
             let mut state = self.inner.state.borrow_mut();
@@ -764,12 +857,13 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
     }
 
     /// Where a file's bytes are, for a reader on another thread that reads the device directly: None while the
-    /// file is open for writing (its tail may be in a buffer). Valid while `reset_generation` still holds
+    /// file is open for writing (its tail may be in a buffer) and for a WAL file (its bytes are the log's
+    /// records, served from memory). Valid while `reset_generation` still holds
     /// `generation` after the reads complete: extents move only when garbage collection empties a zone, and
     /// a zone is reset only after the generation is raised.
     pub fn read_plan(&self, id: u64) -> Option<ReadPlan> {
         let state = self.inner.state.borrow();
-        let node = state.files.get(&id).filter(|node| node.writers == 0)?;
+        let node = state.files.get(&id).filter(|node| node.writers == 0 && node.record.wal.is_none())?;
         Some(ReadPlan {
             generation: self.inner.reset_generation.load(Ordering::Acquire),
             size_bytes: node.size(),
@@ -900,10 +994,11 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             .enumerate()
             .map(|(index, zone)| ZoneInfo {
                 zone: index as u32,
-                role: match zone.role {
-                    Role::Meta => "journal",
-                    Role::Data => "data",
-                    Role::Unusable => "unusable",
+                role: match (zone.role, zone.wal_of) {
+                    (Role::Meta, _) => "journal",
+                    (Role::Data, Some(_)) => "wal",
+                    (Role::Data, None) => "data",
+                    (Role::Unusable, _) => "unusable",
                 },
                 written_bytes: zone.written_lba * block,
                 live_bytes: zone.live_lba * block,
@@ -919,7 +1014,8 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         let cap = self.inner.geometry.zone_cap_lba;
         let state = self.inner.state.borrow();
         let data: Vec<&ZoneUse> = state.zones.iter().filter(|zone| zone.role == Role::Data).collect();
-        let free_lba: u64 = data.iter().filter(|zone| !zone.full).map(|zone| cap - zone.written_lba).sum();
+        let free_lba: u64 =
+            data.iter().filter(|zone| !zone.full && zone.wal_of.is_none()).map(|zone| cap - zone.written_lba).sum();
         let live_lba: u64 = data.iter().map(|zone| zone.live_lba).sum();
         let written_lba: u64 = data.iter().map(|zone| zone.written_lba).sum();
         FsSpace {
@@ -980,8 +1076,21 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 live[zone as usize] += blocks;
             }
         }
+        let mut wal_owners: BTreeMap<u32, &str> = BTreeMap::new();
+        for node in state.files.values() {
+            for &zone in node.record.wal.iter().flat_map(|layout| &layout.zones) {
+                let name = &node.record.name;
+                if let Some(other) = wal_owners.insert(zone, name) {
+                    problems.push(format!("{name}: WAL zone {zone} is also a zone of {other}"));
+                }
+                match state.zones.get(zone as usize) {
+                    Some(zone_use) if zone_use.role == Role::Data && live[zone as usize] == 0 => {}
+                    _ => problems.push(format!("{name}: WAL zone {zone} is not a data zone of its own")),
+                }
+            }
+        }
         for (index, zone) in state.zones.iter().enumerate() {
-            if zone.role == Role::Data && zone.live_lba != live[index] {
+            if zone.role == Role::Data && zone.wal_of.is_none() && zone.live_lba != live[index] {
                 problems.push(format!(
                     "zone {index}: {} live blocks counted, {} in files' extents",
                     zone.live_lba, live[index]
@@ -1032,6 +1141,16 @@ fn release_extents(state: &mut State, id: u64, block: u64, geometry: &Geometry) 
         state.zones[zone as usize].live_lba -= extent.len_bytes.div_ceil(block);
         zones.insert(zone);
     }
+    // A WAL's zones are dead whole. Their write pointers are not tracked, so they count as written: resetting
+    // a zone the log never reached costs a command and changes nothing.
+    for &zone in node.record.wal.iter().flat_map(|layout| &layout.zones) {
+        let zone_use = &mut state.zones[zone as usize];
+        zone_use.wal_of = None;
+        zone_use.live_lba = 0;
+        zone_use.written_lba = geometry.zone_cap_lba;
+        zone_use.full = true;
+        zones.insert(zone);
+    }
     zones.into_iter().collect()
 }
 
@@ -1056,6 +1175,7 @@ fn info_of(node: &Node) -> FileInfo {
         lifetime: node.record.lifetime,
         mtime_s: node.record.mtime_s,
         extents: node.record.extents.clone(),
+        wal: node.record.wal.clone(),
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use zonelab_runtime::{CommandQueue, HostExt, IoData};
 use zonelab_zns::{ReportFilter, ZoneSendAction, ZoneState};
 
-use super::{lifetime_fit, read_blocks, Choice, Result, Role, State, ZoneUse, ZonedFs, ZonedFsError};
+use super::{lifetime_fit, read_blocks, Choice, Purpose, Result, Role, State, ZoneUse, ZonedFs, ZonedFsError};
 use crate::journal::{Extent, Record};
 
 impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
@@ -29,7 +29,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 }
                 (node.buffer[..take as usize].to_vec(), node.record.lifetime, node.last_zone)
             };
-            let zone = self.acquire(lifetime, preferred, false).await?;
+            let zone = self.acquire(lifetime, preferred, Purpose::Write).await?;
             let written = self.write_into(zone, &data).await;
             let bytes = match written {
                 Ok(bytes) => bytes,
@@ -141,10 +141,10 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
     }
 
     /// Takes a data zone to write a file of `lifetime` into, waiting, finishing or collecting as needed.
-    pub(super) async fn acquire(&self, lifetime: u8, preferred: Option<u32>, for_gc: bool) -> Result<u32> {
+    pub(super) async fn acquire(&self, lifetime: u8, preferred: Option<u32>, purpose: Purpose) -> Result<u32> {
         loop {
             let changed = self.inner.zones_changed.notified();
-            let choice = self.choose(lifetime, preferred, for_gc);
+            let choice = self.choose(lifetime, preferred, purpose);
             match choice {
                 Choice::Take(zone) => {
                     self.inner.state.borrow_mut().zones[zone as usize].held = true;
@@ -167,7 +167,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                     // Boxed: collecting acquires zones itself, so the futures would otherwise contain each other.
                     let collected: std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool>> + '_>> =
                         Box::pin(self.collect());
-                    if !collected.await? {
+                    if !collected.await? && purpose != Purpose::Wal {
                         // Nothing to collect after all (someone else did): take what is left, or wait.
                         match self.choose_without_collect(lifetime) {
                             Some(zone) => {
@@ -184,17 +184,42 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         }
     }
 
-    pub(super) fn choose(&self, lifetime: u8, preferred: Option<u32>, for_gc: bool) -> Choice {
+    pub(super) fn choose(&self, lifetime: u8, preferred: Option<u32>, purpose: Purpose) -> Choice {
         let cap = self.inner.geometry.zone_cap_lba;
+        let for_gc = purpose == Purpose::Collect;
         let state = self.inner.state.borrow();
-        let data = || state.zones.iter().enumerate().filter(|(_, zone)| zone.role == Role::Data);
-        let active = data().filter(|(_, zone)| zone.written_lba > 0 && !zone.full).count() as u32;
+        let active = active_zones(&state);
+        let data =
+            || state.zones.iter().enumerate().filter(|(_, zone)| zone.role == Role::Data && zone.wal_of.is_none());
         let held = data().filter(|(_, zone)| zone.held).count() as u32;
         if held >= self.inner.open_limit {
             return Choice::Wait;
         }
         let open_ready: Vec<(usize, &ZoneUse)> =
             data().filter(|(_, zone)| zone.written_lba > 0 && !zone.full && !zone.held).collect();
+        let empty: Vec<usize> =
+            data().filter(|(_, zone)| zone.written_lba == 0 && !zone.held).map(|(index, _)| index).collect();
+        let reserve = self.inner.options.gc_reserve_zones as usize;
+        let room_for_active = active < self.inner.active_limit;
+        let room_to_move = !empty.is_empty() || !open_ready.is_empty();
+        if purpose == Purpose::Wal {
+            // An empty zone of the log's own, the reserve included (a log takes one zone at a time, and the
+            // database stops without it): else one that collecting empties, or room to activate one made by
+            // finishing the open zone with the least room left.
+            return if room_for_active && !empty.is_empty() {
+                Choice::Open(empty[0] as u32)
+            } else if empty.is_empty() && room_to_move && self.victim(&state).is_some() {
+                Choice::Collect
+            } else if let (false, Some((zone, _))) =
+                (room_for_active, open_ready.iter().min_by_key(|(index, zone)| (cap - zone.written_lba, *index)))
+            {
+                Choice::FinishThenRetry(*zone as u32)
+            } else if held > 0 || !room_for_active {
+                Choice::Wait
+            } else {
+                Choice::NoSpace
+            };
+        }
         if let Some(zone) = preferred {
             let zone_use = &state.zones[zone as usize];
             if !zone_use.held
@@ -212,10 +237,6 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         if let Some((zone, 0)) = best_fit {
             return Choice::Take(zone as u32);
         }
-        let empty: Vec<usize> =
-            data().filter(|(_, zone)| zone.written_lba == 0 && !zone.held).map(|(index, _)| index).collect();
-        let reserve = self.inner.options.gc_reserve_zones as usize;
-        let room_for_active = active < self.inner.active_limit;
         // A zone of this lifetime of its own, while the active limit allows, rather than a longer-lived one.
         if room_for_active && (empty.len() > reserve || (for_gc && !empty.is_empty())) {
             return Choice::Open(empty[0] as u32);
@@ -223,7 +244,6 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         if let Some((zone, _)) = best_fit {
             return Choice::Take(zone as u32);
         }
-        let room_to_move = !empty.is_empty() || !open_ready.is_empty();
         if !for_gc && empty.len() <= reserve && room_to_move && self.victim(&state).is_some() {
             return Choice::Collect;
         }
@@ -243,8 +263,9 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
 
     pub(super) fn choose_without_collect(&self, lifetime: u8) -> Option<u32> {
         let state = self.inner.state.borrow();
-        let data = || state.zones.iter().enumerate().filter(|(_, zone)| zone.role == Role::Data);
-        let active = data().filter(|(_, zone)| zone.written_lba > 0 && !zone.full).count() as u32;
+        let active = active_zones(&state);
+        let data =
+            || state.zones.iter().enumerate().filter(|(_, zone)| zone.role == Role::Data && zone.wal_of.is_none());
         let open_ready: Vec<(usize, &ZoneUse)> =
             data().filter(|(_, zone)| zone.written_lba > 0 && !zone.full && !zone.held).collect();
         let empty: Vec<usize> =
@@ -259,7 +280,9 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             .zones
             .iter()
             .enumerate()
-            .filter(|(_, zone)| zone.role == Role::Data && zone.full && !zone.held && zone.live_lba < cap)
+            .filter(|(_, zone)| {
+                zone.role == Role::Data && zone.wal_of.is_none() && zone.full && !zone.held && zone.live_lba < cap
+            })
             .min_by_key(|(index, zone)| (zone.live_lba, *index))
             .map(|(index, _)| index as u32)
     }
@@ -313,7 +336,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             let mut data = &data[..extent.len_bytes as usize];
             let mut placed = Vec::new();
             while !data.is_empty() {
-                let zone = self.acquire(lifetime, None, true).await?;
+                let zone = self.acquire(lifetime, None, Purpose::Collect).await?;
                 let written = self.write_into(zone, data).await;
                 let (lba, count) = match written {
                     Ok(written) => written,
@@ -376,11 +399,15 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
 
     /// Resets data zones that hold nothing live (after a durable record made them dead).
     pub(super) async fn reclaim(&self, zones: Vec<u32>) -> Result<()> {
+        self.retire_wals().await;
         for zone in zones {
             let take = {
                 let mut state = self.inner.state.borrow_mut();
                 let zone_use = &mut state.zones[zone as usize];
-                let dead = zone_use.role == Role::Data && zone_use.live_lba == 0 && zone_use.written_lba > 0;
+                let dead = zone_use.role == Role::Data
+                    && zone_use.wal_of.is_none()
+                    && zone_use.live_lba == 0
+                    && zone_use.written_lba > 0;
                 if dead && !zone_use.held {
                     zone_use.held = true;
                 }
@@ -431,4 +458,9 @@ pub(super) fn last_resort(
         return Some(*zone as u32);
     }
     (room_for_active && !empty.is_empty()).then(|| empty[0] as u32)
+}
+
+/// Data zones holding one of the device's active resources.
+fn active_zones(state: &State) -> u32 {
+    state.zones.iter().filter(|zone| zone.role == Role::Data && zone.is_active()).count() as u32
 }
