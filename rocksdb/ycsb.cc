@@ -5,6 +5,10 @@
 //
 //   zonelab_ycsb --db=PATH [--fs_uri=URI] --workload=a|b|c|d|e|f --phase=load|run|both
 //                [--records=N] [--operations=N] [--threads=N] [--seed=N] [--sync=0|1]
+//                [--value_bytes=N] [--write_buffer_bytes=N]
+//
+// --value_bytes sets a record's size (YCSB's fieldcount x fieldlength, default 1000); --write_buffer_bytes
+// RocksDB's memtable size (default RocksDB's, 64 MiB); the ZWAL paper set it to the zone size.
 //
 // Workloads: A 50 % reads, 50 % updates, zipfian; B 95/5 reads/updates, zipfian; C reads, zipfian; D 95 %
 // reads of the latest records, 5 % inserts; E 95 % scans of 1-100 records, 5 % inserts, zipfian; F 50 % reads,
@@ -98,8 +102,8 @@ std::string Key(uint64_t record) {
   return key;
 }
 
-std::string Value(Random& random) {
-  std::string value(1000, '\0');
+std::string Value(Random& random, uint64_t bytes) {
+  std::string value(bytes, '\0');
   for (auto& byte : value) byte = static_cast<char>('a' + random.Below(26));
   return value;
 }
@@ -158,7 +162,7 @@ class Acknowledged {
 struct Options {
   std::string db, fs_uri, phase = "both";
   char workload = 'a';
-  uint64_t records = 1000, operations = 1000, threads = 1, seed = 1;
+  uint64_t records = 1000, operations = 1000, threads = 1, seed = 1, value_bytes = 1000, write_buffer_bytes = 0;
   bool sync = false;
 };
 
@@ -195,6 +199,10 @@ bool Parse(int argc, char** argv, Options* options, std::string* error) {
       options->threads = number;
     } else if (is_number && key == "seed") {
       options->seed = number;
+    } else if (is_number && key == "value_bytes" && number > 0 && number <= (64u << 20)) {
+      options->value_bytes = number;
+    } else if (is_number && key == "write_buffer_bytes" && number > 0) {
+      options->write_buffer_bytes = number;
     } else if (is_number && key == "sync" && number <= 1) {
       options->sync = number == 1;
     } else {
@@ -292,6 +300,10 @@ int main(int argc, char** argv) {
   }
   rocksdb::Options db_options;
   db_options.create_if_missing = true;
+  if (options.write_buffer_bytes > 0) {
+    db_options.write_buffer_size = options.write_buffer_bytes;
+    db_options.target_file_size_base = options.write_buffer_bytes;
+  }
   std::shared_ptr<rocksdb::Env> env_guard;
   if (!options.fs_uri.empty()) {
     rocksdb::Env* env = nullptr;
@@ -324,7 +336,7 @@ int main(int argc, char** argv) {
     PhaseResult load = RunThreads(options.threads, options.records, options.seed,
                                   [&](Random& random, uint64_t, uint64_t, rocksdb::Status* status, Latencies*) {
                                     uint64_t record = next++;
-                                    *status = db->Put(write_options, Key(record), Value(random));
+                                    *status = db->Put(write_options, Key(record), Value(random, options.value_bytes));
                                     inserted.Done(record);
                                     return kInsert;
                                   });
@@ -352,13 +364,13 @@ int main(int argc, char** argv) {
           }
           choice -= mix.read;
           if (choice < mix.update) {
-            *status = db->Put(write_options, Key(pick()), Value(random));
+            *status = db->Put(write_options, Key(pick()), Value(random, options.value_bytes));
             return kUpdate;
           }
           choice -= mix.update;
           if (choice < mix.insert) {
             uint64_t record = next_insert++;
-            *status = db->Put(write_options, Key(record), Value(random));
+            *status = db->Put(write_options, Key(record), Value(random, options.value_bytes));
             inserted.Done(record);
             return kInsert;
           }
@@ -374,7 +386,7 @@ int main(int argc, char** argv) {
           std::string key = Key(pick());
           *status = db->Get(read_options, key, &value);
           if (status->IsNotFound()) lat[kReadModifyWrite].not_found++;
-          if (status->ok()) *status = db->Put(write_options, key, Value(random));
+          if (status->ok()) *status = db->Put(write_options, key, Value(random, options.value_bytes));
           return kReadModifyWrite;
         });
     jobs.emplace_back("run", std::move(run));
