@@ -327,9 +327,11 @@ const char *zl_strerror(int32_t code);
 /**
  * Mounts zonedfs on the device `spec` names (`preset:NAME[,key=value...]` or an image path), in real time,
  * and stores the mount's handle in `*handle`. `options` (may be null or empty) is `key=value` pairs
- * separated by `&`: `scheduler=none|mq-deadline|zinc` (default mq-deadline, as Linux picks for a zoned disk),
- * `host=kernel|spdk|io_uring|io_uring_cmd` (default kernel), `format=0|1` (format a blank device, default 1),
- * `write_buffer_bytes`, `finish_threshold`, `max_active_zones`, `gc_reserve_zones`; and a load of zone
+ * separated by `&`: `scheduler=none|mq-deadline|zinc` (default mq-deadline, as Linux picks for a zoned disk,
+ * or none on the paths that bypass the block layer), `host=kernel|spdk|io_uring|io_uring_cmd` (default
+ * kernel), `format=0|1` (format a blank device, default 1), `write_buffer_bytes`, `finish_threshold`,
+ * `max_active_zones`, `gc_reserve_zones`; WALs through the WAL library with `wal=zwal|conventional|file`,
+ * `wal_buffer_bytes`, `wal_queue_depth`, `wal_barrier_bytes` (ZWAL needs host=spdk or io_uring_cmd); and a load of zone
  * resets beside the file system through the same scheduler (ZINC's workload-level experiment):
  * `reset_pool=N` fills the last N zones at start and leaves them out of the file system, `reset_load=R`
  * resets R of them a second, one at a time. A device that holds data but no file system is refused
