@@ -25,6 +25,10 @@ pub struct Point {
     pub measured_lat_us: Option<f64>,
     pub model_lat_us: f64,
     pub lat_err_pct: Option<f64>,
+    /// The 99th-percentile completion latency of the slowest job, measured and modelled.
+    pub measured_p99_us: Option<f64>,
+    pub model_p99_us: f64,
+    pub p99_err_pct: Option<f64>,
 }
 
 /// One zone-management latency and the model's.
@@ -44,6 +48,8 @@ pub struct Summary {
     pub iops_err_pct_p90: f64,
     pub lat_err_pct_median: f64,
     pub lat_err_pct_p90: f64,
+    pub p99_err_pct_median: f64,
+    pub p99_err_pct_p90: f64,
     pub management_err_pct_max: Option<f64>,
 }
 
@@ -74,6 +80,7 @@ struct GridRow {
     qd: u32,
     iops: f64,
     lat_us: Option<f64>,
+    p99_us: Option<f64>,
 }
 
 fn parse_grid(file: &'static str, text: &str) -> Result<Vec<GridRow>, CalibrationError> {
@@ -101,6 +108,10 @@ fn parse_grid(file: &'static str, text: &str) -> Result<Vec<GridRow>, Calibratio
                 qd: number(3)? as u32,
                 iops: number(4)?,
                 lat_us: if fields[6].trim().is_empty() { None } else { Some(number(6)?) },
+                p99_us: match fields.get(7).map(|field| field.trim()) {
+                    None | Some("") => None,
+                    Some(_) => Some(number(7)?),
+                },
             })
         })
         .collect()
@@ -157,6 +168,7 @@ fn replay(config: &DeviceConfig, host: HostPath, row: &GridRow, scale: f64) -> R
     let mut simulation = Simulation::over(built, None);
     let stats = run_closed_loop(&mut simulation, &spec).map_err(device_error)?;
     let model_lat_us = stats.mean_latency_ns / 1000.0;
+    let model_p99_us = stats.p99_latency_ns_max_zone as f64 / 1000.0;
     Ok(Point {
         op: row.op.name().to_string(),
         bs_bytes: row.bs_bytes,
@@ -168,6 +180,9 @@ fn replay(config: &DeviceConfig, host: HostPath, row: &GridRow, scale: f64) -> R
         measured_lat_us: row.lat_us,
         model_lat_us,
         lat_err_pct: row.lat_us.map(|measured| error_pct(model_lat_us, measured)),
+        measured_p99_us: row.p99_us,
+        model_p99_us,
+        p99_err_pct: row.p99_us.map(|measured| error_pct(model_p99_us, measured)),
     })
 }
 
@@ -274,11 +289,14 @@ pub fn calibrate(config: &DeviceConfig, scale: f64) -> Result<Calibration, Calib
     };
     let mut iops_errors: Vec<f64> = points.iter().map(|point| point.iops_err_pct.abs()).collect();
     let mut lat_errors: Vec<f64> = points.iter().filter_map(|point| point.lat_err_pct.map(f64::abs)).collect();
+    let mut p99_errors: Vec<f64> = points.iter().filter_map(|point| point.p99_err_pct.map(f64::abs)).collect();
     let summary = Summary {
         iops_err_pct_median: percentile(&mut iops_errors, 0.5),
         iops_err_pct_p90: percentile(&mut iops_errors, 0.9),
         lat_err_pct_median: percentile(&mut lat_errors, 0.5),
         lat_err_pct_p90: percentile(&mut lat_errors, 0.9),
+        p99_err_pct_median: percentile(&mut p99_errors, 0.5),
+        p99_err_pct_p90: percentile(&mut p99_errors, 0.9),
         management_err_pct_max: management.iter().map(|point| point.err_pct.abs()).reduce(f64::max),
     };
     Ok(Calibration { preset: config.name.clone(), host_path: host.name().to_string(), points, management, summary })

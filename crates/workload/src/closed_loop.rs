@@ -53,6 +53,9 @@ pub struct LoopStats {
     pub iops: f64,
     pub mean_latency_ns: f64,
     pub max_latency_ns: u64,
+    /// The 99th percentile of each zone's latencies (one fio job per zone), the highest over the zones: the
+    /// reference grid's `p99_clat_us_max_job`.
+    pub p99_latency_ns_max_zone: u64,
 }
 
 #[derive(Default)]
@@ -64,6 +67,8 @@ struct Tally {
     measured: u64,
     latency_sum_ns: u128,
     latency_max_ns: u64,
+    /// Measured latencies by zone.
+    latencies: Vec<Vec<u64>>,
     failure: Option<Status>,
 }
 
@@ -77,7 +82,7 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
     let geometry = host.with_device(|device| *device.namespace().geometry());
     let blocks = spec.bs_bytes >> geometry.lba_shift;
     let total = spec.warmup + spec.measured;
-    let tally = Rc::new(RefCell::new(Tally::default()));
+    let tally = Rc::new(RefCell::new(Tally { latencies: vec![Vec::new(); spec.zones as usize], ..Tally::default() }));
     let write_pointers: Rc<RefCell<Vec<u64>>> = Rc::new(RefCell::new(
         (0..spec.zones).map(|zone| host.with_device(|d| d.namespace().zone(zone).wp_lba)).collect(),
     ));
@@ -128,6 +133,7 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
                         tally.measured += 1;
                         tally.latency_sum_ns += u128::from(latency);
                         tally.latency_max_ns = tally.latency_max_ns.max(latency);
+                        tally.latencies[zone as usize].push(latency);
                         tally.window_end_ns = now;
                     }
                 }
@@ -135,7 +141,7 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
         }
     }
     simulation.run();
-    let tally = tally.borrow();
+    let mut tally = tally.borrow_mut();
     if let Some(status) = tally.failure {
         return Err(status);
     }
@@ -146,5 +152,16 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
         iops: tally.measured as f64 * 1e9 / window_ns as f64,
         mean_latency_ns: tally.latency_sum_ns as f64 / tally.measured.max(1) as f64,
         max_latency_ns: tally.latency_max_ns,
+        p99_latency_ns_max_zone: tally.latencies.iter_mut().map(|zone| p99(zone)).max().unwrap_or(0),
     })
+}
+
+/// The 99th percentile as fio reports it: the latency that 99 % of the samples do not exceed.
+fn p99(latencies: &mut [u64]) -> u64 {
+    if latencies.is_empty() {
+        return 0;
+    }
+    latencies.sort_unstable();
+    let rank = (latencies.len() * 99).div_ceil(100).max(1) - 1;
+    latencies[rank]
 }

@@ -53,17 +53,31 @@ pub fn run(args: &CalibrateArgs, out: &mut impl Write) -> Result<(), CliError> {
     write(
         out,
         format!(
-            "{:<9} {:>7} {:>5} {:>4}  {:>11} {:>11} {:>7}  {:>10} {:>10} {:>7}",
-            "op", "bs", "zones", "qd", "meas IOPS", "model IOPS", "err %", "meas us", "model us", "err %"
+            "{:<9} {:>7} {:>5} {:>4}  {:>11} {:>11} {:>7}  {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}",
+            "op",
+            "bs",
+            "zones",
+            "qd",
+            "meas IOPS",
+            "model IOPS",
+            "err %",
+            "meas us",
+            "model us",
+            "err %",
+            "meas p99",
+            "model p99",
+            "err %"
         ),
     )?;
     for point in &calibration.points {
         let measured_lat = point.measured_lat_us.map_or_else(|| "-".to_string(), |lat| format!("{lat:.1}"));
         let lat_err = point.lat_err_pct.map_or_else(|| "-".to_string(), |err| format!("{err:+.1}"));
+        let measured_p99 = point.measured_p99_us.map_or_else(|| "-".to_string(), |p99| format!("{p99:.1}"));
+        let p99_err = point.p99_err_pct.map_or_else(|| "-".to_string(), |err| format!("{err:+.1}"));
         write(
             out,
             format!(
-                "{:<9} {:>7} {:>5} {:>4}  {:>11.0} {:>11.0} {:>+7.1}  {:>10} {:>10.1} {:>7}",
+                "{:<9} {:>7} {:>5} {:>4}  {:>11.0} {:>11.0} {:>+7.1}  {:>10} {:>10.1} {:>7}  {:>10} {:>10.1} {:>7}",
                 point.op,
                 point.bs_bytes,
                 point.zones,
@@ -73,7 +87,10 @@ pub fn run(args: &CalibrateArgs, out: &mut impl Write) -> Result<(), CliError> {
                 point.iops_err_pct,
                 measured_lat,
                 point.model_lat_us,
-                lat_err
+                lat_err,
+                measured_p99,
+                point.model_p99_us,
+                p99_err
             ),
         )?;
     }
@@ -101,11 +118,14 @@ pub fn run(args: &CalibrateArgs, out: &mut impl Write) -> Result<(), CliError> {
     write(
         out,
         format!(
-            "summary: IOPS error median {:.1} %, p90 {:.1} %; latency error median {:.1} %, p90 {:.1} %{}",
+            "summary: IOPS error median {:.1} %, p90 {:.1} %; latency error median {:.1} %, p90 {:.1} %; p99 latency \
+             error median {:.1} %, p90 {:.1} %{}",
             summary.iops_err_pct_median,
             summary.iops_err_pct_p90,
             summary.lat_err_pct_median,
             summary.lat_err_pct_p90,
+            summary.p99_err_pct_median,
+            summary.p99_err_pct_p90,
             summary
                 .management_err_pct_max
                 .map_or_else(String::new, |max| format!("; zone management worst {max:.1} %"))

@@ -30,12 +30,29 @@ fn calibrate_json_has_every_documented_field() {
         "measured_lat_us",
         "model_lat_us",
         "lat_err_pct",
+        "measured_p99_us",
+        "model_p99_us",
+        "p99_err_pct",
     ] {
         assert!(points[0].get(field).is_some(), "points[] lacks {field}");
     }
-    for field in ["iops_err_pct_median", "iops_err_pct_p90", "lat_err_pct_median", "lat_err_pct_p90"] {
+    for field in [
+        "iops_err_pct_median",
+        "iops_err_pct_p90",
+        "lat_err_pct_median",
+        "lat_err_pct_p90",
+        "p99_err_pct_median",
+        "p99_err_pct_p90",
+    ] {
         assert!(json["summary"][field].as_f64().is_some(), "summary lacks {field}");
     }
+    assert!(points.iter().all(|point| point["model_p99_us"].as_f64().is_some_and(|p99| p99 > 0.0)));
+    // The ZN540 grid's p99 column is read: every point has a measured p99 and an error beside it.
+    let zn540: serde_json::Value =
+        serde_json::from_str(&ok(&["calibrate", "--json", "--scale", "0.05"])).expect("json");
+    let points = zn540["points"].as_array().expect("points");
+    assert!(points.iter().all(|point| point["measured_p99_us"].as_f64().is_some_and(|p99| p99 > 0.0)));
+    assert!(points.iter().all(|point| point["p99_err_pct"].as_f64().is_some()));
     assert!(json["summary"]["iops_err_pct_median"].as_f64().expect("median") < 10.0);
 }
 
