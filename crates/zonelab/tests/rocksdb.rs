@@ -107,11 +107,12 @@ fn db_bench_writes_overwrites_and_reopens_and_ldb_agrees_on_every_key() {
     let image = rocksdb_image();
     let num = 20_000;
     let n = format!("--num={num}");
-    let mut fill = tool("db_bench", &image, &["--benchmarks=fillseq,overwrite", &n, "--value_size=100"]);
+    // fillrandom first: fillseq then destroys that database (db_bench's fresh_db) through the plugin.
+    let mut fill = tool("db_bench", &image, &["--benchmarks=fillrandom,fillseq,overwrite", &n, "--value_size=100"]);
     fill.args(SMALL_LSM);
     let output = run(fill);
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("fillseq") && text.contains("overwrite"), "{text}");
+    assert!(text.contains("fillrandom") && text.contains("fillseq") && text.contains("overwrite"), "{text}");
 
     let mut read =
         tool("db_bench", &image, &["--benchmarks=readrandom", "--use_existing_db=1", &n, "--value_size=100"]);
