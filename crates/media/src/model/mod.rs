@@ -346,26 +346,28 @@ impl FlashModel {
                 let (physical_zone, physical_unit) = self.lookup(zone, unit);
                 let place = self.layout.place(physical_zone, physical_unit);
                 let (first_page, end_page) = (offset / page_bytes, (offset + piece).div_ceil(page_bytes));
-                let sensed = match self.resources.page_register[place.plane] {
+                let (sensed, sensing) = match self.resources.page_register[place.plane] {
                     Some(held) if held.zone == zone && held.first_page <= first_page && end_page <= held.end_page => {
-                        held.ready_ns.max(start)
+                        (held.ready_ns.max(start), false)
                     }
                     _ => {
                         let sensed = self.resources.planes[place.plane].reserve(now, start, self.costs.read_ns);
                         self.resources.page_register[place.plane] =
                             Some(HeldPages { zone, first_page, end_page, ready_ns: sensed });
                         self.counters.add(FlashOp::PageRead, OpSource::HostRead, end_page - first_page);
-                        sensed
+                        (sensed, true)
                     }
                 };
                 let channel_ns = transfer_ns(piece, self.costs.channel_ns_per_byte);
                 let moved = self.resources.channels[place.channel].reserve(now, sensed, channel_ns);
-                // The die holds the sensed data in its register until the channel has moved it out, and senses
-                // nothing else meanwhile (no cache read), as NVMeVirt's read sets `lun.next_avail = chnl_end`
-                // (docs/calibration.md a.1): a random read that lands on a die another read holds waits for that
-                // transfer too. With it, 4 KiB random reads at QD 64 on the ZN540 model 397 K/s against 365 K/s
-                // measured, where a die free after tR gave 435 K/s (docs/calibration.md c.1).
-                self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
+                if sensing {
+                    // The die holds what it sensed in its register until the channel has moved it out, and senses
+                    // nothing else meanwhile (no cache read), as NVMeVirt's read sets `lun.next_avail =
+                    // chnl_end` (docs/calibration.md a.1): a random read that lands on a die another read holds
+                    // waits for that transfer too. With it, 4 KiB random reads at QD 64 on the ZN540 model 400 K/s
+                    // against 365 K/s measured, where a die free after tR gave 435 K/s (docs/calibration.md c.1).
+                    self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
+                }
                 data_out = data_out.max(moved);
             }
             offset += piece;
