@@ -32,6 +32,23 @@ pub struct NandConfig {
     /// existed time erases on their dies.
     #[serde(default)]
     pub erase_timing: EraseTiming,
+    /// Where each zone's stripe starts. Images written before this key existed start every zone on the first
+    /// die of its group.
+    #[serde(default)]
+    pub stripe_start: StripeStart,
+}
+
+/// See `NandConfig::stripe_start`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StripeStart {
+    /// Every zone's first unit on the first die of its group, as NVMeVirt's `sdie = (zone * DIES_PER_ZONE) %
+    /// total_luns` puts it when a zone spans every die (docs/calibration.md a.1).
+    #[default]
+    FirstDie,
+    /// Rotated by the zone's index: zone z starts on the zone's (z mod planes)-th plane, so jobs that write
+    /// different zones in lock step do not program the same die at the same moment.
+    ByZone,
 }
 
 /// See `NandConfig::erase_timing`.

@@ -21,7 +21,7 @@ mod timeline;
 
 pub use config::{
     ControllerConfig, EnergyConfig, EraseTiming, MappingConfig, MappingPolicy, MediaConfig, MediaConfigError,
-    NandConfig,
+    NandConfig, StripeStart,
 };
 pub use energy::{FlashCounters, FlashOp, OpSource};
 pub use ids::{LogicalZone, PhysicalZone, ProgramUnit};

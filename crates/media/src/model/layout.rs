@@ -1,6 +1,6 @@
 //! Where a zone's program units live on flash: which plane and channel, and which block of the plane.
 
-use crate::{NandConfig, PhysicalZone, ProgramUnit};
+use crate::{NandConfig, PhysicalZone, ProgramUnit, StripeStart};
 
 /// One plane and the channel that reaches it, as indices into the device's resources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,11 +75,15 @@ impl Layout {
 
     /// The plane and channel of a physical zone's `unit`: units go round-robin over the zone's planes, the
     /// planes of one die first, then the next channel, then the next die on the same channels (ConfZNS's order;
-    /// with one plane per die it is NVMeVirt's). Zones narrower than the device take turns over disjoint
-    /// channel and die groups.
+    /// with one plane per die it is NVMeVirt's), from the zone's first plane or one rotated by the zone's index
+    /// (`stripe-start`). Zones narrower than the device take turns over disjoint channel and die groups.
     pub fn place(&self, zone: PhysicalZone, unit: ProgramUnit) -> Place {
         let nand = &self.nand;
-        let within = (unit.0 % self.planes_per_zone) as u32;
+        let rotation = match nand.stripe_start {
+            StripeStart::FirstDie => 0,
+            StripeStart::ByZone => u64::from(zone.0),
+        };
+        let within = ((unit.0 + rotation) % self.planes_per_zone) as u32;
         let plane_in_die = within % nand.planes_per_die;
         let stripe = within / nand.planes_per_die;
         let channel_in_zone = stripe % nand.channels_per_zone;

@@ -670,6 +670,7 @@ mod tests {
                 channel_mib_per_s: 1000.0 * 1_000_000.0 / 1_048_576.0, // 1000 MB/s: one nanosecond per byte
                 erase_concurrency: 0,
                 erase_timing: crate::EraseTiming::Dies,
+                stripe_start: crate::StripeStart::FirstDie,
             },
             controller: ControllerConfig {
                 host_link_mib_per_s: 0.0,
@@ -752,6 +753,24 @@ mod tests {
         // The die senses the second page only once the first has left its register over the channel.
         assert_eq!(same_die, first + 50_000 + 4096, "unit 4 is on unit 0's die: {first} then {same_die}");
         assert!(other_die < same_die, "unit 1 is on another die");
+    }
+
+    #[test]
+    fn stripes_start_on_die_zero_or_rotate_by_zone() {
+        // Zones 0 and 1, first unit each: on one die with first-die stripes, on two with by-zone ones.
+        let first_die = |stripe_start| {
+            let mut config = config();
+            config.nand.stripe_start = stripe_start;
+            let mut flash = model(config);
+            flash.precondition(0, 64 * UNIT);
+            flash.precondition(1, 64 * UNIT);
+            let zone_0 = flash.read(0, 0, 0, 4096);
+            (zone_0, flash.read(0, 1, 0, 4096))
+        };
+        let (zone_0, zone_1) = first_die(crate::StripeStart::FirstDie);
+        assert_eq!(zone_1, zone_0 + 50_000 + 4096, "both zones start on die 0: the second read waits");
+        let (zone_0, zone_1) = first_die(crate::StripeStart::ByZone);
+        assert!(zone_1 < zone_0 + 50_000, "zone 1 starts on die 1: {zone_0} and {zone_1}");
     }
 
     #[test]
