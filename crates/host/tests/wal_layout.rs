@@ -1,5 +1,5 @@
 //! How the WAL lays entries out: splitting at ZASL and at zone capacity, barriers, zone roll-over, a full log,
-//! and delete.
+//! a log that asks for more zones, and delete.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -97,6 +97,37 @@ fn a_log_larger_than_its_zones_is_full() {
     let records: Vec<Vec<u8>> = (0..100u8).map(|i| vec![i; 30_000]).collect();
     let (recovered, _) = write_and_recover(zwal(64 << 10, 0), records);
     assert_eq!(recovered, Err(WalError::Full(3)));
+}
+
+#[test]
+fn a_zone_source_gives_a_full_log_more_zones() {
+    let records: Vec<Vec<u8>> = (0..100u8).map(|i| vec![i; 30_000]).collect();
+    for design in [WalDesign::Zwal, WalDesign::Conventional] {
+        let asked = Rc::new(RefCell::new(Vec::new()));
+        let (given, log) = (Rc::clone(&asked), records.clone());
+        let config = WalConfig { design, zones: vec![1], ..zwal(64 << 10, 0) };
+        let (recovered, zones) = with_wal(config, move |wal| {
+            // Zones 5, 6, 7, then none: 3 MB of records need four zones of 768 KiB.
+            let mut next = 5u32;
+            let mut wal = wal.with_zone_source(Box::new(move || {
+                let zone = (next < 8).then_some(next);
+                next += 1;
+                given.borrow_mut().extend(zone);
+                Box::pin(async move { zone })
+            }));
+            Box::pin(async move {
+                for record in &log {
+                    wal.append(record).await.expect("append");
+                }
+                wal.sync().await.expect("sync");
+                let zones = wal.config().zones.clone();
+                (wal.recover().await.expect("recover"), zones)
+            })
+        });
+        assert_eq!(recovered, records, "{design:?}");
+        assert_eq!(zones, vec![1, 5, 6, 7], "{design:?}");
+        assert_eq!(*asked.borrow(), vec![5, 6, 7], "{design:?}: asked once per roll");
+    }
 }
 
 #[test]
