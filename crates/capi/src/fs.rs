@@ -176,11 +176,7 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
                 .host(mount_options.host)
                 .store(StoreChoice::Memory)
                 .full_tail_zones(mount_options.reset_pool_zones);
-            let scheduler = mount_options.scheduler.unwrap_or(if mount_options.host.through_block_layer() {
-                SchedulerKind::MqDeadline
-            } else {
-                SchedulerKind::None
-            });
+            let scheduler = mount_options.scheduler.unwrap_or(SchedulerKind::linux_default(mount_options.host));
             let runtime = RealTime::start(builder).map_err(|error| fail(libc::ENODEV, &error.to_string()))?;
             let device = runtime.host();
             let epoch_s = std::time::SystemTime::now()

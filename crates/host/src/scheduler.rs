@@ -20,6 +20,7 @@ use std::rc::Rc;
 use std::task::{Poll, Waker};
 
 use serde::Serialize;
+use zonelab_device::HostPath;
 use zonelab_runtime::sync::yield_now;
 use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand};
 use zonelab_zns::{Status, ZoneSendAction};
@@ -57,6 +58,18 @@ impl SchedulerKind {
             "mq-deadline" | "mq_deadline" => Some(SchedulerKind::MqDeadline),
             "zinc" => Some(SchedulerKind::Zinc(ZincConfig::default())),
             _ => None,
+        }
+    }
+
+    /// The scheduler Linux gives a zoned namespace reached through `host`. Linux's NVMe driver requires an
+    /// elevator with zone write locking for a zoned namespace (`ELEVATOR_F_ZBD_SEQ_WRITE`, Linux 5.9 to 6.9),
+    /// which only mq-deadline has, so the paths through the block layer get it; SPDK and io_uring passthrough
+    /// bypass the block layer's scheduler and get none.
+    pub fn linux_default(host: HostPath) -> SchedulerKind {
+        if host.through_block_layer() {
+            SchedulerKind::MqDeadline
+        } else {
+            SchedulerKind::None
         }
     }
 

@@ -160,15 +160,6 @@ pub struct FioResult {
     pub started_unix_ms: u64,
 }
 
-fn host_path(engine: IoEngine) -> HostPath {
-    match engine {
-        IoEngine::Psync | IoEngine::Libaio => HostPath::Kernel,
-        IoEngine::IoUring => HostPath::IoUring,
-        IoEngine::IoUringCmd => HostPath::IoUringCmd,
-        IoEngine::Spdk => HostPath::Spdk,
-    }
-}
-
 /// fio's zone bookkeeping for one device, shared by every job: the write pointer as fio has issued writes.
 /// Write pointers change only through `set_wp`, which keeps a Fenwick tree of blocks written per zone (so a
 /// job's written share is a range sum, not a scan of every zone per write) and a version that tells readers
@@ -1375,9 +1366,9 @@ fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<Strin
             other.name
         )));
     }
-    let host = host_path(first.ioengine);
+    let host = first.ioengine.host_path();
     let mut notes = Vec::new();
-    if let Some(other) = invocation.jobs.iter().find(|job| host_path(job.ioengine) != host) {
+    if let Some(other) = invocation.jobs.iter().find(|job| job.ioengine.host_path() != host) {
         notes.push(format!(
             "job {} asks for ioengine {}, but the device is reached through {} (the first job's)",
             other.name,

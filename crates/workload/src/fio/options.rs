@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use zonelab_device::HostPath;
 use zonelab_host::{SchedulerKind, ZincConfig};
 
 use super::distribution::Distribution;
@@ -313,14 +314,19 @@ pub enum IoEngine {
 }
 
 impl IoEngine {
-    /// The scheduler a job gets when it names none. Linux's NVMe driver requires an elevator with zone write
-    /// locking for a zoned namespace (`ELEVATOR_F_ZBD_SEQ_WRITE`, Linux 5.9 to 6.9), which only mq-deadline
-    /// has, so the engines that go through the block layer get it; SPDK and io_uring passthrough
-    /// (`io_uring_cmd`) bypass the block layer's scheduler and get none.
+    /// The scheduler a job gets when it names none: Linux's for the engine's path to the device
+    /// (`SchedulerKind::linux_default`).
     pub fn default_scheduler(self) -> SchedulerKind {
+        SchedulerKind::linux_default(self.host_path())
+    }
+
+    /// How the engine reaches the device.
+    pub fn host_path(self) -> HostPath {
         match self {
-            IoEngine::Psync | IoEngine::Libaio | IoEngine::IoUring => SchedulerKind::MqDeadline,
-            IoEngine::IoUringCmd | IoEngine::Spdk => SchedulerKind::None,
+            IoEngine::Psync | IoEngine::Libaio => HostPath::Kernel,
+            IoEngine::IoUring => HostPath::IoUring,
+            IoEngine::IoUringCmd => HostPath::IoUringCmd,
+            IoEngine::Spdk => HostPath::Spdk,
         }
     }
 

@@ -59,9 +59,9 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         if let Some(wal) = self.inner.wals.borrow().get(&id) {
             return Ok(Rc::clone(wal));
         }
-        let zone = self.take_wal_zone(id).await?;
-        let layout = self.wal_layout(id)?;
-        let wal = Wal::new(self.inner.queue.clone(), self.wal_config(&WalLayout { zones: vec![zone], ..layout }))?
+        // The layout holds the zone just taken, its first.
+        self.take_wal_zone(id).await?;
+        let wal = Wal::new(self.inner.queue.clone(), self.wal_config(&self.wal_layout(id)?))?
             .with_zone_source(self.zone_source(id));
         let wal = Rc::new(Mutex::new(wal));
         self.inner.wals.borrow_mut().insert(id, Rc::clone(&wal));
