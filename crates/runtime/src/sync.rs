@@ -101,6 +101,81 @@ impl<T> Drop for MutexGuard<'_, T> {
     }
 }
 
+/// A shared/exclusive lock for tasks of one thread, preferring the writer: once `write` waits, new readers
+/// wait behind it (a file system's checkpoint lock: operations share it, a checkpoint takes it alone and must
+/// not starve). Guards release on drop.
+#[derive(Default)]
+pub struct RwLock {
+    readers: Cell<u32>,
+    writer: Cell<bool>,
+    writers_waiting: Cell<u32>,
+    waiters: Waiters,
+}
+
+/// A held `RwLock`, shared or exclusive.
+pub struct RwLockGuard<'a> {
+    lock: &'a RwLock,
+    exclusive: bool,
+}
+
+impl RwLock {
+    pub fn new() -> RwLock {
+        RwLock::default()
+    }
+
+    /// Waits for shared access: no writer holds or waits for the lock.
+    pub async fn read(&self) -> RwLockGuard<'_> {
+        poll_fn(|context| {
+            if self.writer.get() || self.writers_waiting.get() > 0 {
+                self.waiters.register(context.waker());
+                return Poll::Pending;
+            }
+            self.readers.set(self.readers.get() + 1);
+            Poll::Ready(())
+        })
+        .await;
+        RwLockGuard { lock: self, exclusive: false }
+    }
+
+    /// Waits for exclusive access: the readers in drain, new ones wait.
+    pub async fn write(&self) -> RwLockGuard<'_> {
+        self.writers_waiting.set(self.writers_waiting.get() + 1);
+        let waiting = WaitingWriter(self);
+        poll_fn(|context| {
+            if self.writer.get() || self.readers.get() > 0 {
+                self.waiters.register(context.waker());
+                return Poll::Pending;
+            }
+            self.writer.set(true);
+            Poll::Ready(())
+        })
+        .await;
+        drop(waiting);
+        RwLockGuard { lock: self, exclusive: true }
+    }
+}
+
+/// Counts a writer as waiting until it holds the lock or its future is dropped.
+struct WaitingWriter<'a>(&'a RwLock);
+
+impl Drop for WaitingWriter<'_> {
+    fn drop(&mut self) {
+        self.0.writers_waiting.set(self.0.writers_waiting.get() - 1);
+        self.0.waiters.wake_all();
+    }
+}
+
+impl Drop for RwLockGuard<'_> {
+    fn drop(&mut self) {
+        if self.exclusive {
+            self.lock.writer.set(false);
+        } else {
+            self.lock.readers.set(self.lock.readers.get() - 1);
+        }
+        self.lock.waiters.wake_all();
+    }
+}
+
 /// A notification: `notified` resolves at the first `notify_waiters` after it was first polled.
 #[derive(Default)]
 pub struct Notify {
