@@ -110,7 +110,6 @@ fn cleaning_under_space_pressure_moves_valid_blocks_and_resets_zones() {
         }
         fs.stats()
     });
-    eprintln!("{outcome:?}");
     assert!(outcome.foreground_cleanings > 0, "{outcome:?}");
     assert!(outcome.blocks_moved > 0 && outcome.zone_resets > 20, "{outcome:?}");
 }

@@ -40,26 +40,34 @@ impl<Q: CommandQueue> LogFs<Q> {
             };
             let count = (per_zone - head.next).min(self.geo.max_blocks);
             let chunk: Vec<Payload> = rest.by_ref().take(count as usize).collect();
+            let chunk_len = chunk.len() as u32;
             let addr = self.state.borrow().segments.addr(zone, head.next);
             let data = Self::io_data(&chunk);
-            head.next += chunk.len() as u32;
+            head.next += chunk_len;
             self.inflight.set(self.inflight.get() + 1);
             let written = self.queue.write(self.geo.lba(addr), data).await;
             self.inflight.set(self.inflight.get() - 1);
+            let failed = written.is_err();
+            let lost = if failed {
+                chunk
+            } else {
+                self.landed(addr, chunk);
+                Vec::new()
+            };
             {
+                // Retired only once its blocks are counted valid: a zone with none is prefree. A failed write
+                // leaves the write pointer unknown, so the log leaves the zone.
                 let mut state = self.state.borrow_mut();
                 state.segments.advance(zone, head.next);
-                if head.next == per_zone {
+                if head.next == per_zone || failed {
                     state.segments.retire(zone);
                     head.zone = None;
                 }
             }
             if let Err(status) = written {
-                let pending: Vec<Payload> = chunk.into_iter().chain(rest).collect();
-                self.failed(pending);
+                self.failed(lost.into_iter().chain(rest).collect());
                 return Err(device("log write")(status));
             }
-            self.landed(addr, chunk);
         }
         Ok(())
     }

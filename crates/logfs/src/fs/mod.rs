@@ -720,8 +720,8 @@ impl<Q: CommandQueue> LogFs<Q> {
         Ok(())
     }
 
-    /// Makes the file's data and size durable: its dirty pages, then its nodes (marked for roll-forward),
-    /// then a device flush. A file renamed since the last checkpoint checkpoints instead, as on F2FS.
+    /// Makes the file's data and size durable: its dirty pages and a flush, then its nodes (marked for
+    /// roll-forward) and a flush. A file renamed since the last checkpoint checkpoints instead, as on F2FS.
     pub async fn fsync(&self, name: &str) -> Result<(), LogFsError> {
         self.balance().await?;
         let needs_checkpoint = {
@@ -736,6 +736,9 @@ impl<Q: CommandQueue> LogFs<Q> {
             let ino = Self::lookup(&self.state.borrow(), name)?;
             self.write_back(ino).await?;
             self.wait_writeback(ino).await;
+            // The data must be durable before the nodes that point at it are (a volatile write cache may
+            // otherwise keep the nodes and lose the data).
+            self.flush().await?;
             self.write_nodes(ino, true).await?;
             self.flush().await?;
         }

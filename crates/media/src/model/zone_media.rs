@@ -81,6 +81,9 @@ impl ZoneMedia {
             written_bytes: durable,
             programmed_units: durable / unit_bytes,
             host_units: durable / unit_bytes,
+            // The durable tail of a unit counts as buffered, as after a precondition: the unit's program,
+            // when the host completes it, releases the whole unit.
+            buffered_bytes: durable % unit_bytes,
             sealed: self.sealed,
             ..ZoneMedia::default()
         };
