@@ -70,6 +70,9 @@ struct Section {
 pub struct SegmentTable {
     sections: Vec<Section>,
     total_valid: u64,
+    /// Main-area zones free and prefree, kept as uses change (writers ask at every call).
+    free: u32,
+    prefree: u32,
     pub first_main: u32,
     pub blocks_per_zone: u32,
 }
@@ -84,7 +87,14 @@ impl SegmentTable {
             owners: Vec::new(),
             mtime_sum_s: 0.0,
         };
-        SegmentTable { sections: vec![empty; zones as usize], total_valid: 0, first_main, blocks_per_zone }
+        SegmentTable {
+            sections: vec![empty; zones as usize],
+            total_valid: 0,
+            free: zones - first_main,
+            prefree: 0,
+            first_main,
+            blocks_per_zone,
+        }
     }
 
     pub fn addr(&self, zone: u32, offset: u32) -> Addr {
@@ -108,7 +118,23 @@ impl SegmentTable {
     }
 
     pub fn set_use(&mut self, zone: u32, used: SectionUse) {
-        self.sections[zone as usize].used = used;
+        let was = std::mem::replace(&mut self.sections[zone as usize].used, used);
+        if zone < self.first_main {
+            return;
+        }
+        for (kind, count) in [(SectionUse::Free, &mut self.free), (SectionUse::Prefree, &mut self.prefree)] {
+            if was == kind {
+                *count -= 1;
+            }
+            if used == kind {
+                *count += 1;
+            }
+        }
+    }
+
+    /// Blocks written in `zone` (its write pointer, in blocks).
+    pub fn written(&self, zone: u32) -> u32 {
+        self.sections[zone as usize].written
     }
 
     pub fn valid(&self, zone: u32) -> u32 {
@@ -120,14 +146,18 @@ impl SegmentTable {
         self.total_valid
     }
 
-    pub fn count(&self, used: SectionUse) -> u32 {
-        self.main().filter(|(_, s)| s.used == used).count() as u32
+    pub fn free_zones(&self) -> u32 {
+        self.free
+    }
+
+    pub fn prefree_zones(&self) -> u32 {
+        self.prefree
     }
 
     /// The lowest free zone, taken by log `log`.
     pub fn take_free(&mut self, log: usize) -> Option<u32> {
         let zone = self.main().find(|(_, s)| s.used == SectionUse::Free).map(|(zone, _)| zone)?;
-        self.sections[zone as usize].used = SectionUse::Log(log);
+        self.set_use(zone, SectionUse::Log(log));
         Some(zone)
     }
 
@@ -169,7 +199,7 @@ impl SegmentTable {
         section.valid -= 1;
         self.total_valid -= 1;
         if section.valid == 0 && section.used == SectionUse::Written {
-            section.used = SectionUse::Prefree;
+            self.set_use(addr / self.blocks_per_zone, SectionUse::Prefree);
             return true;
         }
         false
@@ -177,12 +207,13 @@ impl SegmentTable {
 
     /// A log leaves its zone: it is written, or prefree if nothing in it is valid.
     pub fn retire(&mut self, zone: u32) {
-        let section = &mut self.sections[zone as usize];
-        section.used = if section.valid == 0 { SectionUse::Prefree } else { SectionUse::Written };
+        let used = if self.sections[zone as usize].valid == 0 { SectionUse::Prefree } else { SectionUse::Written };
+        self.set_use(zone, used);
     }
 
     /// The zone was reset: free, nothing in it.
     pub fn reset(&mut self, zone: u32) {
+        self.set_use(zone, SectionUse::Free);
         let section = &mut self.sections[zone as usize];
         *section = Section {
             used: SectionUse::Free,

@@ -63,6 +63,16 @@ impl FlashCounters {
         }
     }
 
+    /// The operations counted since `earlier` (a snapshot of the same counters).
+    pub fn since(&self, earlier: &FlashCounters) -> FlashCounters {
+        let minus = |now: &[u64; 6], then: &[u64; 6]| std::array::from_fn(|i| now[i] - then[i]);
+        FlashCounters {
+            page_reads: minus(&self.page_reads, &earlier.page_reads),
+            page_programs: minus(&self.page_programs, &earlier.page_programs),
+            block_erases: minus(&self.block_erases, &earlier.block_erases),
+        }
+    }
+
     pub fn total(&self, op: FlashOp) -> u64 {
         OpSource::ALL.iter().map(|&source| self.get(op, source)).sum()
     }

@@ -28,6 +28,9 @@ pub enum ToolError {
     Mount(Status),
     #[error("job {job}: {source}")]
     Fs { job: u32, source: FsError },
+    /// logfs failed in a phase of a file-churn run (set-up, or a job).
+    #[error("{phase}: {source}")]
+    LogFs { phase: String, source: zonelab_logfs::LogFsError },
     /// A simulated task ended without leaving its result: host code waited for something that never came.
     #[error("{0} did not finish")]
     Unfinished(&'static str),

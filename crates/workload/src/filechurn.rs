@@ -1,27 +1,27 @@
-//! `zonelab file-churn`: the ReZNS paper's file workloads (seed 002, section 4.2) on the zonefs-like file
-//! layer, after prefilling a fraction of the zones.
-//! - `fio`: each of `jobs` tasks, for `rounds` rounds, writes a file of `file-size` in `bs` writes at queue
-//!   depth 1 with an fsync every `fsync` writes, and deletes it (truncate to 0: a zone reset).
-//! - `varmail` and `fileserver`: filebench's flowops over `files` files per job for `runtime` of device time.
-//!   varmail: delete a file, create it with a random append of up to 16 KiB and fsync, append up to 16 KiB to
-//!   another and fsync, read it whole, read a third whole. fileserver: delete and rewrite a file whole
-//!   (`file-size`), append up to 16 KiB to another, read a third whole, delete a fourth.
-//!
-//! The paper ran F2FS, which packs many files into a zone; here each file is a zone, so a deleted file is a
-//! reset of a partly written zone, the pattern ReZNS is about.
+//! `zonelab file-churn`: the ReZNS paper's file workloads (seed 002, sections 4.2 and 4.3), after prefilling
+//! half the device, on one of two file systems:
+//! - `--fs=logfs` (the default): logfs, the F2FS-like file system the paper's F2FS stands for; the workloads
+//!   are in `filebench.rs` (fio's random overwrites with fsyncs, filebench's varmail and fileserver as their
+//!   `.f` files define them). A prefill is a file written through the file system.
+//! - `--fs=zonefs`: one file per zone (Linux zonefs). `fio`: each job, for `rounds` rounds, writes a file of
+//!   `file-size` in `bs` writes with an fsync every `fsync` writes, and deletes it (a zone reset); varmail and
+//!   fileserver run filebench's flowops over `files` files per job, each file a zone, so every delete is a
+//!   reset of a partly written zone. A prefill is zones written full before the run.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
 use serde::Serialize;
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath};
-use zonelab_host::{FsError, ZoneFs, ZoneFsStats};
+use zonelab_host::{FsError, ZoneFs};
+use zonelab_logfs::{LogFs, LogFsError, LogFsOptions, LogFsStats, BLOCK};
 use zonelab_media::{EraseSummary, FlashCounters, FlashOp, OpSource};
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, IoData, Simulation};
 
 use crate::args::{take, Slot, ToolError, ToolOption};
+use crate::filebench;
 
 /// Which file workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -32,10 +32,21 @@ pub enum FileWorkload {
     Fileserver,
 }
 
+/// Which file system the workloads run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileSystem {
+    Logfs,
+    Zonefs,
+}
+
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FileChurnSpec {
     pub workload: FileWorkload,
+    pub fs: FileSystem,
+    /// Files in the shared fileset (logfs varmail and fileserver; the paper's 1000 and 10,000).
+    pub fileset_files: u32,
     /// Preset name, then `,key=value` overrides as `zonelab create --set` takes them.
     pub preset: String,
     pub jobs: u32,
@@ -48,7 +59,7 @@ pub struct FileChurnSpec {
     /// An fsync after every N writes; 0 never.
     pub fsync_every: u64,
     pub rounds: u32,
-    /// Share of the zones written full before the run.
+    /// Share of the device's capacity written before the run.
     pub prefill: f64,
     pub seed: u64,
     /// Each job starts after a seeded delay below this, in nanoseconds, as threads a benchmark starts together
@@ -64,6 +75,8 @@ impl Default for FileChurnSpec {
     fn default() -> Self {
         FileChurnSpec {
             workload: FileWorkload::Fio,
+            fs: FileSystem::Logfs,
+            fileset_files: 1000,
             preset: "nvmevirt-rezns".into(),
             jobs: 64,
             files_per_job: 8,
@@ -98,7 +111,15 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
                     }
                 }
             }
+            "fs" => {
+                spec.fs = match option.value()? {
+                    "logfs" => FileSystem::Logfs,
+                    "zonefs" => FileSystem::Zonefs,
+                    other => return Err(ToolError::Usage(format!("option fs: {other:?} is not logfs or zonefs"))),
+                }
+            }
             "files" => spec.files_per_job = option.number()?,
+            "fileset" => spec.fileset_files = option.number()?,
             "runtime" => spec.runtime_ns = (option.number::<f64>()? * 1e9) as u64,
             "preset" => spec.preset = option.value()?.to_string(),
             "jobs" => spec.jobs = option.number()?,
@@ -121,8 +142,9 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
             _ => return Err(option.unknown()),
         }
     }
-    if spec.jobs == 0 || spec.rounds == 0 || spec.files_per_job == 0 || spec.write_bytes == 0 {
-        return Err(ToolError::Usage("jobs, rounds, files and bs must be positive".into()));
+    if spec.jobs == 0 || spec.rounds == 0 || spec.files_per_job == 0 || spec.write_bytes == 0 || spec.fileset_files == 0
+    {
+        return Err(ToolError::Usage("jobs, rounds, files, fileset and bs must be positive".into()));
     }
     if spec.file_bytes < spec.write_bytes {
         return Err(ToolError::Usage(format!("file-size {} is below bs {}", spec.file_bytes, spec.write_bytes)));
@@ -140,9 +162,13 @@ pub struct FileChurnResult {
     pub device_time_ns: u64,
     /// File data written and read per second of device time.
     pub mib_per_s: f64,
-    /// File operations (writes, reads, deletes, finishes, fsyncs) per second of device time.
+    /// File operations per second of device time: under logfs filebench's flowops (fio: writes and fsyncs),
+    /// under zonefs writes, reads, deletes, finishes and fsyncs.
     pub ops_per_s: f64,
-    pub files: ZoneFsStats,
+    pub files: FileOps,
+    /// What logfs did (writes of data and nodes, checkpoints, cleaning), over the timed run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logfs: Option<LogFsStats>,
     /// Physical zones' worth of blocks erased (block erases over blocks per zone).
     pub zones_erased: f64,
     pub wear: EraseSummary,
@@ -155,8 +181,195 @@ pub struct FileChurnResult {
     pub wall_seconds: f64,
 }
 
+/// What the file system was asked to do.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FileOps {
+    pub ops: u64,
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+    pub fsyncs: u64,
+    pub deletes: u64,
+    /// Zone resets the file system issued.
+    pub zone_resets: u64,
+}
+
 /// Runs the benchmark.
 pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
+    match spec.fs {
+        FileSystem::Logfs => run_logfs(spec),
+        FileSystem::Zonefs => run_zonefs(spec),
+    }
+}
+
+/// What the device measured over a run, and the result built from it.
+struct Measured {
+    device_time_ns: u64,
+    flash: FlashCounters,
+    wear: EraseSummary,
+    files: FileOps,
+    logfs: Option<LogFsStats>,
+    wall_seconds: f64,
+}
+
+fn result_of(spec: &FileChurnSpec, energy: &zonelab_media::EnergyConfig, m: Measured) -> FileChurnResult {
+    let seconds = m.device_time_ns as f64 / 1e9;
+    FileChurnResult {
+        spec: spec.clone(),
+        device_time_ns: m.device_time_ns,
+        mib_per_s: (m.files.bytes_written + m.files.bytes_read) as f64 / 1_048_576.0 / seconds,
+        ops_per_s: m.files.ops as f64 / seconds,
+        zones_erased: m.flash.total(FlashOp::BlockErase) as f64 / m.wear.blocks_per_zone.max(1) as f64,
+        read_energy_j: m.flash.energy_nj(energy, OpSource::HostRead) / 1e9,
+        write_energy_j: [OpSource::HostWrite, OpSource::Append, OpSource::FinishPadding, OpSource::Seal]
+            .iter()
+            .map(|&source| m.flash.energy_nj(energy, source))
+            .sum::<f64>()
+            / 1e9,
+        reset_energy_j: m.flash.energy_nj(energy, OpSource::Reset) / 1e9,
+        total_energy_j: m.flash.total_energy_nj(energy) / 1e9,
+        files: m.files,
+        logfs: m.logfs,
+        wear: m.wear,
+        flash: m.flash,
+        wall_seconds: m.wall_seconds,
+    }
+}
+
+/// The workloads on logfs: format, prefill a file, set up (fio's layout, filebench's preallocation), then
+/// the timed run beside the file system's background work.
+fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
+    let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset)).host(HostPath::IoUring).build()?;
+    let (device, config, host_side) = (built.device, built.config, built.host);
+    let geometry = *device.namespace().geometry();
+    let mut simulation = Simulation::with_host(device, host_side, Some(spec.seed));
+    let host = simulation.host();
+    let mounted: Slot<Rc<LogFs<_>>> = Rc::new(RefCell::new(None));
+    let fileset = spec.workload != FileWorkload::Fio;
+    let mut setup_rng = SplitMix64::split(spec.seed, "file-churn setup");
+    let set = filebench::fileset_for(spec, &mut setup_rng);
+    {
+        let (sink, spec, set) = (Rc::clone(&mounted), spec.clone(), Rc::clone(&set));
+        let capacity = u64::from(geometry.zones) * (geometry.zone_cap_lba << geometry.lba_shift);
+        simulation.spawn(async move {
+            let setup = async {
+                let fs = LogFs::format(host, LogFsOptions::default()).await?;
+                let prefill = (capacity as f64 * spec.prefill) as u64 / BLOCK * BLOCK;
+                if prefill > 0 {
+                    filebench::lay_out(&fs, "prefill", prefill).await?;
+                }
+                if fileset {
+                    filebench::preallocate(&fs, &set, &mut setup_rng).await?;
+                } else {
+                    for job in 0..spec.jobs {
+                        filebench::lay_out(&fs, &format!("job{job}"), spec.file_bytes).await?;
+                    }
+                    fs.sync().await?;
+                }
+                Ok::<_, LogFsError>(fs)
+            };
+            *sink.borrow_mut() = Some(
+                setup.await.map(Rc::new).map_err(|source| ToolError::LogFs { phase: "set-up".into(), source }),
+            );
+        });
+    }
+    simulation.run();
+    let fs = take(&mounted, "the file system's set-up")?;
+    let start = simulation.now_ns();
+    let (flash_before, fs_before) = (simulation.with_device(|d| d.media().counters().clone()), fs.stats());
+    let counts = Rc::new(RefCell::new(filebench::Counts::default()));
+    let failure: Rc<RefCell<Option<ToolError>>> = Rc::new(RefCell::new(None));
+    let running = Rc::new(Cell::new(spec.jobs));
+    let end = Rc::new(Cell::new(start));
+    for job in 0..spec.jobs {
+        let (fs, failure, spec, counts, set) =
+            (Rc::clone(&fs), Rc::clone(&failure), spec.clone(), Rc::clone(&counts), Rc::clone(&set));
+        let (running, end) = (Rc::clone(&running), Rc::clone(&end));
+        let mut rng = SplitMix64::split(spec.seed, &format!("file-churn job {job}"));
+        let host = simulation.host();
+        let jitter_ns = rng.below(spec.start_jitter_ns.max(1));
+        simulation.spawn(async move {
+            host.sleep(jitter_ns).await;
+            let result = match spec.workload {
+                FileWorkload::Fio => {
+                    filebench::overwrite_rounds(&fs, &format!("job{job}"), &spec, &mut rng, &counts).await
+                }
+                FileWorkload::Varmail | FileWorkload::Fileserver => {
+                    let mut outcome = Ok(());
+                    while outcome.is_ok() && host.now_ns() - start < spec.runtime_ns {
+                        outcome = if spec.workload == FileWorkload::Varmail {
+                            filebench::varmail(&fs, &set, &mut rng, &counts).await
+                        } else {
+                            filebench::fileserver(&fs, &set, &mut rng, &counts).await
+                        };
+                    }
+                    outcome
+                }
+            };
+            if let Err(error) = result {
+                failure.borrow_mut().get_or_insert(ToolError::LogFs { phase: format!("job {job}"), source: error });
+            }
+            end.set(end.get().max(host.now_ns()));
+            running.set(running.get() - 1);
+        });
+    }
+    {
+        let (fs, running) = (Rc::clone(&fs), Rc::clone(&running));
+        simulation.spawn(async move {
+            // The background thread stops with the jobs; an error of its own shows in the stats it left.
+            let _ = fs.background(|| running.get() == 0).await;
+        });
+    }
+    let wall = Instant::now();
+    simulation.run();
+    let wall_seconds = wall.elapsed().as_secs_f64();
+    if let Some(error) = failure.borrow_mut().take() {
+        return Err(error);
+    }
+    let (flash, wear) =
+        simulation.with_device(|device| (device.media().counters().since(&flash_before), device.media().erase_summary()));
+    let after = fs.stats();
+    let counts = counts.borrow().clone();
+    let logfs = logfs_delta(&after, &fs_before);
+    let files = FileOps {
+        ops: counts.flowops,
+        bytes_written: counts.bytes_written,
+        bytes_read: counts.bytes_read,
+        fsyncs: logfs.fsyncs,
+        deletes: logfs.deletes,
+        zone_resets: logfs.zone_resets,
+    };
+    let measured =
+        Measured { device_time_ns: end.get() - start, flash, wear, files, logfs: Some(logfs), wall_seconds };
+    Ok(result_of(spec, &config.media.energy, measured))
+}
+
+/// What logfs did between two snapshots of its counters.
+fn logfs_delta(after: &LogFsStats, before: &LogFsStats) -> LogFsStats {
+    LogFsStats {
+        creates: after.creates - before.creates,
+        deletes: after.deletes - before.deletes,
+        renames: after.renames - before.renames,
+        writes: after.writes - before.writes,
+        bytes_written: after.bytes_written - before.bytes_written,
+        reads: after.reads - before.reads,
+        bytes_read: after.bytes_read - before.bytes_read,
+        fsyncs: after.fsyncs - before.fsyncs,
+        checkpoints: after.checkpoints - before.checkpoints,
+        zone_resets: after.zone_resets - before.zone_resets,
+        partial_zone_resets: after.partial_zone_resets - before.partial_zone_resets,
+        foreground_cleanings: after.foreground_cleanings - before.foreground_cleanings,
+        background_cleanings: after.background_cleanings - before.background_cleanings,
+        blocks_moved: after.blocks_moved - before.blocks_moved,
+        data_blocks_written: after.data_blocks_written - before.data_blocks_written,
+        node_blocks_written: after.node_blocks_written - before.node_blocks_written,
+        checkpoint_blocks_written: after.checkpoint_blocks_written - before.checkpoint_blocks_written,
+        device_blocks_read: after.device_blocks_read - before.device_blocks_read,
+        cache_hits: after.cache_hits - before.cache_hits,
+    }
+}
+
+/// The workloads on zonefs: one file per zone.
+fn run_zonefs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset)).host(HostPath::IoUring).build()?;
     let (mut device, config, host_side) = (built.device, built.config, built.host);
     let geometry = *device.namespace().geometry();
@@ -224,29 +437,17 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     let device_time_ns = simulation.now_ns() - start;
     let (flash, wear) =
         simulation.with_device(|device| (device.media().counters().clone(), device.media().erase_summary()));
-    let energy = &config.media.energy;
-    let files = fs.stats();
-    let seconds = device_time_ns as f64 / 1e9;
-    let ops = files.writes + files.reads + files.resets + files.finishes + files.fsyncs;
-    Ok(FileChurnResult {
-        spec: spec.clone(),
-        device_time_ns,
-        mib_per_s: (files.bytes_written + files.bytes_read) as f64 / 1_048_576.0 / seconds,
-        ops_per_s: ops as f64 / seconds,
-        files,
-        zones_erased: flash.total(FlashOp::BlockErase) as f64 / wear.blocks_per_zone.max(1) as f64,
-        read_energy_j: flash.energy_nj(energy, OpSource::HostRead) / 1e9,
-        write_energy_j: [OpSource::HostWrite, OpSource::Append, OpSource::FinishPadding, OpSource::Seal]
-            .iter()
-            .map(|&source| flash.energy_nj(energy, source))
-            .sum::<f64>()
-            / 1e9,
-        reset_energy_j: flash.energy_nj(energy, OpSource::Reset) / 1e9,
-        total_energy_j: flash.total_energy_nj(energy) / 1e9,
-        wear,
-        flash,
-        wall_seconds,
-    })
+    let stats = fs.stats();
+    let files = FileOps {
+        ops: stats.writes + stats.reads + stats.resets + stats.finishes + stats.fsyncs,
+        bytes_written: stats.bytes_written,
+        bytes_read: stats.bytes_read,
+        fsyncs: stats.fsyncs,
+        deletes: stats.resets,
+        zone_resets: stats.resets,
+    };
+    let measured = Measured { device_time_ns, flash, wear, files, logfs: None, wall_seconds };
+    Ok(result_of(spec, &config.media.energy, measured))
 }
 
 type FsResult = Result<(), FsError>;
@@ -326,16 +527,27 @@ pub fn to_text(result: &FileChurnResult) -> String {
             "fio: {} jobs x {} rounds of a {} B file in {} B writes, fsync every {}",
             spec.jobs, spec.rounds, spec.file_bytes, spec.write_bytes, spec.fsync_every
         ),
+        FileWorkload::Varmail | FileWorkload::Fileserver if spec.fs == FileSystem::Logfs => format!(
+            "{}: {} threads on a fileset of {} files for {:.1} s",
+            format!("{:?}", spec.workload).to_lowercase(),
+            spec.jobs,
+            spec.fileset_files,
+            spec.runtime_ns as f64 / 1e9
+        ),
         FileWorkload::Varmail | FileWorkload::Fileserver => format!(
-            "{:?}: {} jobs x {} files for {:.1} s",
-            spec.workload,
+            "{}: {} jobs x {} files for {:.1} s",
+            format!("{:?}", spec.workload).to_lowercase(),
             spec.jobs,
             spec.files_per_job,
             spec.runtime_ns as f64 / 1e9
-        )
-        .to_lowercase(),
+        ),
     };
-    let mut text = format!("file-churn {workload}, on {} ({:.0} % prefilled)\n", spec.preset, spec.prefill * 100.0);
+    let fs = format!("{:?}", spec.fs).to_lowercase();
+    let mut text = format!(
+        "file-churn {workload}, on {fs} on {} ({:.0} % prefilled)\n",
+        spec.preset,
+        spec.prefill * 100.0
+    );
     text += &format!(
         "  files: {:.1} ops/s, BW={:.1}MiB/s, device time {:.3} s ({:.2} s of wall time)\n",
         result.ops_per_s,
@@ -344,11 +556,11 @@ pub fn to_text(result: &FileChurnResult) -> String {
         result.wall_seconds
     );
     text += &format!(
-        "  ops: {} writes, {} reads, {} fsyncs, {} deletes (zone resets)\n  flash: {:.1} zones erased ({} inline, {} deferred block erases), max {} erases per block\n  energy: read {:.4} J, write {:.4} J, reset {:.4} J, total {:.3} J\n",
-        result.files.writes,
-        result.files.reads,
+        "  ops: {} file operations, {} fsyncs, {} deletes, {} zone resets issued\n  flash: {:.1} zones erased ({} inline, {} deferred block erases), max {} erases per block\n  energy: read {:.4} J, write {:.4} J, reset {:.4} J, total {:.3} J\n",
+        result.files.ops,
         result.files.fsyncs,
-        result.files.resets,
+        result.files.deletes,
+        result.files.zone_resets,
         result.zones_erased,
         result.wear.inline,
         result.wear.deferred,
@@ -358,6 +570,19 @@ pub fn to_text(result: &FileChurnResult) -> String {
         result.reset_energy_j,
         result.total_energy_j
     );
+    if let Some(logfs) = &result.logfs {
+        text += &format!(
+            "  logfs: {} data and {} node blocks written, {} checkpoints, {} of {} zone resets before the zone was full, {} zones cleaned ({} in the background), {} blocks moved\n",
+            logfs.data_blocks_written,
+            logfs.node_blocks_written,
+            logfs.checkpoints,
+            logfs.partial_zone_resets,
+            logfs.zone_resets,
+            logfs.foreground_cleanings + logfs.background_cleanings,
+            logfs.background_cleanings,
+            logfs.blocks_moved
+        );
+    }
     if let Some(renewable) = &result.wear.renewable {
         text += &format!(
             "  rezns: {} renewed and {} normal resets, {} spare reuses, {} ReGC releases, {} spares left, {} overflow zones\n",

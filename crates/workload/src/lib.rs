@@ -8,6 +8,7 @@ mod args;
 pub mod calibrate;
 mod closed_loop;
 pub mod experiment;
+mod filebench;
 pub mod filechurn;
 pub mod fio;
 mod plot;

@@ -22,36 +22,39 @@ impl<Q: CommandQueue> LogFs<Q> {
     }
 
     fn free_zones(&self) -> u32 {
-        self.state.borrow().segments.count(SectionUse::Free)
+        self.state.borrow().segments.free_zones()
     }
 
     fn excess_prefree(&self) -> bool {
         let state = self.state.borrow();
-        let prefree = f64::from(state.segments.count(SectionUse::Prefree));
+        let prefree = f64::from(state.segments.prefree_zones());
         prefree > f64::from(state.segments.main_zones()) * self.options.prefree_checkpoint_pct / 100.0
     }
 
-    /// Cleans in the foreground while free zones are short, and checkpoints when many zones are prefree
-    /// (F2FS's f2fs_balance_fs and f2fs_balance_fs_bg). Called before a change takes the checkpoint lock.
+    /// Cleans in the foreground while free zones are short, and checkpoints when many zones are prefree or
+    /// the interval has passed (F2FS's f2fs_balance_fs and f2fs_balance_fs_bg). Called before a change takes
+    /// the checkpoint lock; one caller at a time does the work, the others find it done.
     pub(crate) async fn balance(&self) -> Result<(), LogFsError> {
         let threshold = self.foreground_threshold();
-        if self.free_zones() < threshold {
-            let _cleaner = self.cleaner.lock().await;
-            let mut rounds = 0;
-            while self.free_zones() < threshold && rounds <= self.geo.zones {
-                rounds += 1;
-                if self.state.borrow().segments.count(SectionUse::Prefree) > 0 {
-                    self.checkpoint().await?;
-                    continue;
-                }
-                let now_s = self.queue.now_ns() as f64 / 1e9;
-                let Some(victim) = self.state.borrow().segments.victim(self.options.foreground_victim, now_s) else {
-                    break;
-                };
-                let _op = self.checkpoint_lock.read().await;
-                self.clean_zone(victim).await?;
-                self.stats.borrow_mut().foreground_cleanings += 1;
+        let needed = || self.free_zones() < threshold || self.excess_prefree() || self.checkpoint_due();
+        if !needed() {
+            return Ok(());
+        }
+        let _cleaner = self.cleaner.lock().await;
+        let mut rounds = 0;
+        while self.free_zones() < threshold && rounds <= self.geo.zones {
+            rounds += 1;
+            if self.state.borrow().segments.prefree_zones() > 0 {
+                self.checkpoint().await?;
+                continue;
             }
+            let now_s = self.queue.now_ns() as f64 / 1e9;
+            let Some(victim) = self.state.borrow().segments.victim(self.options.foreground_victim, now_s) else {
+                break;
+            };
+            let _op = self.checkpoint_lock.read().await;
+            self.clean_zone(victim).await?;
+            self.stats.borrow_mut().foreground_cleanings += 1;
         }
         if self.excess_prefree() || self.checkpoint_due() {
             self.checkpoint().await?;
@@ -176,8 +179,13 @@ impl<Q: CommandQueue> LogFs<Q> {
         };
         for zone in prefree {
             self.reset_zone(zone).await?;
+            let written = self.state.borrow().segments.written(zone);
             self.state.borrow_mut().segments.reset(zone);
-            self.stats.borrow_mut().zone_resets += 1;
+            let mut stats = self.stats.borrow_mut();
+            stats.zone_resets += 1;
+            if written < self.geo.blocks_per_zone {
+                stats.partial_zone_resets += 1;
+            }
         }
         self.stats.borrow_mut().checkpoints += 1;
         Ok(())

@@ -12,7 +12,7 @@ use zonelab_runtime::{CommandQueue, HostExt, IoData};
 use zonelab_zns::Status;
 
 use crate::format::{node_of, nodes_for, Addr, BLOCK, NULL_ADDR};
-use crate::segments::{SegmentTable, SectionUse, Victim};
+use crate::segments::{SegmentTable, Victim};
 
 pub use mount::MountReport;
 
@@ -231,6 +231,8 @@ pub struct LogFsStats {
     pub checkpoints: u64,
     /// Zones reset (sections freed after a checkpoint).
     pub zone_resets: u64,
+    /// Of those, zones reset before they were written full (the resets ReZNS can renew).
+    pub partial_zone_resets: u64,
     pub foreground_cleanings: u64,
     pub background_cleanings: u64,
     /// Valid blocks the cleaner moved.
@@ -345,8 +347,8 @@ impl<Q: CommandQueue> LogFs<Q> {
             block_bytes: BLOCK,
             capacity_blocks: self.capacity_blocks(),
             used_blocks: Self::used_blocks(&state),
-            free_zones: state.segments.count(SectionUse::Free),
-            prefree_zones: state.segments.count(SectionUse::Prefree),
+            free_zones: state.segments.free_zones(),
+            prefree_zones: state.segments.prefree_zones(),
             main_zones: state.segments.main_zones(),
         }
     }

@@ -1,0 +1,262 @@
+//! The ReZNS paper's file workloads on logfs, the F2FS-like file system (seed 002, sections 4.2 and 4.3):
+//! - `fio`: each job lays out its file (not timed), then for `rounds` rounds overwrites every block of it
+//!   once in random order (fio's random map) in `bs` writes at queue depth 1, with an fsync every `fsync`
+//!   writes; the jobs' files stay, as fio leaves them when the same job runs again.
+//! - `varmail` and `fileserver`: filebench's personalities as its `varmail.f` and `fileserver.f` define them,
+//!   with the paper's parameters (section 4.3: 1000 files and 16 threads for varmail; 10,000 files and 50
+//!   threads for fileserver; 16 KiB appends, 1 MiB I/O). One fileset shared by all threads, 80 % of it
+//!   preallocated (not timed); file sizes from filebench's gamma distribution (mean 16 KiB for varmail,
+//!   128 KiB for fileserver, shape 1.5); `createfile` picks a file that does not exist, the other flowops one
+//!   that does, never one another thread holds (filebench's busy flag). Every flowop counts as one operation,
+//!   as filebench's IO Summary counts them; opening and closing cost nothing here.
+//!
+//! Host CPU time is not modelled: the rates are the device's and the file system's alone.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use zonelab_logfs::{LogFs, LogFsError};
+use zonelab_runtime::rng::SplitMix64;
+use zonelab_runtime::{CommandQueue, IoData};
+
+use crate::filechurn::{FileChurnSpec, FileWorkload};
+
+/// filebench's I/O size for whole-file reads and writes (`iosize=1m`).
+const IO_BYTES: u64 = 1 << 20;
+/// filebench's `meanappendsize=16k`: appendfilerand appends a uniformly random size up to it.
+const APPEND_BYTES: u64 = 16 << 10;
+/// filebench's `prealloc=80`.
+const PREALLOCATED: f64 = 0.8;
+/// The gamma shape of filebench's file sizes (`cvar-gamma`, `gamma:1.5`).
+const SIZE_SHAPE: f64 = 1.5;
+
+/// What the jobs did, counted as they went.
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    pub flowops: u64,
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+}
+
+type Shared<T> = Rc<RefCell<T>>;
+
+/// One file of a fileset.
+struct Entry {
+    name: String,
+    exists: bool,
+    busy: bool,
+    size: u64,
+}
+
+/// filebench's fileset: the entries all threads pick from.
+pub struct Fileset {
+    entries: Vec<Entry>,
+}
+
+fn uniform(rng: &mut SplitMix64) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A gamma variate of shape `shape` (at least 1) and mean `mean` (Marsaglia and Tsang, 2000).
+fn gamma(rng: &mut SplitMix64, shape: f64, mean: f64) -> f64 {
+    let d = shape - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    loop {
+        let normal = (-2.0 * (1.0 - uniform(rng)).ln()).sqrt() * (2.0 * std::f64::consts::PI * uniform(rng)).cos();
+        let v = (1.0 + c * normal).powi(3);
+        if v > 0.0 && (1.0 - uniform(rng)).ln() < 0.5 * normal * normal + d - d * v + d * v.ln() {
+            return d * v * mean / shape;
+        }
+    }
+}
+
+impl Fileset {
+    fn new(files: u32, mean_bytes: u64, rng: &mut SplitMix64) -> Fileset {
+        let entries = (0..files)
+            .map(|i| Entry {
+                name: format!("f{i:06}"),
+                exists: false,
+                busy: false,
+                size: (gamma(rng, SIZE_SHAPE, mean_bytes as f64) as u64).max(1),
+            })
+            .collect();
+        Fileset { entries }
+    }
+
+    /// A random entry that exists (or not) and no thread holds; it is held until `release`.
+    fn pick(&mut self, exists: bool, rng: &mut SplitMix64) -> Option<usize> {
+        let n = self.entries.len();
+        let fits = |e: &Entry| e.exists == exists && !e.busy;
+        let mut found = (0..64).map(|_| rng.below(n as u64) as usize).find(|&i| fits(&self.entries[i]));
+        if found.is_none() {
+            let start = rng.below(n as u64) as usize;
+            found = (0..n).map(|k| (start + k) % n).find(|&i| fits(&self.entries[i]));
+        }
+        let index = found?;
+        self.entries[index].busy = true;
+        Some(index)
+    }
+
+    fn release(&mut self, index: usize) {
+        self.entries[index].busy = false;
+    }
+}
+
+/// Writes `len` bytes at `offset` in I/O-size pieces.
+async fn write_whole<Q: CommandQueue>(fs: &LogFs<Q>, name: &str, offset: u64, len: u64) -> Result<(), LogFsError> {
+    let mut done = 0;
+    while done < len {
+        let piece = (len - done).min(IO_BYTES);
+        fs.write(name, offset + done, IoData::Zeros(piece)).await?;
+        done += piece;
+    }
+    Ok(())
+}
+
+async fn read_whole<Q: CommandQueue>(fs: &LogFs<Q>, name: &str) -> Result<u64, LogFsError> {
+    let size = fs.stat(name)?.size;
+    let mut done = 0;
+    while done < size {
+        done += fs.read(name, done, IO_BYTES).await?.len() as u64;
+    }
+    Ok(size)
+}
+
+/// The fileset before the run: 80 % of the files created and written (filebench's preallocation).
+pub async fn preallocate<Q: CommandQueue>(fs: &LogFs<Q>, fileset: &Shared<Fileset>, rng: &mut SplitMix64) -> Result<(), LogFsError> {
+    let n = fileset.borrow().entries.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    rng.shuffle(&mut order);
+    for &index in order.iter().take((n as f64 * PREALLOCATED).round() as usize) {
+        let (name, size) = {
+            let set = fileset.borrow();
+            (set.entries[index].name.clone(), set.entries[index].size)
+        };
+        fs.create(&name).await?;
+        write_whole(fs, &name, 0, size).await?;
+        fileset.borrow_mut().entries[index].exists = true;
+    }
+    fs.sync().await
+}
+
+/// The fileset a workload uses, sized as the paper ran it.
+pub fn fileset_for(spec: &FileChurnSpec, rng: &mut SplitMix64) -> Shared<Fileset> {
+    let mean = if spec.workload == FileWorkload::Varmail { 16 << 10 } else { 128 << 10 };
+    Rc::new(RefCell::new(Fileset::new(spec.fileset_files, mean, rng)))
+}
+
+/// Holds a picked entry until dropped.
+struct Held<'a> {
+    set: &'a Shared<Fileset>,
+    index: usize,
+    name: String,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.set.borrow_mut().release(self.index);
+    }
+}
+
+fn hold<'a>(set: &'a Shared<Fileset>, exists: bool, rng: &mut SplitMix64) -> Option<Held<'a>> {
+    let index = set.borrow_mut().pick(exists, rng)?;
+    let name = set.borrow().entries[index].name.clone();
+    Some(Held { set, index, name })
+}
+
+async fn append_random<Q: CommandQueue>(fs: &LogFs<Q>, name: &str, rng: &mut SplitMix64, counts: &Shared<Counts>) -> Result<(), LogFsError> {
+    let len = 1 + rng.below(APPEND_BYTES);
+    let size = fs.stat(name)?.size;
+    fs.write(name, size, IoData::Zeros(len)).await?;
+    counts.borrow_mut().bytes_written += len;
+    Ok(())
+}
+
+/// One pass of varmail.f's flowops.
+pub async fn varmail<Q: CommandQueue>(fs: &LogFs<Q>, set: &Shared<Fileset>, rng: &mut SplitMix64, counts: &Shared<Counts>) -> Result<(), LogFsError> {
+    let mut flowops = 0;
+    if let Some(held) = hold(set, true, rng) {
+        fs.unlink(&held.name).await?;
+        set.borrow_mut().entries[held.index].exists = false;
+        flowops += 1; // deletefile
+    }
+    if let Some(held) = hold(set, false, rng) {
+        fs.create(&held.name).await?;
+        set.borrow_mut().entries[held.index].exists = true;
+        append_random(fs, &held.name, rng, counts).await?;
+        fs.fsync(&held.name).await?;
+        flowops += 4; // createfile, appendfilerand, fsync, closefile
+    }
+    if let Some(held) = hold(set, true, rng) {
+        counts.borrow_mut().bytes_read += read_whole(fs, &held.name).await?;
+        append_random(fs, &held.name, rng, counts).await?;
+        fs.fsync(&held.name).await?;
+        flowops += 5; // openfile, readwholefile, appendfilerand, fsync, closefile
+    }
+    if let Some(held) = hold(set, true, rng) {
+        counts.borrow_mut().bytes_read += read_whole(fs, &held.name).await?;
+        flowops += 3; // openfile, readwholefile, closefile
+    }
+    counts.borrow_mut().flowops += flowops;
+    Ok(())
+}
+
+/// One pass of fileserver.f's flowops.
+pub async fn fileserver<Q: CommandQueue>(fs: &LogFs<Q>, set: &Shared<Fileset>, rng: &mut SplitMix64, counts: &Shared<Counts>) -> Result<(), LogFsError> {
+    let mut flowops = 0;
+    if let Some(held) = hold(set, false, rng) {
+        fs.create(&held.name).await?;
+        set.borrow_mut().entries[held.index].exists = true;
+        let size = set.borrow().entries[held.index].size;
+        write_whole(fs, &held.name, 0, size).await?;
+        counts.borrow_mut().bytes_written += size;
+        flowops += 3; // createfile, writewholefile, closefile
+    }
+    if let Some(held) = hold(set, true, rng) {
+        append_random(fs, &held.name, rng, counts).await?;
+        flowops += 3; // openfile, appendfilerand, closefile
+    }
+    if let Some(held) = hold(set, true, rng) {
+        counts.borrow_mut().bytes_read += read_whole(fs, &held.name).await?;
+        flowops += 3; // openfile, readwholefile, closefile
+    }
+    if let Some(held) = hold(set, true, rng) {
+        fs.unlink(&held.name).await?;
+        set.borrow_mut().entries[held.index].exists = false;
+        flowops += 1; // deletefile
+    }
+    if let Some(held) = hold(set, true, rng) {
+        fs.stat(&held.name)?;
+        flowops += 1; // statfile
+    }
+    counts.borrow_mut().flowops += flowops;
+    Ok(())
+}
+
+/// fio's layout of a job's file (before the timed run).
+pub async fn lay_out<Q: CommandQueue>(fs: &LogFs<Q>, name: &str, bytes: u64) -> Result<(), LogFsError> {
+    fs.create(name).await?;
+    write_whole(fs, name, 0, bytes).await?;
+    fs.fsync(name).await
+}
+
+/// The paper's fio job on one file: `rounds` passes of random overwrites, an fsync every `fsync_every` writes.
+pub async fn overwrite_rounds<Q: CommandQueue>(fs: &LogFs<Q>, name: &str, spec: &FileChurnSpec, rng: &mut SplitMix64, counts: &Shared<Counts>) -> Result<(), LogFsError> {
+    let blocks = spec.file_bytes / spec.write_bytes;
+    let mut order: Vec<u64> = (0..blocks).collect();
+    for _ in 0..spec.rounds {
+        rng.shuffle(&mut order);
+        for (k, &block) in order.iter().enumerate() {
+            fs.write(name, block * spec.write_bytes, IoData::Zeros(spec.write_bytes)).await?;
+            let mut c = counts.borrow_mut();
+            c.bytes_written += spec.write_bytes;
+            c.flowops += 1;
+            drop(c);
+            if spec.fsync_every > 0 && (k as u64 + 1).is_multiple_of(spec.fsync_every) {
+                fs.fsync(name).await?;
+                counts.borrow_mut().flowops += 1;
+            }
+        }
+    }
+    Ok(())
+}
