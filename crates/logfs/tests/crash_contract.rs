@@ -7,6 +7,7 @@
 //!   after it (including the one under way) put it; bytes past that size may also be zeros (a checkpoint may
 //!   record a size before the data is written back, as on F2FS);
 //! - and a file system that takes new files and survives another remount.
+//!
 //! A failure prints the seed.
 
 mod common;
@@ -109,7 +110,12 @@ fn script(seed: u64) -> Vec<Op> {
 
 /// Runs the script on a fresh device until `stop_at` (or to its end); returns the device, the instant
 /// reached, how many operations returned (None before the format did) and the stats of a whole run.
-fn execute(seed: u64, protected: bool, ops: &[Op], stop_at: u64) -> (zonelab_device::Device<zonelab_zns::MemoryStore>, u64, Option<usize>, Option<zonelab_logfs::LogFsStats>) {
+fn execute(
+    seed: u64,
+    protected: bool,
+    ops: &[Op],
+    stop_at: u64,
+) -> (zonelab_device::Device<zonelab_zns::MemoryStore>, u64, Option<usize>, Option<zonelab_logfs::LogFsStats>) {
     use std::cell::RefCell;
     use std::rc::Rc;
     use zonelab_runtime::Simulation;
@@ -151,9 +157,11 @@ fn allowed(file: &ModelFile, under_way: Option<(usize, u64, u64)>, at: u64, valu
     if at as usize >= durable.len() && value == 0 {
         return true;
     }
-    file.since.iter().copied().chain(under_way).any(|(op, offset, len)| {
-        (offset..offset + len).contains(&at) && common::byte(op, at) == value
-    })
+    file.since
+        .iter()
+        .copied()
+        .chain(under_way)
+        .any(|(op, offset, len)| (offset..offset + len).contains(&at) && common::byte(op, at) == value)
 }
 
 /// Checks one seed; returns what the whole run did and how many fsyncs the recovery rolled forward.
@@ -185,7 +193,8 @@ fn check(seed: u64) -> (zonelab_logfs::LogFsStats, u64) {
         fs.sync().await.expect("sync after recovery");
         (files, report)
     });
-    let context = format!("seed {seed}: power loss at {stop} ns after {done} operations (under way: {under_way:?}), {report:?}");
+    let context =
+        format!("seed {seed}: power loss at {stop} ns after {done} operations (under way: {under_way:?}), {report:?}");
     for (name, data) in &files {
         let file = model.live.get(name).or_else(|| model.unlinked.get(name));
         let file = match (file, &under_way) {
@@ -200,9 +209,16 @@ fn check(seed: u64) -> (zonelab_logfs::LogFsStats, u64) {
         let longest = file.content.len().max(in_flight.map_or(0, |(_, o, l)| (o + l) as usize));
         assert!(data.len() <= longest, "{context}: {name} came back with {} bytes, more than ever written", data.len());
         let durable = file.durable.as_ref().map_or(0, Vec::len);
-        assert!(data.len() >= durable, "{context}: {name} came back with {} bytes, its fsync covered {durable}", data.len());
+        assert!(
+            data.len() >= durable,
+            "{context}: {name} came back with {} bytes, its fsync covered {durable}",
+            data.len()
+        );
         for (at, &value) in data.iter().enumerate() {
-            assert!(allowed(&file, in_flight, at as u64, value), "{context}: {name} byte {at} is {value}, which no write put there");
+            assert!(
+                allowed(&file, in_flight, at as u64, value),
+                "{context}: {name} byte {at} is {value}, which no write put there"
+            );
         }
     }
     for (name, file) in &model.live {
@@ -229,7 +245,10 @@ fn check_seeds(seeds: std::ops::Range<u64>) {
     }
     // The contract was tried where it is hardest: zones cleaned and reset, recoveries that rolled forward.
     eprintln!("{cleanings} zones cleaned, {resets} reset, {checkpoints} checkpoints, {rolled} fsyncs rolled forward");
-    assert!(cleanings > 0 && resets > 0 && checkpoints > 0 && rolled > 0, "{cleanings} {resets} {checkpoints} {rolled}");
+    assert!(
+        cleanings > 0 && resets > 0 && checkpoints > 0 && rolled > 0,
+        "{cleanings} {resets} {checkpoints} {rolled}"
+    );
 }
 
 #[test]

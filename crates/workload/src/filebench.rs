@@ -10,13 +10,17 @@
 //!   that does, never one another thread holds (filebench's busy flag). Every flowop counts as one operation,
 //!   as filebench's IO Summary counts them; opening and closing cost nothing here.
 //!
-//! Host CPU time is not modelled: the rates are the device's and the file system's alone.
+//! Host CPU: every flowop costs its system calls' CPU time (VFS work and the copy between the user's buffer
+//! and the page cache), measured on Linux with `scripts/vfs_cost.c` on tmpfs, and the threads share the
+//! paper's 10 cores (seed 002 section 4.1: a 10-core Xeon Gold 5215). Without it a workload that stays in the
+//! page cache (fileserver never fsyncs) would run infinitely fast.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use zonelab_logfs::{LogFs, LogFsError};
 use zonelab_runtime::rng::SplitMix64;
+use zonelab_runtime::sync::Channel;
 use zonelab_runtime::{CommandQueue, IoData};
 
 use crate::filechurn::{FileChurnSpec, FileWorkload};
@@ -29,6 +33,25 @@ const APPEND_BYTES: u64 = 16 << 10;
 const PREALLOCATED: f64 = 0.8;
 /// The gamma shape of filebench's file sizes (`cvar-gamma`, `gamma:1.5`).
 const SIZE_SHAPE: f64 = 1.5;
+
+// Host CPU per system call, measured with `scripts/vfs_cost.c` on tmpfs (Linux 6.x, a core of an AMD EPYC
+// virtual machine; the run is in docs/logfs.md): the means of 40,000 calls each.
+/// `open(O_CREAT)` and `close` of a new file.
+const CREATE_NS: u64 = 4_600;
+/// `open` and `close` of an existing file.
+const OPEN_CLOSE_NS: u64 = 1_900;
+/// `stat` of a cached inode.
+const STAT_NS: u64 = 950;
+/// `unlink` of an empty file.
+const UNLINK_NS: u64 = 4_700;
+/// A `pread` or `pwrite` call without its copy: a 4 KiB `pwrite` (1.7 us) less 4 KiB at the copy rate.
+const IO_CALL_NS: u64 = 1_170;
+/// Copy into the page cache (1 MiB `pwrite`s: 0.13 ns per byte).
+const WRITE_PS_PER_BYTE: u64 = 130;
+/// Copy out of the page cache (1 MiB `pread`s: 0.09 ns per byte).
+const READ_PS_PER_BYTE: u64 = 90;
+/// The paper's host: a 10-core Xeon Gold 5215 (seed 002 section 4.1).
+pub const PAPER_CORES: u32 = 10;
 
 /// What the jobs did, counted as they went.
 #[derive(Clone, Debug, Default)]
@@ -102,28 +125,112 @@ impl Fileset {
     }
 }
 
+/// The host's cores: a system call's CPU time waits for a free one, first come first served.
+pub struct Cores {
+    busy: Channel<()>,
+}
+
+impl Cores {
+    pub fn new(cores: u32) -> Cores {
+        Cores { busy: Channel::bounded(cores as usize) }
+    }
+
+    async fn run<Q: CommandQueue>(&self, queue: &Q, ns: u64) {
+        self.busy.send(()).await.expect("the cores are never closed");
+        queue.sleep(ns).await;
+        self.busy.recv().await;
+    }
+}
+
+/// logfs through system calls: a timed call first spends its CPU time on one of the host's cores (set-up is
+/// not timed, as benchmarks do not time theirs).
+pub struct Vfs<'a, Q> {
+    fs: &'a LogFs<Q>,
+    cores: Option<&'a Cores>,
+}
+
+impl<'a, Q: CommandQueue> Vfs<'a, Q> {
+    pub fn timed(fs: &'a LogFs<Q>, cores: &'a Cores) -> Self {
+        Vfs { fs, cores: Some(cores) }
+    }
+
+    pub fn untimed(fs: &'a LogFs<Q>) -> Self {
+        Vfs { fs, cores: None }
+    }
+
+    async fn cpu(&self, ns: u64) {
+        if let Some(cores) = self.cores {
+            cores.run(self.fs.device(), ns).await;
+        }
+    }
+
+    async fn create(&self, name: &str) -> Result<(), LogFsError> {
+        self.cpu(CREATE_NS).await;
+        self.fs.create(name).await
+    }
+
+    async fn open_close(&self) {
+        self.cpu(OPEN_CLOSE_NS).await;
+    }
+
+    async fn unlink(&self, name: &str) -> Result<(), LogFsError> {
+        self.cpu(UNLINK_NS).await;
+        self.fs.unlink(name).await
+    }
+
+    async fn size(&self, name: &str) -> Result<u64, LogFsError> {
+        self.cpu(STAT_NS).await;
+        Ok(self.fs.stat(name)?.size)
+    }
+
+    async fn write(&self, name: &str, offset: u64, len: u64) -> Result<(), LogFsError> {
+        self.cpu(IO_CALL_NS + len * WRITE_PS_PER_BYTE / 1000).await;
+        self.fs.write(name, offset, IoData::Zeros(len)).await.map(|_| ())
+    }
+
+    async fn read(&self, name: &str, offset: u64, len: u64) -> Result<u64, LogFsError> {
+        let got = self.fs.read(name, offset, len).await?.len() as u64;
+        self.cpu(IO_CALL_NS + got * READ_PS_PER_BYTE / 1000).await;
+        Ok(got)
+    }
+
+    async fn fsync(&self, name: &str) -> Result<(), LogFsError> {
+        self.cpu(IO_CALL_NS).await;
+        self.fs.fsync(name).await
+    }
+}
+
 /// Writes `len` bytes at `offset` in I/O-size pieces.
-async fn write_whole<Q: CommandQueue>(fs: &LogFs<Q>, name: &str, offset: u64, len: u64) -> Result<(), LogFsError> {
+async fn write_whole<Q: CommandQueue>(vfs: &Vfs<'_, Q>, name: &str, offset: u64, len: u64) -> Result<(), LogFsError> {
     let mut done = 0;
     while done < len {
         let piece = (len - done).min(IO_BYTES);
-        fs.write(name, offset + done, IoData::Zeros(piece)).await?;
+        vfs.write(name, offset + done, piece).await?;
         done += piece;
     }
     Ok(())
 }
 
-async fn read_whole<Q: CommandQueue>(fs: &LogFs<Q>, name: &str) -> Result<u64, LogFsError> {
-    let size = fs.stat(name)?.size;
+async fn read_whole<Q: CommandQueue>(vfs: &Vfs<'_, Q>, name: &str) -> Result<u64, LogFsError> {
+    let size = vfs.size(name).await?;
     let mut done = 0;
     while done < size {
-        done += fs.read(name, done, IO_BYTES).await?.len() as u64;
+        let got = vfs.read(name, done, IO_BYTES).await?;
+        if got == 0 {
+            break;
+        }
+        done += got;
     }
-    Ok(size)
+    Ok(done)
 }
 
 /// The fileset before the run: 80 % of the files created and written (filebench's preallocation).
-pub async fn preallocate<Q: CommandQueue>(fs: &LogFs<Q>, fileset: &Shared<Fileset>, rng: &mut SplitMix64) -> Result<(), LogFsError> {
+pub async fn preallocate<Q: CommandQueue>(
+    fs: &LogFs<Q>,
+    fileset: &Shared<Fileset>,
+    rng: &mut SplitMix64,
+) -> Result<(), LogFsError> {
+    let vfs = Vfs::untimed(fs);
     let n = fileset.borrow().entries.len();
     let mut order: Vec<usize> = (0..n).collect();
     rng.shuffle(&mut order);
@@ -132,8 +239,8 @@ pub async fn preallocate<Q: CommandQueue>(fs: &LogFs<Q>, fileset: &Shared<Filese
             let set = fileset.borrow();
             (set.entries[index].name.clone(), set.entries[index].size)
         };
-        fs.create(&name).await?;
-        write_whole(fs, &name, 0, size).await?;
+        vfs.create(&name).await?;
+        write_whole(&vfs, &name, 0, size).await?;
         fileset.borrow_mut().entries[index].exists = true;
     }
     fs.sync().await
@@ -164,99 +271,136 @@ fn hold<'a>(set: &'a Shared<Fileset>, exists: bool, rng: &mut SplitMix64) -> Opt
     Some(Held { set, index, name })
 }
 
-async fn append_random<Q: CommandQueue>(fs: &LogFs<Q>, name: &str, rng: &mut SplitMix64, counts: &Shared<Counts>) -> Result<(), LogFsError> {
+async fn append_random<Q: CommandQueue>(
+    vfs: &Vfs<'_, Q>,
+    name: &str,
+    rng: &mut SplitMix64,
+    counts: &Shared<Counts>,
+) -> Result<(), LogFsError> {
     let len = 1 + rng.below(APPEND_BYTES);
-    let size = fs.stat(name)?.size;
-    fs.write(name, size, IoData::Zeros(len)).await?;
+    let size = vfs.size(name).await?;
+    vfs.write(name, size, len).await?;
     counts.borrow_mut().bytes_written += len;
     Ok(())
 }
 
+/// A pass in which every pick found its file busy or missing still costs a thread its time, as filebench's
+/// threads spend it looking; without it such a pass would take no time at all.
+async fn idle_pass<Q: CommandQueue>(vfs: &Vfs<'_, Q>, flowops: u64) {
+    if flowops == 0 {
+        vfs.open_close().await;
+    }
+}
+
 /// One pass of varmail.f's flowops.
-pub async fn varmail<Q: CommandQueue>(fs: &LogFs<Q>, set: &Shared<Fileset>, rng: &mut SplitMix64, counts: &Shared<Counts>) -> Result<(), LogFsError> {
+pub async fn varmail<Q: CommandQueue>(
+    vfs: &Vfs<'_, Q>,
+    set: &Shared<Fileset>,
+    rng: &mut SplitMix64,
+    counts: &Shared<Counts>,
+) -> Result<(), LogFsError> {
     let mut flowops = 0;
     if let Some(held) = hold(set, true, rng) {
-        fs.unlink(&held.name).await?;
+        vfs.unlink(&held.name).await?;
         set.borrow_mut().entries[held.index].exists = false;
         flowops += 1; // deletefile
     }
     if let Some(held) = hold(set, false, rng) {
-        fs.create(&held.name).await?;
+        vfs.create(&held.name).await?;
         set.borrow_mut().entries[held.index].exists = true;
-        append_random(fs, &held.name, rng, counts).await?;
-        fs.fsync(&held.name).await?;
+        append_random(vfs, &held.name, rng, counts).await?;
+        vfs.fsync(&held.name).await?;
         flowops += 4; // createfile, appendfilerand, fsync, closefile
     }
     if let Some(held) = hold(set, true, rng) {
-        counts.borrow_mut().bytes_read += read_whole(fs, &held.name).await?;
-        append_random(fs, &held.name, rng, counts).await?;
-        fs.fsync(&held.name).await?;
+        vfs.open_close().await;
+        counts.borrow_mut().bytes_read += read_whole(vfs, &held.name).await?;
+        append_random(vfs, &held.name, rng, counts).await?;
+        vfs.fsync(&held.name).await?;
         flowops += 5; // openfile, readwholefile, appendfilerand, fsync, closefile
     }
     if let Some(held) = hold(set, true, rng) {
-        counts.borrow_mut().bytes_read += read_whole(fs, &held.name).await?;
+        vfs.open_close().await;
+        counts.borrow_mut().bytes_read += read_whole(vfs, &held.name).await?;
         flowops += 3; // openfile, readwholefile, closefile
     }
+    idle_pass(vfs, flowops).await;
     counts.borrow_mut().flowops += flowops;
     Ok(())
 }
 
 /// One pass of fileserver.f's flowops.
-pub async fn fileserver<Q: CommandQueue>(fs: &LogFs<Q>, set: &Shared<Fileset>, rng: &mut SplitMix64, counts: &Shared<Counts>) -> Result<(), LogFsError> {
+pub async fn fileserver<Q: CommandQueue>(
+    vfs: &Vfs<'_, Q>,
+    set: &Shared<Fileset>,
+    rng: &mut SplitMix64,
+    counts: &Shared<Counts>,
+) -> Result<(), LogFsError> {
     let mut flowops = 0;
     if let Some(held) = hold(set, false, rng) {
-        fs.create(&held.name).await?;
+        vfs.create(&held.name).await?;
         set.borrow_mut().entries[held.index].exists = true;
         let size = set.borrow().entries[held.index].size;
-        write_whole(fs, &held.name, 0, size).await?;
+        write_whole(vfs, &held.name, 0, size).await?;
         counts.borrow_mut().bytes_written += size;
         flowops += 3; // createfile, writewholefile, closefile
     }
     if let Some(held) = hold(set, true, rng) {
-        append_random(fs, &held.name, rng, counts).await?;
+        vfs.open_close().await;
+        append_random(vfs, &held.name, rng, counts).await?;
         flowops += 3; // openfile, appendfilerand, closefile
     }
     if let Some(held) = hold(set, true, rng) {
-        counts.borrow_mut().bytes_read += read_whole(fs, &held.name).await?;
+        vfs.open_close().await;
+        counts.borrow_mut().bytes_read += read_whole(vfs, &held.name).await?;
         flowops += 3; // openfile, readwholefile, closefile
     }
     if let Some(held) = hold(set, true, rng) {
-        fs.unlink(&held.name).await?;
+        vfs.unlink(&held.name).await?;
         set.borrow_mut().entries[held.index].exists = false;
         flowops += 1; // deletefile
     }
     if let Some(held) = hold(set, true, rng) {
-        fs.stat(&held.name)?;
+        vfs.size(&held.name).await?;
         flowops += 1; // statfile
     }
+    idle_pass(vfs, flowops).await;
     counts.borrow_mut().flowops += flowops;
     Ok(())
 }
 
-/// fio's layout of a job's file (before the timed run).
-pub async fn lay_out<Q: CommandQueue>(fs: &LogFs<Q>, name: &str, bytes: u64) -> Result<(), LogFsError> {
-    fs.create(name).await?;
-    write_whole(fs, name, 0, bytes).await?;
-    fs.fsync(name).await
-}
-
 /// The paper's fio job on one file: `rounds` passes of random overwrites, an fsync every `fsync_every` writes.
-pub async fn overwrite_rounds<Q: CommandQueue>(fs: &LogFs<Q>, name: &str, spec: &FileChurnSpec, rng: &mut SplitMix64, counts: &Shared<Counts>) -> Result<(), LogFsError> {
+pub async fn overwrite_rounds<Q: CommandQueue>(
+    vfs: &Vfs<'_, Q>,
+    name: &str,
+    spec: &FileChurnSpec,
+    rng: &mut SplitMix64,
+    counts: &Shared<Counts>,
+) -> Result<(), LogFsError> {
     let blocks = spec.file_bytes / spec.write_bytes;
     let mut order: Vec<u64> = (0..blocks).collect();
     for _ in 0..spec.rounds {
         rng.shuffle(&mut order);
         for (k, &block) in order.iter().enumerate() {
-            fs.write(name, block * spec.write_bytes, IoData::Zeros(spec.write_bytes)).await?;
-            let mut c = counts.borrow_mut();
-            c.bytes_written += spec.write_bytes;
-            c.flowops += 1;
-            drop(c);
+            vfs.write(name, block * spec.write_bytes, spec.write_bytes).await?;
+            {
+                let mut c = counts.borrow_mut();
+                c.bytes_written += spec.write_bytes;
+                c.flowops += 1;
+            }
             if spec.fsync_every > 0 && (k as u64 + 1).is_multiple_of(spec.fsync_every) {
-                fs.fsync(name).await?;
+                vfs.fsync(name).await?;
                 counts.borrow_mut().flowops += 1;
             }
         }
     }
     Ok(())
+}
+
+/// fio's layout of a job's file (before the timed run).
+pub async fn lay_out<Q: CommandQueue>(fs: &LogFs<Q>, name: &str, bytes: u64) -> Result<(), LogFsError> {
+    let vfs = Vfs::untimed(fs);
+    vfs.create(name).await?;
+    write_whole(&vfs, name, 0, bytes).await?;
+    fs.fsync(name).await
 }

@@ -65,6 +65,8 @@ pub struct FileChurnSpec {
     /// Each job starts after a seeded delay below this, in nanoseconds, as threads a benchmark starts together
     /// do: jobs started at one instant move in lock step (every fsync at once), which real ones never do.
     pub start_jitter_ns: u64,
+    /// The host's cores, which the jobs' system calls share (logfs).
+    pub cores: u32,
     pub json: bool,
 }
 
@@ -88,6 +90,7 @@ impl Default for FileChurnSpec {
             prefill: 0.5,
             seed: 1,
             start_jitter_ns: DEFAULT_START_JITTER_NS,
+            cores: filebench::PAPER_CORES,
             json: false,
         }
     }
@@ -129,6 +132,7 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
             "rounds" => spec.rounds = option.number()?,
             "prefill" => spec.prefill = option.number()?,
             "seed" => spec.seed = option.number()?,
+            "cores" => spec.cores = option.number()?,
             "start-jitter-us" => {
                 let us = option.number::<f64>()?;
                 if !(0.0..=1e6).contains(&us) {
@@ -142,9 +146,14 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
             _ => return Err(option.unknown()),
         }
     }
-    if spec.jobs == 0 || spec.rounds == 0 || spec.files_per_job == 0 || spec.write_bytes == 0 || spec.fileset_files == 0
+    if spec.jobs == 0
+        || spec.rounds == 0
+        || spec.files_per_job == 0
+        || spec.write_bytes == 0
+        || spec.fileset_files == 0
+        || spec.cores == 0
     {
-        return Err(ToolError::Usage("jobs, rounds, files, fileset and bs must be positive".into()));
+        return Err(ToolError::Usage("jobs, rounds, files, fileset, bs and cores must be positive".into()));
     }
     if spec.file_bytes < spec.write_bytes {
         return Err(ToolError::Usage(format!("file-size {} is below bs {}", spec.file_bytes, spec.write_bytes)));
@@ -267,9 +276,8 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
                 }
                 Ok::<_, LogFsError>(fs)
             };
-            *sink.borrow_mut() = Some(
-                setup.await.map(Rc::new).map_err(|source| ToolError::LogFs { phase: "set-up".into(), source }),
-            );
+            *sink.borrow_mut() =
+                Some(setup.await.map(Rc::new).map_err(|source| ToolError::LogFs { phase: "set-up".into(), source }));
         });
     }
     simulation.run();
@@ -280,26 +288,28 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     let failure: Rc<RefCell<Option<ToolError>>> = Rc::new(RefCell::new(None));
     let running = Rc::new(Cell::new(spec.jobs));
     let end = Rc::new(Cell::new(start));
+    let cores = Rc::new(filebench::Cores::new(spec.cores));
     for job in 0..spec.jobs {
         let (fs, failure, spec, counts, set) =
             (Rc::clone(&fs), Rc::clone(&failure), spec.clone(), Rc::clone(&counts), Rc::clone(&set));
-        let (running, end) = (Rc::clone(&running), Rc::clone(&end));
+        let (running, end, cores) = (Rc::clone(&running), Rc::clone(&end), Rc::clone(&cores));
         let mut rng = SplitMix64::split(spec.seed, &format!("file-churn job {job}"));
         let host = simulation.host();
         let jitter_ns = rng.below(spec.start_jitter_ns.max(1));
         simulation.spawn(async move {
             host.sleep(jitter_ns).await;
+            let vfs = filebench::Vfs::timed(&fs, &cores);
             let result = match spec.workload {
                 FileWorkload::Fio => {
-                    filebench::overwrite_rounds(&fs, &format!("job{job}"), &spec, &mut rng, &counts).await
+                    filebench::overwrite_rounds(&vfs, &format!("job{job}"), &spec, &mut rng, &counts).await
                 }
                 FileWorkload::Varmail | FileWorkload::Fileserver => {
                     let mut outcome = Ok(());
                     while outcome.is_ok() && host.now_ns() - start < spec.runtime_ns {
                         outcome = if spec.workload == FileWorkload::Varmail {
-                            filebench::varmail(&fs, &set, &mut rng, &counts).await
+                            filebench::varmail(&vfs, &set, &mut rng, &counts).await
                         } else {
-                            filebench::fileserver(&fs, &set, &mut rng, &counts).await
+                            filebench::fileserver(&vfs, &set, &mut rng, &counts).await
                         };
                     }
                     outcome
@@ -325,8 +335,8 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     if let Some(error) = failure.borrow_mut().take() {
         return Err(error);
     }
-    let (flash, wear) =
-        simulation.with_device(|device| (device.media().counters().since(&flash_before), device.media().erase_summary()));
+    let (flash, wear) = simulation
+        .with_device(|device| (device.media().counters().since(&flash_before), device.media().erase_summary()));
     let after = fs.stats();
     let counts = counts.borrow().clone();
     let logfs = logfs_delta(&after, &fs_before);
@@ -338,8 +348,7 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
         deletes: logfs.deletes,
         zone_resets: logfs.zone_resets,
     };
-    let measured =
-        Measured { device_time_ns: end.get() - start, flash, wear, files, logfs: Some(logfs), wall_seconds };
+    let measured = Measured { device_time_ns: end.get() - start, flash, wear, files, logfs: Some(logfs), wall_seconds };
     Ok(result_of(spec, &config.media.energy, measured))
 }
 
@@ -543,11 +552,8 @@ pub fn to_text(result: &FileChurnResult) -> String {
         ),
     };
     let fs = format!("{:?}", spec.fs).to_lowercase();
-    let mut text = format!(
-        "file-churn {workload}, on {fs} on {} ({:.0} % prefilled)\n",
-        spec.preset,
-        spec.prefill * 100.0
-    );
+    let mut text =
+        format!("file-churn {workload}, on {fs} on {} ({:.0} % prefilled)\n", spec.preset, spec.prefill * 100.0);
     text += &format!(
         "  files: {:.1} ops/s, BW={:.1}MiB/s, device time {:.3} s ({:.2} s of wall time)\n",
         result.ops_per_s,

@@ -1,12 +1,13 @@
-//! The file-churn driver: the same files are written and deleted under every mapping policy, and ReZNS's
-//! renewable zones erase less, which the driver's figures show.
+//! The file-churn driver. On zonefs (one file per zone) the same files are written and deleted under every
+//! mapping policy and ReZNS's renewable zones erase less; on logfs (the F2FS-like default) resets come from
+//! checkpoints after cleaning and are of full zones, which ReZNS erases like the baseline.
 
 use zonelab_media::FlashOp;
 use zonelab_workload::filechurn::{parse_args, run, FileChurnResult};
 
 fn churn(policy: &str, fsync: u64) -> FileChurnResult {
     let args: Vec<String> = format!(
-        "--preset=nvmevirt-rezns,zones=40,media.mapping.policy={policy} --jobs=8 --file-size=15MiB --fsync={fsync} --rounds=3 --prefill=0.5"
+        "--fs=zonefs --preset=nvmevirt-rezns,zones=40,media.mapping.policy={policy} --jobs=8 --file-size=15MiB --fsync={fsync} --rounds=3 --prefill=0.5"
     )
     .split_whitespace()
     .map(str::to_string)
@@ -20,7 +21,7 @@ fn rezns_renews_partly_written_zones_instead_of_erasing_them() {
     let rezns = churn("rezns", 64);
     for result in [&baseline, &rezns] {
         assert_eq!(result.files.bytes_written, 8 * 3 * (15 << 20), "every job writes its file three times");
-        assert_eq!(result.files.resets, 8 * 3, "and deletes it three times");
+        assert_eq!(result.files.zone_resets, 8 * 3, "and deletes it three times");
     }
     assert_eq!(baseline.zones_erased, 24.0, "each delete erases a whole zone");
     assert!(baseline.reset_energy_j > 0.0);
@@ -45,7 +46,7 @@ fn bad_options_name_what_is_wrong() {
     let error = parse_args(&["--prefill=1.5".to_string()]).expect_err("not a fraction");
     assert!(error.is_usage() && error.to_string().contains("prefill"), "{error}");
     let too_many =
-        parse_args(&["--preset=nvmevirt-rezns,zones=8".to_string(), "--jobs=8".to_string()]).expect("parses");
+        parse_args(&["--fs=zonefs", "--preset=nvmevirt-rezns,zones=8", "--jobs=8"].map(String::from)).expect("parses");
     let error = run(&too_many).expect_err("no room");
     assert!(error.is_usage() && error.to_string().contains("8 jobs"), "{error}");
     let unknown = parse_args(&["--preset=nope".to_string()]).expect("parses");
@@ -55,7 +56,7 @@ fn bad_options_name_what_is_wrong() {
 
 fn mix(workload: &str, policy: &str) -> FileChurnResult {
     let args: Vec<String> = format!(
-        "--workload={workload} --preset=nvmevirt-rezns,zones=40,media.mapping.policy={policy} --jobs=2 --files=4 --file-size=128KiB --runtime=0.5 --seed=3"
+        "--fs=zonefs --workload={workload} --preset=nvmevirt-rezns,zones=40,media.mapping.policy={policy} --jobs=2 --files=4 --file-size=128KiB --runtime=0.5 --seed=3"
     )
     .split_whitespace()
     .map(str::to_string)
@@ -69,14 +70,71 @@ fn the_filebench_mixes_delete_files_and_rezns_keeps_their_zones() {
         let baseline = mix(workload, "static-full-erase");
         let rezns = mix(workload, "rezns");
         for result in [&baseline, &rezns] {
-            assert!(result.files.writes > 0 && result.files.reads > 0 && result.files.resets > 0, "{workload}");
+            let files = &result.files;
+            assert!(files.bytes_written > 0 && files.bytes_read > 0 && files.zone_resets > 0, "{workload}");
             assert!(result.device_time_ns >= 500_000_000, "{workload}: runs for its device time");
         }
-        assert_eq!(baseline.zones_erased, baseline.files.resets as f64, "{workload}: every delete erases a zone");
+        assert_eq!(baseline.zones_erased, baseline.files.zone_resets as f64, "{workload}: every delete erases a zone");
         let renewable = rezns.wear.renewable.as_ref().expect("rezns stats");
         assert!(renewable.renewed_resets > 0, "{workload}: {renewable:?}");
         assert!(rezns.ops_per_s > baseline.ops_per_s, "{workload}: {} vs {}", rezns.ops_per_s, baseline.ops_per_s);
         assert_eq!(mix(workload, "rezns").files, rezns.files, "{workload}: the same seed gives the same run");
     }
     assert!(parse_args(&["--workload=oltp".to_string()]).expect_err("unknown").to_string().contains("varmail"));
+}
+
+fn on_logfs(args: &str) -> FileChurnResult {
+    let args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
+    run(&parse_args(&args).expect("options")).expect("runs")
+}
+
+#[test]
+fn on_logfs_the_fio_setup_cleans_and_resets_only_full_zones_so_rezns_erases_as_much() {
+    // 40 zones of 64 MiB, half prefilled; eight 15 MiB files overwritten three times at random fill the rest,
+    // so the file system cleans zones and resets them after checkpoints.
+    let fio = |policy: &str| {
+        on_logfs(&format!(
+            "--preset=nvmevirt-rezns,zones=40,media.mapping.policy={policy} --jobs=8 --file-size=15MiB --fsync=16 --rounds=3 --prefill=0.5"
+        ))
+    };
+    let (baseline, rezns) = (fio("static-full-erase"), fio("rezns"));
+    let stats = baseline.logfs.as_ref().expect("logfs stats");
+    assert_eq!(baseline.files.bytes_written, 8 * 3 * (15 << 20), "every block overwritten once a round");
+    assert_eq!(baseline.files.fsyncs, 8 * 3 * (15 << 20) / 4096 / 16, "an fsync every 16 writes");
+    assert!(stats.zone_resets > 0 && stats.checkpoints > 0, "{stats:?}");
+    assert_eq!(stats.partial_zone_resets, 0, "F2FS's logs fill a zone before it can be freed: {stats:?}");
+    assert_eq!(baseline.zones_erased, stats.zone_resets as f64, "each reset erases a full zone");
+    let renewable = rezns.wear.renewable.as_ref().expect("rezns stats");
+    assert_eq!(renewable.renewed_resets, 0, "no reset leaves room to renew: {renewable:?}");
+    assert_eq!(rezns.zones_erased, baseline.zones_erased);
+}
+
+#[test]
+fn on_logfs_filebench_counts_flowops_over_a_shared_fileset_and_is_deterministic() {
+    let varmail = |seed: u64| {
+        on_logfs(&format!(
+            "--workload=varmail --preset=nvmevirt-rezns,zones=40 --jobs=16 --fileset=1000 --runtime=0.5 --prefill=0.25 --seed={seed}"
+        ))
+    };
+    let result = varmail(3);
+    let stats = result.logfs.as_ref().expect("logfs stats");
+    // A varmail pass is 13 flowops with 2 fsyncs and 1 delete when every pick finds a file.
+    assert!(result.files.fsyncs > 100 && result.files.deletes > 50, "{:?}", result.files);
+    let passes = result.files.deletes as f64;
+    assert!((result.files.ops as f64 / passes - 13.0).abs() < 0.5, "{:?}", result.files);
+    assert!((result.files.fsyncs as f64 / passes - 2.0).abs() < 0.1, "{:?}", result.files);
+    assert!(stats.node_blocks_written >= result.files.fsyncs, "each fsync writes its inode: {stats:?}");
+    assert!(result.device_time_ns >= 500_000_000);
+    assert_eq!(varmail(3).files, result.files, "the same seed gives the same run");
+    let fileserver = |cores: u32| {
+        on_logfs(&format!(
+            "--workload=fileserver --preset=nvmevirt-rezns,zones=40 --jobs=50 --fileset=2000 --runtime=0.2 --prefill=0.25 --cores={cores}"
+        ))
+    };
+    let (two, one) = (fileserver(2), fileserver(1));
+    assert!(two.files.bytes_written > 0 && two.files.bytes_read > 0 && two.files.deletes > 0);
+    assert_eq!(two.files.fsyncs, 0, "fileserver never fsyncs");
+    // It stays in the page cache, so the host's cores bound it: two cores do twice one core's work.
+    let ratio = two.files.ops as f64 / one.files.ops as f64;
+    assert!((1.8..=2.1).contains(&ratio), "two cores against one: {ratio:.2}x");
 }

@@ -162,15 +162,22 @@ fn wal_bench_runs_both_designs_and_recovers() {
 
 #[test]
 fn file_churn_reports_rezns_figures() {
-    let args = ["file-churn", "--preset=nvmevirt-rezns,zones=8,media.mapping.policy=rezns", "--jobs=2", "--rounds=2"];
+    let args = [
+        "file-churn",
+        "--fs=zonefs",
+        "--preset=nvmevirt-rezns,zones=8,media.mapping.policy=rezns",
+        "--jobs=2",
+        "--rounds=2",
+    ];
     let json: serde_json::Value =
         serde_json::from_str(&ok(&[&args[..], &["--output-format=json"]].concat())).expect("json");
-    assert_eq!(json["files"]["resets"], 4);
+    assert_eq!(json["files"]["zone_resets"], 4);
     assert_eq!(json["wear"]["renewable"]["renewed_resets"], 4);
     assert!(json["mib_per_s"].as_f64().expect("throughput") > 0.0);
     let text = ok(&args);
     assert!(text.contains("rezns: 4 renewed and 0 normal resets"), "{text}");
     usage_error(&["file-churn", "--rounds=0"], "rounds");
+    usage_error(&["file-churn", "--fs=ext4"], "option fs: \"ext4\" is not logfs or zonefs");
     usage_error(&["file-churn", "--preset=nope"], "unknown preset \"nope\"");
     usage_error(&["file-churn", "--output-format=xml"], "option output-format: \"xml\" is not normal or json");
 }

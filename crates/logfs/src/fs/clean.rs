@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use zonelab_runtime::{CommandQueue, HostExt, IoData};
 use zonelab_zns::ZoneSendAction;
 
-use super::{device, LogFs, LogFsError, Page, COLD_DATA, CHECKPOINT_ZONES, HOT_DATA, NODE_LOGS, ROOT_INO};
+use super::{device, LogFs, LogFsError, Page, CHECKPOINT_ZONES, COLD_DATA, HOT_DATA, NODE_LOGS, ROOT_INO};
 use crate::format::{encode_bucket, Checkpoint, LogPosition, BLOCK};
 use crate::fs::log::Payload;
 use crate::segments::{Owner, SectionUse, Victim};
@@ -76,7 +76,9 @@ impl<Q: CommandQueue> LogFs<Q> {
         for (addr, owner) in blocks {
             match owner {
                 Owner::Data { ino, block } => {
-                    if run.last().is_some_and(|&(_, _, last)| last + 1 != addr) || run.len() as u32 == self.geo.max_blocks {
+                    if run.last().is_some_and(|&(_, _, last)| last + 1 != addr)
+                        || run.len() as u32 == self.geo.max_blocks
+                    {
                         self.read_run(&run, &mut data).await?;
                         run.clear();
                     }
@@ -161,8 +163,7 @@ impl<Q: CommandQueue> LogFs<Q> {
             let state = self.state.borrow();
             let version = state.checkpoint_version + 1;
             let nat = state.inodes.iter().map(|(&ino, inode)| (ino, inode.nodes.clone())).collect();
-            let checkpoint =
-                Checkpoint { version, next_ino: state.next_ino, next_seq: state.next_seq, node_logs, nat };
+            let checkpoint = Checkpoint { version, next_ino: state.next_ino, next_seq: state.next_seq, node_logs, nat };
             (checkpoint.encode(), version)
         };
         self.write_record(record).await?;
@@ -242,7 +243,11 @@ impl<Q: CommandQueue> LogFs<Q> {
     /// per period while no command of the file system is in flight (F2FS's gc thread cleans only when idle).
     pub async fn background(&self, stop: impl Fn() -> bool) -> Result<(), LogFsError> {
         let period = self.options.background_gc_period_ns;
-        let tick = if period > 0 { period.min(self.options.checkpoint_interval_ns) } else { self.options.checkpoint_interval_ns };
+        let tick = if period > 0 {
+            period.min(self.options.checkpoint_interval_ns)
+        } else {
+            self.options.checkpoint_interval_ns
+        };
         loop {
             self.queue.sleep(tick.max(1)).await;
             if stop() {

@@ -5,15 +5,25 @@
 use zonelab_runtime::{CommandQueue, HostExt, IoData};
 
 use super::{device, LogFs, LogFsError, Page, HOT_DATA, HOT_NODE, WARM_DATA, WARM_NODE};
-use crate::format::{node_range, nodes_for, Addr, InodeHead, NodeBlock, BLOCK, FLAG_DENTRY, FLAG_FSYNC,
-    FLAG_FSYNC_LAST, NULL_ADDR};
+use crate::format::{
+    node_range, nodes_for, Addr, InodeHead, NodeBlock, BLOCK, FLAG_DENTRY, FLAG_FSYNC, FLAG_FSYNC_LAST, NULL_ADDR,
+};
 use crate::segments::Owner;
 
 /// One block bound for a log.
 pub(crate) enum Payload {
     /// File data. `moved_from`: a cleaner's copy, recorded only if the block still lies there.
-    Data { ino: u32, block: u64, page: Page, moved_from: Option<Addr> },
-    Node { ino: u32, index: u32, bytes: Vec<u8> },
+    Data {
+        ino: u32,
+        block: u64,
+        page: Page,
+        moved_from: Option<Addr>,
+    },
+    Node {
+        ino: u32,
+        index: u32,
+        bytes: Vec<u8>,
+    },
 }
 
 impl<Q: CommandQueue> LogFs<Q> {
@@ -154,8 +164,8 @@ impl<Q: CommandQueue> LogFs<Q> {
                     let Some(inode) = state.inodes.get_mut(&ino) else { continue };
                     if inode.writeback.remove(&block).is_some() {
                         state.writeback_blocks -= 1;
-                        if !inode.dirty_pages.contains_key(&block) {
-                            inode.dirty_pages.insert(block, page);
+                        if let std::collections::btree_map::Entry::Vacant(slot) = inode.dirty_pages.entry(block) {
+                            slot.insert(page);
                             state.dirty_bytes += BLOCK;
                         }
                     }

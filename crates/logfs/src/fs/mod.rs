@@ -337,6 +337,11 @@ impl<Q: CommandQueue> LogFs<Q> {
         &self.options
     }
 
+    /// The device it runs on (for its clock).
+    pub fn device(&self) -> &Q {
+        &self.queue
+    }
+
     pub fn stats(&self) -> LogFsStats {
         self.stats.borrow().clone()
     }
@@ -413,11 +418,7 @@ impl<Q: CommandQueue> LogFs<Q> {
         let capacity = self.capacity_blocks();
         let used = Self::used_blocks(state);
         if used + blocks > capacity {
-            return Err(LogFsError::NoSpace {
-                needed: blocks,
-                free: capacity.saturating_sub(used),
-                capacity,
-            });
+            return Err(LogFsError::NoSpace { needed: blocks, free: capacity.saturating_sub(used), capacity });
         }
         Ok(())
     }
@@ -674,7 +675,7 @@ impl<Q: CommandQueue> LogFs<Q> {
         self.balance().await?;
         let _op = self.checkpoint_lock.read().await;
         let ino = Self::lookup(&self.state.borrow(), name)?;
-        let tail = (size % BLOCK != 0).then_some(size / BLOCK);
+        let tail = (!size.is_multiple_of(BLOCK)).then_some(size / BLOCK);
         let tail_page = match tail {
             Some(block) if size < self.state.borrow().inodes[&ino].size => Some(self.page_of(ino, block).await?),
             _ => None,

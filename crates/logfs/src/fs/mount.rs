@@ -12,8 +12,7 @@ use zonelab_runtime::{CommandQueue, HostExt};
 use zonelab_zns::{ReportFilter, ZoneDescriptor, ZoneSendAction, ZoneState};
 
 use super::{
-    device, Geo, Inode, LogFs, LogFsError, LogFsOptions, LogHead, PageCache, State, CHECKPOINT_ZONES, LOGS,
-    ROOT_INO,
+    device, Geo, Inode, LogFs, LogFsError, LogFsOptions, LogHead, PageCache, State, CHECKPOINT_ZONES, LOGS, ROOT_INO,
 };
 use crate::format::{
     decode_bucket, node_range, Checkpoint, NodeBlock, BLOCK, FLAG_DENTRY, FLAG_FSYNC, FLAG_FSYNC_LAST, NULL_ADDR,
@@ -37,7 +36,7 @@ impl<Q: CommandQueue> LogFs<Q> {
     fn empty(queue: Q, options: LogFsOptions) -> Result<LogFs<Q>, LogFsError> {
         let geometry = queue.geometry();
         let lba = u64::from(geometry.lba_size);
-        if BLOCK % lba != 0 {
+        if !BLOCK.is_multiple_of(lba) {
             return Err(LogFsError::NotFormatted(format!("LBA size {lba} does not divide the 4096-byte block")));
         }
         let lbas_per_block = BLOCK / lba;
@@ -93,13 +92,8 @@ impl<Q: CommandQueue> LogFs<Q> {
         fs.queue.zone_send(0, ZoneSendAction::Reset, true).await.map_err(device("format reset"))?;
         {
             let mut state = fs.state.borrow_mut();
-            let mut root = Inode {
-                name: "/".into(),
-                directory: true,
-                size: BLOCK,
-                nodes: vec![NULL_ADDR],
-                ..Inode::default()
-            };
+            let mut root =
+                Inode { name: "/".into(), directory: true, size: BLOCK, nodes: vec![NULL_ADDR], ..Inode::default() };
             root.dirty_nodes.insert(0);
             state.inodes.insert(ROOT_INO, root);
             state.dirty_buckets.insert(0);
