@@ -22,9 +22,18 @@ use zonelab_runtime::IoData;
 #[derive(Clone, Debug)]
 enum Op {
     Create(String),
-    Write { name: String, offset: u64, len: u64 },
+    Write {
+        name: String,
+        offset: u64,
+        len: u64,
+    },
     Fsync(String),
     Unlink(String),
+    /// To a name never used before (a replacing rename is checked in tests/files.rs).
+    Rename {
+        from: String,
+        to: String,
+    },
     Sync,
 }
 
@@ -35,6 +44,9 @@ struct ModelFile {
     durable: Option<Vec<u8>>,
     /// Writes since then: (op index, offset, len).
     since: Vec<(usize, u64, u64)>,
+    /// Names it had before renames that no fsync or sync has made durable yet: a recovery may show it under
+    /// any of them (a rename reaches the device with a checkpoint, as on F2FS).
+    former_names: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -61,6 +73,12 @@ fn step(model: &mut Model, index: usize, op: &Op) {
             let file = model.live.get_mut(name).expect("live");
             file.durable = Some(file.content.clone());
             file.since.clear();
+            file.former_names.clear();
+        }
+        Op::Rename { from, to } => {
+            let mut file = model.live.remove(from).expect("live");
+            file.former_names.push(from.clone());
+            model.live.insert(to.clone(), file);
         }
         Op::Unlink(name) => {
             let file = model.live.remove(name).expect("live");
@@ -70,6 +88,7 @@ fn step(model: &mut Model, index: usize, op: &Op) {
             for file in model.live.values_mut() {
                 file.durable = Some(file.content.clone());
                 file.since.clear();
+                file.former_names.clear();
             }
         }
     }
@@ -100,6 +119,10 @@ fn script(seed: u64) -> Vec<Op> {
             7 | 8 if !names.is_empty() => Op::Fsync(pick(&mut rng)),
             9 | 10 if !names.is_empty() && (live > 1_600_000 || rng.below(4) == 0) => Op::Unlink(pick(&mut rng)),
             11 if rng.below(3) == 0 => Op::Sync,
+            11 if !names.is_empty() => {
+                next += 1;
+                Op::Rename { from: pick(&mut rng), to: format!("mail{next:05}") }
+            }
             _ => continue,
         };
         step(&mut model, ops.len(), &op);
@@ -135,6 +158,7 @@ fn execute(
                 }
                 Op::Fsync(name) => fs.fsync(name).await,
                 Op::Unlink(name) => fs.unlink(name).await,
+                Op::Rename { from, to } => fs.rename(from, to).await,
                 Op::Sync => fs.sync().await,
             };
             result.unwrap_or_else(|error| panic!("seed {seed}: operation {index} {op:?} failed: {error}"));
@@ -167,6 +191,7 @@ fn allowed(file: &ModelFile, under_way: Option<(usize, u64, u64)>, at: u64, valu
 /// Checks one seed; returns what the whole run did and how many fsyncs the recovery rolled forward.
 fn check(seed: u64) -> (zonelab_logfs::LogFsStats, u64) {
     let ops = script(seed);
+
     let mut rng = SplitMix64::split(seed, "power loss");
     let protected = rng.below(2) == 0;
     let (_, end, all, stats) = execute(seed, protected, &ops, u64::MAX);
@@ -196,14 +221,22 @@ fn check(seed: u64) -> (zonelab_logfs::LogFsStats, u64) {
     let context =
         format!("seed {seed}: power loss at {stop} ns after {done} operations (under way: {under_way:?}), {report:?}");
     for (name, data) in &files {
-        let file = model.live.get(name).or_else(|| model.unlinked.get(name));
+        let known = |files: &BTreeMap<String, ModelFile>| {
+            files.get(name).or_else(|| files.values().find(|file| file.former_names.contains(name))).cloned()
+        };
+        let file = known(&model.live).or_else(|| known(&model.unlinked));
         let file = match (file, &under_way) {
-            (Some(file), _) => file.clone(),
+            (Some(file), _) => file,
             (None, Some(Op::Create(created))) if created == name => ModelFile::default(),
+            (None, Some(Op::Rename { from, to })) if to == name => model.live[from].clone(),
             (None, _) => panic!("{context}: {name} was never created"),
         };
         let in_flight = match &under_way {
-            Some(Op::Write { name: written, offset, len }) if written == name => Some((done, *offset, *len)),
+            Some(Op::Write { name: written, offset, len })
+                if written == name || model.live.get(written).is_some_and(|f| f.former_names.contains(name)) =>
+            {
+                Some((done, *offset, *len))
+            }
             _ => None,
         };
         let longest = file.content.len().max(in_flight.map_or(0, |(_, o, l)| (o + l) as usize));
@@ -222,8 +255,13 @@ fn check(seed: u64) -> (zonelab_logfs::LogFsStats, u64) {
         }
     }
     for (name, file) in &model.live {
-        if file.durable.is_some() {
-            assert!(files.contains_key(name), "{context}: {name} was fsynced and is gone");
+        let renamed_under_way =
+            matches!(&under_way, Some(Op::Rename { from, to }) if from == name && files.contains_key(to));
+        if file.durable.is_some() && !renamed_under_way {
+            assert!(
+                files.contains_key(name) || file.former_names.iter().any(|former| files.contains_key(former)),
+                "{context}: {name} was fsynced and is gone"
+            );
         }
     }
     let (after, _) = run(device, seed ^ 2, |host| async move {

@@ -269,6 +269,9 @@ pub struct Point {
     /// y under each seed, when the figure runs more than one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub by_seed: Vec<f64>,
+    /// What the file system under a file workload did, when it explains the figure (logfs's resets).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_system: Option<String>,
 }
 
 /// Events behind a figure below which it is not stable: a few more or less (a longer run) move it.
@@ -466,7 +469,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                             crate::walbench::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
                         let y = wal_metric(&result, &series.metric)
                             .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
-                        Point { x, y, events: None, by_seed: Vec::new() }
+                        Point { x, y, events: None, by_seed: Vec::new(), file_system: None }
                     }
                     Some("file-churn") => {
                         let result = match churn_runs.entry(args.clone()) {
@@ -482,7 +485,16 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                         };
                         let (y, events) = churn_metric(result, &series.metric)
                             .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
-                        Point { x, y, events, by_seed: Vec::new() }
+                        let file_system = result.logfs.as_ref().map(|stats| {
+                            format!(
+                                "logfs reset {} zones, {} of them not yet full; {} zones cleaned, {} checkpoints",
+                                stats.zone_resets,
+                                stats.partial_zone_resets,
+                                stats.foreground_cleanings + stats.background_cleanings,
+                                stats.checkpoints
+                            )
+                        });
+                        Point { x, y, events, by_seed: Vec::new(), file_system }
                     }
                     _ => {
                         let invocation = parse_invocation(&args, |_| Err("experiments use no job files".into()))
@@ -499,7 +511,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                         let (y, events) = measured[0];
                         let by_seed =
                             if measured.len() > 1 { measured.iter().map(|&(y, _)| y).collect() } else { Vec::new() };
-                        Point { x, y, events, by_seed }
+                        Point { x, y, events, by_seed, file_system: None }
                     }
                 };
                 points.push(point);
@@ -544,6 +556,13 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 })
                 .collect();
             let _ = writeln!(report, "| {x} | {} |", cells.join(" | "));
+        }
+        for (label, points) in &lines {
+            for point in points {
+                if let Some(file_system) = &point.file_system {
+                    let _ = writeln!(report, "\n{label} at {}: {file_system}.", point.x);
+                }
+            }
         }
         let tails: Vec<u64> = lines.iter().flat_map(|(_, points)| points.iter().filter_map(|p| p.events)).collect();
         if let (Some(fewest), Some(most)) = (tails.iter().min(), tails.iter().max()) {

@@ -724,26 +724,30 @@ impl<Q: CommandQueue> LogFs<Q> {
     }
 
     /// Makes the file's data and size durable: its dirty pages and a flush, then its nodes (marked for
-    /// roll-forward) and a flush. A file renamed since the last checkpoint checkpoints instead, as on F2FS.
+    /// roll-forward) and a flush. A file renamed since the last checkpoint writes its data back, then
+    /// checkpoints in place of the nodes, as on F2FS (its name reaches the device only with a checkpoint).
     pub async fn fsync(&self, name: &str) -> Result<(), LogFsError> {
         self.balance().await?;
         let needs_checkpoint = {
-            let state = self.state.borrow();
-            let ino = Self::lookup(&state, name)?;
-            state.inodes[&ino].needs_checkpoint
-        };
-        if needs_checkpoint {
-            self.checkpoint().await?;
-        } else {
             let _op = self.checkpoint_lock.read().await;
-            let ino = Self::lookup(&self.state.borrow(), name)?;
+            let (ino, needs_checkpoint) = {
+                let state = self.state.borrow();
+                let ino = Self::lookup(&state, name)?;
+                (ino, state.inodes[&ino].needs_checkpoint)
+            };
             self.write_back(ino).await?;
             self.wait_writeback(ino).await;
             // The data must be durable before the nodes that point at it are (a volatile write cache may
             // otherwise keep the nodes and lose the data).
             self.flush().await?;
-            self.write_nodes(ino, true).await?;
-            self.flush().await?;
+            if !needs_checkpoint {
+                self.write_nodes(ino, true).await?;
+                self.flush().await?;
+            }
+            needs_checkpoint
+        };
+        if needs_checkpoint {
+            self.checkpoint().await?;
         }
         self.stats.borrow_mut().fsyncs += 1;
         Ok(())
