@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # The mount's cost per 4 KiB I/O: fio 3.33 at QD 1 on a mounted preset (see docs/mount.md).
 #   scripts/bench_mount.sh DEVICE [SIZE]   (SIZE: what fio writes and reads in zone 0; at most its capacity)
+#   scripts/bench_mount.sh null [SIZE]     (the same on a FUSE file system that answers at once, no device:
+#                                           the FUSE round trip alone; needs cargo build --release --example null_fuse)
 set -euo pipefail
 Z=${ZONELAB:-target/release/zonelab}
 preset=$1
 size=${2:-64M}
 dir=$(mktemp -d)
-"$Z" mount "$preset" "$dir" 2>/dev/null </dev/null >/dev/null &
+if [ "$preset" = null ]; then
+    "$(dirname "$Z")/examples/null_fuse" "$dir" 2>/dev/null </dev/null >/dev/null &
+else
+    "$Z" mount "$preset" "$dir" 2>/dev/null </dev/null >/dev/null &
+fi
 pid=$!
 trap 'fusermount3 -u "$dir" 2>/dev/null; wait $pid; rmdir "$dir"' EXIT
 while [ ! -d "$dir/seq" ]; do sleep 0.05; done
