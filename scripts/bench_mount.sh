@@ -3,15 +3,16 @@
 #   scripts/bench_mount.sh DEVICE [SIZE]   (SIZE: what fio writes and reads in zone 0; at most its capacity)
 #   scripts/bench_mount.sh null [SIZE]     (the same on a FUSE file system that answers at once, no device:
 #                                           the FUSE round trip alone; needs cargo build --release --example null_fuse)
+#   POLL=1 scripts/bench_mount.sh ...       (with the mount's poll option, or null_fuse --poll)
 set -euo pipefail
 Z=${ZONELAB:-target/release/zonelab}
 preset=$1
 size=${2:-64M}
 dir=$(mktemp -d)
 if [ "$preset" = null ]; then
-    "$(dirname "$Z")/examples/null_fuse" "$dir" 2>/dev/null </dev/null >/dev/null &
+    "$(dirname "$Z")/examples/null_fuse" "$dir" ${POLL:+--poll} 2>/dev/null </dev/null >/dev/null &
 else
-    "$Z" mount "$preset" "$dir" 2>/dev/null </dev/null >/dev/null &
+    "$Z" mount "$preset" "$dir" ${POLL:+-o poll} 2>/dev/null </dev/null >/dev/null &
 fi
 pid=$!
 trap 'fusermount3 -u "$dir" 2>/dev/null; wait $pid; rmdir "$dir"' EXIT

@@ -3,9 +3,12 @@
 //! behind it. What fio measures on it at QD 1 is what the kernel's FUSE round trip costs on this machine
 //! alone; `scripts/bench_mount.sh null` runs the mount's benchmark on it (docs/mount.md).
 //!
-//!   cargo build --release --example null_fuse && target/release/examples/null_fuse DIR
+//!   cargo build --release --example null_fuse && target/release/examples/null_fuse DIR [--poll]
+//!
+//! `--poll` polls the FUSE device as the mount's `poll` option does.
 
 use std::ffi::OsStr;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use fuser::{
@@ -112,5 +115,13 @@ fn main() -> std::io::Result<()> {
     };
     let mut config = fuser::Config::default();
     config.mount_options = vec![fuser::MountOption::FSName("zonelab-null".into()), fuser::MountOption::NoAtime];
-    fuser::Session::new(NullFs { mounted_at: SystemTime::now() }, std::path::Path::new(&mountpoint), &config)?.run()
+    let poll = std::env::args().nth(2).as_deref() == Some("--poll");
+    let before = zonelab_mount::fuse_descriptors()?;
+    let session = fuser::Session::new(NullFs { mounted_at: SystemTime::now() }, Path::new(&mountpoint), &config)?;
+    if poll {
+        for fd in zonelab_mount::fuse_descriptors()?.difference(&before) {
+            zonelab_mount::set_nonblocking(*fd)?;
+        }
+    }
+    session.run()
 }

@@ -71,9 +71,16 @@ impl Mounted {
         }
         let mut config = fuser::Config::default();
         config.mount_options = mount_options;
+        let poll = options.poll;
         let filesystem = fs::ZonefsMount::new(host, files, options);
-        let session = fuser::Session::new(filesystem, mountpoint, &config)
-            .map_err(|source| MountError::Fuse { mountpoint: mountpoint.display().to_string(), source })?;
+        let fuse_error = |source| MountError::Fuse { mountpoint: mountpoint.display().to_string(), source };
+        let before = fuse_descriptors().map_err(fuse_error)?;
+        let session = fuser::Session::new(filesystem, mountpoint, &config).map_err(fuse_error)?;
+        if poll {
+            for fd in fuse_descriptors().map_err(fuse_error)?.difference(&before) {
+                set_nonblocking(*fd).map_err(fuse_error)?;
+            }
+        }
         Ok(Mounted { session, device, files: count })
     }
 
@@ -92,5 +99,35 @@ impl Mounted {
         let served = self.session.run();
         let stopped = self.device.stop();
         served.map(|()| stopped)
+    }
+}
+
+/// This process's open descriptors of the FUSE device. fuser does not hand out the one a session reads, so
+/// the mount takes the one that appeared with the session (a process mounts once).
+pub fn fuse_descriptors() -> std::io::Result<std::collections::BTreeSet<i32>> {
+    let mut found = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir("/proc/self/fd")? {
+        let entry = entry?;
+        if std::fs::read_link(entry.path()).is_ok_and(|target| target == Path::new("/dev/fuse")) {
+            if let Ok(fd) = entry.file_name().to_string_lossy().parse() {
+                found.insert(fd);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// A non-blocking FUSE descriptor makes fuser's request loop retry its read at once (it retries EAGAIN)
+/// instead of sleeping until the kernel wakes it: a polling loop.
+pub fn set_nonblocking(fd: i32) -> std::io::Result<()> {
+    // SAFETY: F_GETFL and F_SETFL on a descriptor this process holds open; no memory is passed.
+    let done = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) >= 0
+    };
+    if done {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }

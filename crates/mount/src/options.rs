@@ -29,6 +29,9 @@ pub struct MountOptions {
     pub perm: u16,
     /// Mount read-only (`ro`).
     pub read_only: bool,
+    /// zonelab's own (`poll`): the request loop polls the FUSE device instead of sleeping in its read, so
+    /// the kernel never has to wake it; it keeps a core busy (docs/mount.md measures what it saves).
+    pub poll: bool,
 }
 
 impl Default for MountOptions {
@@ -40,6 +43,7 @@ impl Default for MountOptions {
             gid: 0,
             perm: 0o640,
             read_only: false,
+            poll: false,
         }
     }
 }
@@ -56,7 +60,7 @@ impl FromStr for MountOptions {
     type Err = OptionError;
 
     /// Reads a comma-separated list, as `mount -o` takes it: `errors=remount-ro|zone-ro|zone-offline|repair`,
-    /// `explicit-open`, `uid=N`, `gid=N`, `perm=OCTAL`, `ro`, `rw`.
+    /// `explicit-open`, `uid=N`, `gid=N`, `perm=OCTAL`, `ro`, `rw`, and zonelab's `poll`.
     fn from_str(text: &str) -> Result<MountOptions, OptionError> {
         let mut options = MountOptions::default();
         for option in text.split(',').filter(|option| !option.is_empty()) {
@@ -86,9 +90,10 @@ impl FromStr for MountOptions {
                 }
                 ("ro", None) => options.read_only = true,
                 ("rw", None) => options.read_only = false,
+                ("poll", None) => options.poll = true,
                 _ => {
                     return Err(error(
-                        "unknown; zonefs's options are errors=, explicit-open, uid=, gid=, perm=, ro, rw",
+                        "unknown; zonefs's options are errors=, explicit-open, uid=, gid=, perm=, ro, rw (and zonelab's poll)",
                     ))
                 }
             }
@@ -103,7 +108,8 @@ mod tests {
 
     #[test]
     fn options_read_as_zonefs_names_them_and_bad_ones_are_named() {
-        let options: MountOptions = "errors=zone-offline,explicit-open,uid=7,perm=600,ro".parse().expect("options");
+        let options: MountOptions =
+            "errors=zone-offline,explicit-open,uid=7,perm=600,ro,poll".parse().expect("options");
         assert_eq!(
             options,
             MountOptions {
@@ -112,7 +118,8 @@ mod tests {
                 uid: 7,
                 gid: 0,
                 perm: 0o600,
-                read_only: true
+                read_only: true,
+                poll: true
             }
         );
         assert_eq!("".parse::<MountOptions>(), Ok(MountOptions::default()));
@@ -120,6 +127,7 @@ mod tests {
         assert_eq!(error.option, "errors=panic");
         assert!("perm=999".parse::<MountOptions>().is_err());
         assert!("explicit-open=1".parse::<MountOptions>().is_err());
+        assert!("poll=1".parse::<MountOptions>().is_err());
         assert!("compress".parse::<MountOptions>().expect_err("unknown").to_string().contains("'compress'"));
     }
 }

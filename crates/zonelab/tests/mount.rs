@@ -187,6 +187,43 @@ fn real_fio_writes_verifies_and_reads_files_and_zonelab_read_sees_the_same_bytes
 }
 
 #[test]
+fn a_polling_mount_serves_real_fio_and_unmounts_cleanly() {
+    if !have(&["fio"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mount =
+        Mount::start("preset:instant,namespace.zones=4,namespace.zone-size=\"1MiB\"", &dir.path().join("mnt"), "poll");
+    // The request loop reads the FUSE device without blocking: fdinfo's flags carry O_NONBLOCK (octal 04000).
+    let pid = mount.child.as_ref().expect("running").id();
+    let fuse_flags: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("the mount's descriptors")
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| std::fs::read_link(entry.path()).is_ok_and(|target| target == Path::new("/dev/fuse")))
+        .map(|entry| {
+            let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", entry.file_name().to_string_lossy()))
+                .expect("fdinfo");
+            let flags = info.lines().find_map(|line| line.strip_prefix("flags:")).expect("flags line");
+            u32::from_str_radix(flags.trim(), 8).expect("octal flags")
+        })
+        .collect();
+    assert!(!fuse_flags.is_empty(), "the mount holds the FUSE device");
+    assert!(
+        fuse_flags.iter().all(|flags| flags & libc::O_NONBLOCK as u32 != 0),
+        "the FUSE descriptors' flags: {fuse_flags:?}"
+    );
+    let written = fio(&fio_on(
+        &mount.file(0),
+        &["--ioengine=psync", "--rw=write", "--bs=4k", "--file_append=1", "--verify=crc32c"],
+    ));
+    assert_eq!(written["jobs"][0]["write"]["io_bytes"], 1 << 20);
+    assert_eq!(written["jobs"][0]["read"]["io_bytes"], 1 << 20, "the verify pass read everything back");
+    let random = fio(&fio_on(&mount.file(0), &["--ioengine=libaio", "--iodepth=8", "--rw=randread", "--bs=4k"]));
+    assert_eq!(random["jobs"][0]["read"]["io_bytes"], 1 << 20);
+    mount.unmount();
+}
+
+#[test]
 fn coreutils_meet_zonefs_rules_and_errnos() {
     if !have(&["dd", "truncate"]) {
         return;
