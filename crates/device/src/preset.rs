@@ -21,10 +21,14 @@ pub struct HostCost {
     pub complete_us: f64,
 }
 
-/// The four host paths' costs.
+/// The four host paths' costs, and what the block layer's mq-deadline adds to them.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct HostCosts {
+    /// CPU per command that mq-deadline (and ZINC, built on it) adds on the submitting thread, on the paths
+    /// through the block layer: its lock, sort and merge, and dispatch; `none` adds nothing.
+    #[serde(default)]
+    pub mq_deadline_us: f64,
     pub spdk: HostCost,
     pub io_uring: HostCost,
     pub io_uring_cmd: HostCost,

@@ -10,7 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
 
-use zonelab_device::{Built, DeviceBuilder, DeviceCounters, DeviceSpec, HostPath, StoreChoice};
+use zonelab_device::{Built, DeviceBuilder, DeviceCounters, DeviceSpec, HostCosts, HostPath, HostSide, StoreChoice};
 use zonelab_host::{Scheduled, SchedulerCounters, SchedulerKind};
 use zonelab_media::FlashCounters;
 use zonelab_runtime::rng::SplitMix64;
@@ -292,7 +292,12 @@ struct JobState {
     ramp_end_ns: u64,
     next_issue_ns: u64,
     rng: SplitMix64,
-    slat_ns: u64,
+    /// The host path's CPU time per command on the job's thread: to submit it (fio's slat) and to reap it.
+    cpu: HostCpu,
+    /// Until when the job's thread is busy on its core with the CPU work of its commands.
+    core_busy_until_ns: u64,
+    /// The last submission batch: the instant its commands were ready, and when they arrive.
+    batch: Option<(u64, u64)>,
     read: DirectionStats,
     write: DirectionStats,
     trim: DirectionStats,
@@ -948,6 +953,69 @@ impl JobState {
     }
 }
 
+/// The host path's CPU cost per command, in nanoseconds.
+#[derive(Clone, Copy, Debug)]
+struct HostCpu {
+    submit_ns: u64,
+    complete_ns: u64,
+}
+
+impl HostCpu {
+    /// What `job`'s I/O engine costs per command, with the device's scheduler's own work (mq-deadline's, and
+    /// ZINC's, which is built on it) on the paths through the block layer.
+    fn of(job: &JobOptions, costs: &HostCosts, scheduler: SchedulerKind) -> HostCpu {
+        let path = HostSide::new(job.ioengine.host_path(), costs);
+        let scheduler_us = match scheduler {
+            SchedulerKind::MqDeadline | SchedulerKind::Zinc(_) if path.path.through_block_layer() => {
+                costs.mq_deadline_us
+            }
+            _ => 0.0,
+        };
+        let scheduler_ns = (scheduler_us * 1000.0).round() as u64;
+        HostCpu { submit_ns: path.submit_ns + scheduler_ns, complete_ns: path.complete_ns }
+    }
+}
+
+/// Submits on the job's thread: the command reaches the scheduler when its submission's CPU work ends, after
+/// what the job's core is busy with. Commands ready at the same instant go in one batch (as one `io_submit`
+/// carries what fio has queued) and arrive together, in an order the device may not keep; each still adds its
+/// CPU time to the core. Resolves at the command's arrival.
+async fn submit_on_job_core<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, state: &Rc<RefCell<JobState>>) {
+    let now = queue.now_ns();
+    let arrival = {
+        let mut job = state.borrow_mut();
+        let submit_ns = job.cpu.submit_ns;
+        match job.batch {
+            Some((ready, arrival)) if ready == now => {
+                job.core_busy_until_ns += submit_ns;
+                arrival
+            }
+            _ => {
+                let arrival = job.core_busy_until_ns.max(now) + submit_ns;
+                job.core_busy_until_ns = arrival;
+                job.batch = Some((now, arrival));
+                arrival
+            }
+        }
+    };
+    if arrival > now {
+        queue.sleep(arrival - now).await;
+    }
+}
+
+/// Reaps a completed command on the job's thread: its CPU work runs after what the core is busy with.
+async fn reap_on_job_core<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, state: &Rc<RefCell<JobState>>) {
+    let now = queue.now_ns();
+    let done = {
+        let mut job = state.borrow_mut();
+        job.core_busy_until_ns = job.core_busy_until_ns.max(now) + job.cpu.complete_ns;
+        job.core_busy_until_ns
+    };
+    if done > now {
+        queue.sleep(done - now).await;
+    }
+}
+
 /// One worker: issue, wait, record, until the job is done.
 async fn worker<S: MediaStore + 'static>(
     queue: Scheduled<Host<S>>,
@@ -1028,7 +1096,9 @@ async fn worker<S: MediaStore + 'static>(
             job.in_flight += 1;
             job.in_flight
         };
+        submit_on_job_core(&queue, &state).await;
         let result = queue.submit(command).await;
+        reap_on_job_core(&queue, &state).await;
         let completed = queue.now_ns();
         if zoned && zones.borrow_mut().release(queue.geometry().zone_of(lba)) {
             zone_released.notify_waiters();
@@ -1085,7 +1155,7 @@ async fn worker<S: MediaStore + 'static>(
         }
         let bytes = io.bytes(&job.geometry);
         let total = completed - submitted;
-        let slat = job.slat_ns.min(total);
+        let slat = job.cpu.submit_ns.min(total);
         job.last_completion_ns = job.last_completion_ns.max(completed);
         let stats = match direction {
             Direction::Read => &mut job.read,
@@ -1274,7 +1344,9 @@ pub fn run_reporting(
         DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).store(store).build().map_err(FioError::Device)?;
     let seed = first.seed.unwrap_or(default_seed);
     let Built { device, config, host: host_side } = built;
-    let slat_ns = host_side.submit_ns;
+    // The path's per-command costs are CPU time on each job's thread (`HostCpu::of`, `submit_on_job_core`), not a delay the runtime
+    // adds: a job, one thread on one core, cannot submit and reap faster than they allow.
+    let host_side = HostSide { submit_ns: 0, complete_ns: 0, ..host_side };
     let geometry = *device.namespace().geometry();
     let zone_wps = (0..geometry.zones).map(|zone| {
         let descriptor = device.namespace().zone(zone);
@@ -1307,8 +1379,16 @@ pub fn run_reporting(
         ));
     }
     let zone_released = Rc::new(Notify::new());
-    let mut run =
-        GroupRunner { simulation, scheduled, zones, zone_released, geometry, slat_ns, threads: 0, io_logs: Vec::new() };
+    let mut run = GroupRunner {
+        simulation,
+        scheduled,
+        zones,
+        zone_released,
+        geometry,
+        host_costs: config.host,
+        threads: 0,
+        io_logs: Vec::new(),
+    };
     let mut results = Vec::new();
     let mut group_results = Vec::new();
     let energy = config.media.energy.clone();
@@ -1546,7 +1626,7 @@ impl JobState {
         geometry: Geometry,
         (start_lba, end_lba): (u64, u64),
         group_start: u64,
-        slat_ns: u64,
+        cpu: HostCpu,
     ) -> JobState {
         let device_bytes = geometry.nsze_lba << geometry.lba_shift;
         let zone_bytes = geometry.zone_size_lba << geometry.lba_shift;
@@ -1604,7 +1684,9 @@ impl JobState {
             ramp_end_ns: group_start + job.ramp_time_ns,
             next_issue_ns: group_start,
             rng: SplitMix64::split(job.randseed, &format!("{}/{instance}", job.name)),
-            slat_ns,
+            cpu,
+            core_busy_until_ns: group_start,
+            batch: None,
             read: DirectionStats::default(),
             write: DirectionStats::default(),
             trim: DirectionStats::default(),
@@ -1708,7 +1790,7 @@ struct GroupRunner<S: MediaStore + 'static> {
     /// Wakes instances waiting for a zone lock (see `ZoneCache::holders`).
     zone_released: Rc<Notify>,
     geometry: Geometry,
-    slat_ns: u64,
+    host_costs: HostCosts,
     /// Job instances started so far: fio's thread numbers, which name the log files.
     threads: u32,
     io_logs: Vec<IoLog>,
@@ -1738,7 +1820,8 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 }
                 // fio restarts the device's reset countdown as each job opens the device (`zbd_file_reset`).
                 self.zones.borrow_mut().reset_countdown = reset_countdown_start(job.zone_reset_frequency);
-                let mut state = JobState::new(job, instance, geometry, range, group_start, self.slat_ns);
+                let cpu = HostCpu::of(job, &self.host_costs, self.scheduled.kind());
+                let mut state = JobState::new(job, instance, geometry, range, group_start, cpu);
                 state.instance_id = instances.len();
                 state.max_open_zones = max_open_zones(job, &geometry)?;
                 check_verify_sizes(job, &geometry)?;
