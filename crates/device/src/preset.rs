@@ -161,6 +161,8 @@ mod tests {
         assert!(error.to_string().contains("no such field"), "{error}");
         let error = DeviceConfig::load("zn540", &["media.nand.channels-per-zone=99".into()]).expect_err("invalid");
         assert!(error.to_string().contains("channels-per-zone"), "{error}");
+        let error = DeviceConfig::load("zn540", &["media.nand.read-page-factors=[1.0, 0.0]".into()]).expect_err("zero");
+        assert!(error.to_string().contains("read-page-factors"), "{error}");
         assert!(DeviceConfig::load("zn999", &[]).is_err());
     }
 }

@@ -19,6 +19,12 @@ pub struct NandConfig {
     /// Program units per erase block.
     pub block_program_units: u32,
     pub read_latency_us: f64,
+    /// How the read latency differs by page type: the read of the k-th page of a program unit (TLC: lower,
+    /// middle, upper) takes `read-latency-us` times entry `k mod n`. A TLC cell needs more sensing steps for its
+    /// upper pages. Empty means every page reads in `read-latency-us`. Images written before this key existed
+    /// read uniformly.
+    #[serde(default)]
+    pub read_page_factors: Vec<f64>,
     pub program_latency_us: f64,
     pub erase_latency_us: f64,
     /// Closing a partially programmed block before it is erased or left (dummy word lines); 0 for none.
@@ -261,6 +267,9 @@ impl MediaConfig {
             if !value.is_finite() || value < 0.0 {
                 return Err(refuse(field, format!("{value} is not a finite number at least 0")));
             }
+        }
+        if let Some(factor) = nand.read_page_factors.iter().find(|factor| !factor.is_finite() || **factor <= 0.0) {
+            return Err(refuse("media.nand.read-page-factors", format!("{factor} is not a finite number above 0")));
         }
         let renew_above = self.mapping.renew_above;
         if !(0.0..1.0).contains(&renew_above) {

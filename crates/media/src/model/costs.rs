@@ -22,7 +22,9 @@ pub(super) fn transfer_ns(bytes: u64, ns_per_byte: f64) -> u64 {
 
 #[derive(Clone, Debug)]
 pub(super) struct Costs {
-    pub read_ns: u64,
+    read_ns: u64,
+    /// The read time of each page type of a program unit, in page order (`NandConfig::read_page_factors`).
+    read_ns_by_page_type: Vec<u64>,
     pub program_ns: u64,
     pub erase_ns: u64,
     /// `erase-timing = "zone-latency"`: erases delay their reset and hold no plane.
@@ -57,6 +59,11 @@ impl Costs {
         let (nand, controller) = (&config.nand, &config.controller);
         Costs {
             read_ns: ns(nand.read_latency_us),
+            read_ns_by_page_type: nand
+                .read_page_factors
+                .iter()
+                .map(|factor| ns(nand.read_latency_us * factor))
+                .collect(),
             program_ns: ns(nand.program_latency_us),
             erase_ns: ns(nand.erase_latency_us),
             erase_zone_latency: nand.erase_timing == EraseTiming::ZoneLatency,
@@ -84,5 +91,18 @@ impl Costs {
             aggregate_program_units: controller.aggregate_program_units,
             append_maps_post_write_pointer: controller.append_maps_post_write_pointer,
         }
+    }
+
+    /// Sensing `pages` pages of one plane from the `first_page`-th page of a program unit: as long as the
+    /// slowest page type among them (a multi-page read senses each word line once).
+    pub fn read_ns(&self, first_page: u64, pages: u64) -> u64 {
+        let types = self.read_ns_by_page_type.len() as u64;
+        if types == 0 {
+            return self.read_ns;
+        }
+        (first_page..first_page + pages.clamp(1, types))
+            .map(|page| self.read_ns_by_page_type[(page % types) as usize])
+            .max()
+            .unwrap_or(self.read_ns)
     }
 }

@@ -351,7 +351,9 @@ impl FlashModel {
                         (held.ready_ns.max(start), false)
                     }
                     _ => {
-                        let sensed = self.resources.planes[place.plane].reserve(now, start, self.costs.read_ns);
+                        let read_ns =
+                            self.costs.read_ns(first_page % self.layout.pages_per_unit, end_page - first_page);
+                        let sensed = self.resources.planes[place.plane].reserve(now, start, read_ns);
                         self.resources.page_register[place.plane] =
                             Some(HeldPages { zone, first_page, end_page, ready_ns: sensed });
                         self.counters.add(FlashOp::PageRead, OpSource::HostRead, end_page - first_page);
@@ -664,6 +666,7 @@ mod tests {
                 program_unit_bytes: UNIT,
                 block_program_units: 4,
                 read_latency_us: 50.0,
+                read_page_factors: Vec::new(),
                 program_latency_us: 500.0,
                 erase_latency_us: 3000.0,
                 seal_latency_us: 0.0,
@@ -732,6 +735,25 @@ mod tests {
         flash.precondition(0, 64 * UNIT);
         let after_erase = flash.read(10_000_000_000, 0, 4096, 4096);
         assert_eq!(after_erase - 10_000_000_000, 10_000 + 50_000 + 4096, "an erase empties the register");
+    }
+
+    #[test]
+    fn a_page_reads_in_the_time_of_its_type() {
+        let mut config = config();
+        config.nand.read_page_factors = vec![0.5, 1.0, 1.5];
+        config.energy.page_bytes = UNIT / 4;
+        let mut flash = model(config);
+        flash.precondition(0, 64 * UNIT);
+        // Pages 0 to 3 of unit 0 are of types 0, 1, 2, 0; each read lands on a die that is free again.
+        let sense_ns = |page: u64, flash: &mut FlashModel| {
+            let at = 1_000_000_000 * (page + 1);
+            flash.read(at, 0, page * UNIT / 4, 4096) - at - 10_000 - 4096
+        };
+        let senses: Vec<u64> = (0..4).map(|page| sense_ns(page, &mut flash)).collect();
+        assert_eq!(senses, [25_000, 50_000, 75_000, 25_000], "tR 50 us times each page type's factor");
+        // A read across pages 1 and 2 senses both word-line pages at once, as long as the slower one.
+        let at = 10_000_000_000;
+        assert_eq!(flash.read(at, 0, UNIT / 4, 8192) - at, 10_000 + 75_000 + 8192);
     }
 
     #[test]
