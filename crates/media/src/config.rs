@@ -98,6 +98,10 @@ pub struct ControllerConfig {
     pub read_mib_per_s: f64,
     /// Per-zone write buffer; 0 means none, and every write waits for its program.
     pub zone_write_buffer_bytes: u64,
+    /// How far ahead of a sequential read stream the controller senses pages into its memory (read-ahead);
+    /// 0 for none. Images written before this key existed read nothing ahead.
+    #[serde(default)]
+    pub read_ahead_bytes: u64,
     /// Writes complete once their data is in the write buffer, before it is programmed.
     pub early_completion: bool,
     /// Writes smaller than a program unit are held until the unit is complete (NVMeVirt); without this each

@@ -334,11 +334,32 @@ impl FlashModel {
         let zone = LogicalZone(zone);
         let command_done = self.resources.command(now, self.costs.read_command_ns);
         let start = now + self.costs.read_firmware_ns;
+        let end = offset_bytes + len_bytes;
+        let data_out = if self.costs.read_ahead_bytes == 0 {
+            self.read_pages(now, start, zone, offset_bytes, end)
+        } else {
+            let sequential = self.zone(zone).read_ahead.next_offset_plus_one == offset_bytes + 1;
+            self.zone_mut(zone).read_ahead.next_offset_plus_one = end + 1;
+            if sequential {
+                self.read_ahead(now, start, zone, offset_bytes, end)
+            } else {
+                self.zone_mut(zone).read_ahead.pages.clear();
+                self.read_pages(now, start, zone, offset_bytes, end)
+            }
+        };
+        let output_ns = transfer_ns(len_bytes, self.costs.read_budget_ns_per_byte.max(self.costs.link_ns_per_byte));
+        let output_done = self.resources.output.reserve(now, data_out, output_ns);
+        command_done.max(output_done)
+    }
+
+    /// Reads a zone's bytes `offset..end` from flash from `start` (after the firmware): each program unit's
+    /// piece is sensed on its plane, unless the plane's register holds it, and moved over its channel. Returns
+    /// when the data is in the controller.
+    fn read_pages(&mut self, now: u64, start: u64, zone: LogicalZone, offset: u64, end: u64) -> u64 {
         let mut data_out = start;
         let programmed = self.zone(zone).programmed_units;
         let (unit_bytes, page_bytes) = (self.layout.unit_bytes, self.layout.page_bytes);
-        let mut offset = offset_bytes;
-        let end = offset_bytes + len_bytes;
+        let mut offset = offset;
         while offset < end {
             let unit = self.layout.unit_at(offset);
             let piece = ((unit.0 + 1) * unit_bytes).min(end) - offset;
@@ -374,9 +395,49 @@ impl FlashModel {
             }
             offset += piece;
         }
-        let output_ns = transfer_ns(len_bytes, self.costs.read_budget_ns_per_byte.max(self.costs.link_ns_per_byte));
-        let output_done = self.resources.output.reserve(now, data_out, output_ns);
-        command_done.max(output_done)
+        data_out
+    }
+
+    /// A read that continues the zone's sequential stream: the controller has its pages in memory, or senses
+    /// them now, whole, together with the pages up to `read_ahead_bytes` past `end` (as far as the zone is
+    /// written), so that the stream's next reads find their data there. Returns when the read's data is in.
+    fn read_ahead(&mut self, now: u64, start: u64, zone: LogicalZone, offset: u64, end: u64) -> u64 {
+        let (page_bytes, pages_per_unit) = (self.layout.page_bytes, self.layout.pages_per_unit);
+        let (first, end_page) = (offset / page_bytes, end.div_ceil(page_bytes));
+        let written_pages = self.zone(zone).written_bytes.div_ceil(page_bytes);
+        let horizon = (end + self.costs.read_ahead_bytes).div_ceil(page_bytes).min(written_pages).max(end_page);
+        let programmed = self.zone(zone).programmed_units;
+        let stream = &mut self.zone_mut(zone).read_ahead;
+        stream.consume_before(first);
+        if stream.pages.front().is_some_and(|&(front, _)| front > first) {
+            stream.pages.clear();
+        }
+        let mut page = stream.next_page(first);
+        let page_transfer_ns = transfer_ns(page_bytes, self.costs.channel_ns_per_byte);
+        while page < horizon {
+            let unit = ProgramUnit(page / pages_per_unit);
+            let ready = if unit.0 < programmed {
+                let (physical_zone, physical_unit) = self.lookup(zone, unit);
+                let place = self.layout.place(physical_zone, physical_unit);
+                let sensed = self.resources.planes[place.plane].reserve(
+                    now,
+                    start,
+                    self.costs.read_ns(page % pages_per_unit, 1),
+                );
+                let moved = self.resources.channels[place.channel].reserve(now, sensed, page_transfer_ns);
+                // As for any sense, the die holds the page until the channel has moved it out.
+                self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
+                self.resources.page_register[place.plane] =
+                    Some(HeldPages { zone, first_page: page, end_page: page + 1, ready_ns: sensed });
+                self.counters.add(FlashOp::PageRead, OpSource::HostRead, 1);
+                moved
+            } else {
+                start
+            };
+            self.zone_mut(zone).read_ahead.pages.push_back((page, ready));
+            page += 1;
+        }
+        self.zone(zone).read_ahead.ready(first, end_page).unwrap_or(start).max(start)
     }
 
     /// A zone management command that changes nothing on flash: the command processor's time only.
@@ -689,6 +750,7 @@ mod tests {
                 write_mib_per_s: 0.0,
                 read_mib_per_s: 0.0,
                 zone_write_buffer_bytes: 4 * UNIT,
+                read_ahead_bytes: 0,
                 early_completion: true,
                 aggregate_program_units: true,
                 append_maps_post_write_pointer: false,
@@ -754,6 +816,30 @@ mod tests {
         // A read across pages 1 and 2 senses both word-line pages at once, as long as the slower one.
         let at = 10_000_000_000;
         assert_eq!(flash.read(at, 0, UNIT / 4, 8192) - at, 10_000 + 75_000 + 8192);
+    }
+
+    #[test]
+    fn a_sequential_stream_finds_its_pages_read_ahead() {
+        let mut config = config();
+        config.controller.read_ahead_bytes = 2 * UNIT;
+        let mut flash = model(config);
+        flash.precondition(0, 64 * UNIT);
+        // The first read starts no stream; the second continues it, and the controller senses the read's unit
+        // again, whole, and the two units after it, on their dies.
+        flash.read(0, 0, 0, 4096);
+        let at = 1_000_000_000;
+        let second = flash.read(at, 0, 4096, 4096);
+        assert_eq!(second - at, 10_000 + 50_000 + UNIT, "the read's page is sensed and moved whole");
+        assert_eq!(flash.counters().get(FlashOp::PageRead, OpSource::HostRead), 1 + 3);
+        // Later reads of the stream find units 0 and 1 in the controller's memory: firmware time only.
+        let later = 2_000_000_000;
+        let ahead = flash.read(later, 0, 8192, UNIT - 8192);
+        assert_eq!(ahead - later, 10_000, "no sensing and no channel");
+        let next_unit = flash.read(later, 0, UNIT, 4096);
+        assert_eq!(next_unit - later, 10_000);
+        // A read elsewhere breaks the stream and reads from flash again.
+        let elsewhere = flash.read(later, 0, 40 * UNIT, 4096);
+        assert_eq!(elsewhere - later, 10_000 + 50_000 + 4096);
     }
 
     #[test]

@@ -30,6 +30,38 @@ pub(super) struct ZoneMedia {
     /// Recent flushes: each made the first `.0` host bytes durable once its program ended at `.1`. A later
     /// flush may still be running when an earlier one has finished, so the last few are kept.
     pub flushed: VecDeque<(u64, u64)>,
+    pub read_ahead: ReadAhead,
+}
+
+/// A zone's sequential read stream as the controller follows it: where the next sequential read would start,
+/// and the pages it has sensed ahead of the stream into its memory, with the time each is there.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ReadAhead {
+    /// The end of the zone's last read, plus one (0: no read yet), in bytes from the zone start.
+    pub next_offset_plus_one: u64,
+    /// Pages read ahead, in page order: (page index in the zone, when its data is in the controller).
+    pub pages: VecDeque<(u64, u64)>,
+}
+
+impl ReadAhead {
+    /// When pages `first..end` are all in the controller's memory, if they were read ahead.
+    pub fn ready(&self, first: u64, end: u64) -> Option<u64> {
+        let front = self.pages.front()?.0;
+        let (from, to) = (first.checked_sub(front)? as usize, (end - front) as usize);
+        (to <= self.pages.len()).then(|| self.pages.range(from..to).map(|&(_, ready)| ready).max().unwrap_or(0))
+    }
+
+    /// The first page not read ahead yet, from `page` on.
+    pub fn next_page(&self, page: u64) -> u64 {
+        self.pages.back().map_or(page, |&(last, _)| (last + 1).max(page))
+    }
+
+    /// Forgets pages before `page`: the stream has passed them.
+    pub fn consume_before(&mut self, page: u64) {
+        while self.pages.front().is_some_and(|&(front, _)| front < page) {
+            self.pages.pop_front();
+        }
+    }
 }
 
 /// Flushes a zone remembers; older ones are covered by the later ones once those end.

@@ -1450,7 +1450,8 @@ fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<Strin
     let mut notes = Vec::new();
     if let Some(other) = invocation.jobs.iter().find(|job| job.ioengine.host_path() != host) {
         notes.push(format!(
-            "job {} asks for ioengine {}, but the device is reached through {} (the first job's)",
+            "job {} uses ioengine {}: its commands cost that path's host CPU, but the device is attached through {} \
+             (the first job's)",
             other.name,
             other.ioengine.name(),
             host.name()
