@@ -1,4 +1,4 @@
-//! What the `--key=value` tools (wal-bench, file-churn) share: option values, errors, and result slots.
+//! What the `--key=value` tools (wal-bench, file-churn, kv-bench) share: option values, errors, and result slots.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -31,6 +31,9 @@ pub enum ToolError {
     /// logfs failed in a phase of a file-churn run (set-up, or a job).
     #[error("{phase}: {source}")]
     LogFs { phase: String, source: zonelab_logfs::LogFsError },
+    /// zonedfs failed under kv-bench's database.
+    #[error("zonedfs: {0}")]
+    ZonedFs(#[from] zonelab_zonedfs::ZonedFsError),
     /// A simulated task ended without leaving its result: host code waited for something that never came.
     #[error("{0} did not finish")]
     Unfinished(&'static str),
@@ -74,6 +77,19 @@ impl<'a> ToolOption<'a> {
 
     pub fn number<T: std::str::FromStr>(&self) -> Result<T, ToolError> {
         number(self.key, self.value()?).map_err(ToolError::Usage)
+    }
+
+    /// A host time in microseconds (`--put-cost-us` and the like), from 0 to 1 s, in nanoseconds.
+    pub fn host_time_ns(&self) -> Result<u64, ToolError> {
+        const MOST_US: f64 = 1e6;
+        let us = self.number::<f64>()?;
+        if !(0.0..=MOST_US).contains(&us) {
+            return Err(ToolError::Usage(format!(
+                "option {}: {us} is not a time from 0 to {MOST_US} microseconds",
+                self.key
+            )));
+        }
+        Ok((us * 1000.0).round() as u64)
     }
 
     /// `--output-format`: true for json, false for normal; anything else is refused.

@@ -95,11 +95,12 @@ fn one() -> u64 {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Series {
     pub label: String,
-    /// `fio` (the default) or `wal-bench`.
+    /// `fio` (the default), `wal-bench`, `file-churn` or `kv-bench`.
     #[serde(default)]
     pub tool: Option<String>,
     /// For fio: `read|write.clat.pNN`, `read|write.kiops`, or `scheduler.commands_per_request`, of the last job.
     /// For wal-bench: `wal.kiops`, `wal.recovery_io_s` (the reads), `wal.recovery_s` (reads and memtable apply).
+    /// For kv-bench: `kv.kiops`, `kv.put.p99.9`.
     pub metric: String,
     /// fio arguments; `{x}`, `{runtime}` and `{ramp}` are filled in.
     pub args: String,
@@ -390,6 +391,19 @@ fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<
     }
 }
 
+/// A kv-bench metric: `kv.kiops`, or `kv.put.p99.9` (microseconds) with the puts beyond it (see
+/// `Point::events`).
+fn kv_metric(result: &crate::kvbench::KvBenchResult, metric: &str) -> Result<(f64, Option<u64>), String> {
+    match metric {
+        "kv.kiops" => Ok((result.kiops, None)),
+        "kv.put.p99.9" => {
+            let beyond = result.put_latency.count() / 1000;
+            Ok((result.put_latency.percentile(99.9) as f64 / 1000.0, Some(beyond)))
+        }
+        _ => Err(format!("unknown metric {metric}")),
+    }
+}
+
 /// A file-churn metric, and for a count the count itself (see `Point::events`).
 fn churn_metric(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<(f64, Option<u64>), String> {
     let value = churn_value(result, metric)?;
@@ -454,6 +468,9 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                     // A finish pads about 1 GiB (about a second of the write budget): runs long enough for ten.
                     .replace("{finish_runtime}", if quick { "1s" } else { "10s" })
                     .replace("{recovery_records}", if quick { "4096" } else { "16384" })
+                    // kv-bench: 32 full-zone resets a second need a pool of prefilled zones for the whole run.
+                    .replace("{kv_runtime}", if quick { "1" } else { "10" })
+                    .replace("{kv_pool}", if quick { "40" } else { "330" })
                     .replace("{churn_jobs}", if quick { "16" } else { "64" })
                     .replace("{churn_runtime}", if quick { "5" } else { "60" })
                     // Quick runs shrink the device tenfold (4 GiB) so that its prefill costs seconds, not minutes.
@@ -470,6 +487,15 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                         let y = wal_metric(&result, &series.metric)
                             .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
                         Point { x, y, events: None, by_seed: Vec::new(), file_system: None }
+                    }
+                    Some("kv-bench") => {
+                        let spec = crate::kvbench::parse_args(&args)
+                            .map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                        let result =
+                            crate::kvbench::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
+                        let (y, events) = kv_metric(&result, &series.metric)
+                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
+                        Point { x, y, events, by_seed: Vec::new(), file_system: None }
                     }
                     Some("file-churn") => {
                         let result = match churn_runs.entry(args.clone()) {

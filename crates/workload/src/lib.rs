@@ -11,6 +11,7 @@ pub mod experiment;
 mod filebench;
 pub mod filechurn;
 pub mod fio;
+pub mod kvbench;
 mod plot;
 pub mod walbench;
 

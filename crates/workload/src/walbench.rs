@@ -22,7 +22,6 @@ const MAX_RECORD_BYTES: u64 = 64 << 20;
 const MAX_RECORDS: u64 = 1 << 32;
 const MAX_BUFFER_BYTES: u64 = 1 << 30;
 const MAX_QUEUE_DEPTH: u64 = 65_536;
-const MAX_PUT_COST_US: f64 = 1e6;
 
 /// What to run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -70,18 +69,6 @@ impl Default for WalBenchSpec {
     }
 }
 
-/// A host time per record (`--put-cost-us`, `--apply-cost-us`), from 0 to 1 s, in nanoseconds.
-fn host_cost_ns(option: &ToolOption) -> Result<u64, ToolError> {
-    let us = option.number::<f64>()?;
-    if !(0.0..=MAX_PUT_COST_US).contains(&us) {
-        return Err(ToolError::Usage(format!(
-            "option {}: {us} is not a time from 0 to {MAX_PUT_COST_US} microseconds",
-            option.key
-        )));
-    }
-    Ok((us * 1000.0).round() as u64)
-}
-
 /// Parses `--key=value` options; an unknown option is an error that names it.
 pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, ToolError> {
     let mut spec = WalBenchSpec::default();
@@ -103,8 +90,8 @@ pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, ToolError> {
             "barrier" => spec.barrier_bytes = if option.value()? == "zone" { None } else { Some(option.bytes()?) },
             "record-size" => spec.record_bytes = option.bytes()?,
             "records" => spec.records = option.number()?,
-            "put-cost-us" => spec.put_cost_ns = host_cost_ns(&option)?,
-            "apply-cost-us" => spec.apply_cost_ns = host_cost_ns(&option)?,
+            "put-cost-us" => spec.put_cost_ns = option.host_time_ns()?,
+            "apply-cost-us" => spec.apply_cost_ns = option.host_time_ns()?,
             "read-size" => spec.read_bytes = option.bytes()?,
             "sync-every" => spec.sync_every = option.number()?,
             "recover" => spec.recover = true,

@@ -92,6 +92,17 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// RocksDB's write path (db_bench fillrandom) on zonedfs in virtual time: puts with host CPU, a WAL,
+    /// memtable flushes and leveled compaction, optionally beside a load of zone resets. Options:
+    /// --preset=NAME[,key=value...] --scheduler=none|mq-deadline|zinc --threads=N --key-size=SIZE
+    /// --value-size=SIZE --put-cost-us=F --sync=0|1 --build-cost-us-per-kib=F --memtable-size=SIZE --sst-size=SIZE
+    /// --l0-trigger=N --level-base-size=SIZE --level-multiplier=N --runtime=SECONDS --resets-per-second=F
+    /// --reset-pool-zones=N --seed=N --output-format=normal|json
+    #[command(name = "kv-bench", disable_help_flag = true)]
+    KvBench {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Jobs that each write a file on the zonefs-like layer and delete it, round after round (the ReZNS
     /// paper's FIO setup). Options: --preset=NAME[,key=value...] --jobs=N --file-size=SIZE --bs=SIZE --fsync=N
     /// --rounds=N --prefill=FRACTION --seed=N --start-jitter-us=F (default 1000) --output-format=normal|json
@@ -426,6 +437,16 @@ fn run(command: Command) -> Result<(), CliError> {
                 spec.json,
                 || zonelab_workload::walbench::to_json(&result),
                 || zonelab_workload::walbench::to_text(&result),
+            )
+        }
+        Command::KvBench { args } => {
+            let spec = zonelab_workload::kvbench::parse_args(&args).map_err(CliError::from)?;
+            let result = zonelab_workload::kvbench::run(&spec).map_err(CliError::from)?;
+            print_json_or_text(
+                &mut stdout,
+                spec.json,
+                || zonelab_workload::kvbench::to_json(&result),
+                || zonelab_workload::kvbench::to_text(&result),
             )
         }
         Command::FileChurn { args } => {
