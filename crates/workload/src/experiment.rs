@@ -117,6 +117,7 @@ pub struct Claim {
     /// Where in the paper: section, figure or slide.
     #[serde(rename = "where")]
     pub location: String,
+    /// A series' label, or `Z of LABEL` for one of the figure's interference figures.
     pub series_a: String,
     /// The series a is compared with (a change claim); absent for a value claim.
     #[serde(default)]
@@ -605,6 +606,44 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 }
             );
         }
+        // The interference figures first: a claim may compare them ("Z of LABEL").
+        let mut zs = Vec::new();
+        for spec in &figure.interference {
+            let series = |label: &str| lines.iter().find(|(name, _)| name == label).map(|(_, points)| points.clone());
+            let (Some(throughput), Some(latency)) = (series(&spec.throughput), series(&spec.latency)) else {
+                return Err(fail(format!(
+                    "interference {}: no series {} or {}",
+                    spec.label, spec.throughput, spec.latency
+                )));
+            };
+            // Z of seed `s` (0: the tables' seed), from each series' values under that seed.
+            let z_of = |s: usize| {
+                let value = |point: &Point| point.by_seed.get(s).copied().unwrap_or(point.y);
+                let (t0, l0) = (value(&throughput[0]), value(&latency[0]));
+                let terms: Vec<f64> = throughput
+                    .iter()
+                    .zip(&latency)
+                    .skip(1)
+                    .map(|(t, l)| {
+                        let (dt, dl) = ((value(t) - t0) / t0, (value(l) - l0) / l0);
+                        (spec.alpha * dt * dt + (1.0 - spec.alpha) * dl * dl).sqrt()
+                    })
+                    .collect();
+                terms.iter().sum::<f64>() / terms.len().max(1) as f64
+            };
+            let by_seed: Vec<f64> = (0..figure.seeds.max(1) as usize).map(z_of).collect();
+            let z = by_seed[0];
+            let unstable = throughput.iter().chain(&latency).any(Point::unstable);
+            let spread = if by_seed.len() > 1 {
+                let (low, high) = by_seed
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), &z| (low.min(z), high.max(z)));
+                format!(" (seed 1; {low:.3} to {high:.3} over seeds 1 to {})", by_seed.len())
+            } else {
+                String::new()
+            };
+            zs.push((spec, z, by_seed, spread, unstable));
+        }
         let mut claims = Vec::new();
         if !figure.claim.is_empty() {
             let _ = writeln!(
@@ -613,7 +652,21 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             );
         }
         for claim in &figure.claim {
+            let z_points: Vec<Point> = zs
+                .iter()
+                .map(|(_, z, _, _, unstable)| Point {
+                    x: claim.x,
+                    y: *z,
+                    // An unsettled Z marks the claim unsettled, as a percentile on too few samples does.
+                    events: unstable.then_some(0),
+                    by_seed: Vec::new(),
+                    file_system: None,
+                })
+                .collect();
             let point = |label: &str, x: u32| {
+                if let Some(of) = label.strip_prefix("Z of ") {
+                    return zs.iter().position(|(spec, ..)| spec.label == of).map(|index| &z_points[index]);
+                }
                 lines.iter().find(|(name, _)| name == label).and_then(|(_, points)| points.iter().find(|p| p.x == x))
             };
             let a = point(&claim.series_a, claim.x);
@@ -675,11 +728,11 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 "| {} (\"{}\") | {} | {paper_text} | {model_text} | {detail}{unsettled} | {basis} | {explanation} |",
                 claim.text, claim.quote, claim.location,
             );
+            let metric = if claim.series_a.starts_with("Z of ") { "interference Z" } else { &figure.y_label };
             summary.push(format!(
-                "{} {} ({}): paper {paper_text}, zonelab {model_text}: {}",
+                "{} {} ({metric}): paper {paper_text}, zonelab {model_text}: {}",
                 experiment.id,
                 figure.id,
-                figure.y_label,
                 verdict.name()
             ));
             claims.push(ClaimOutcome { explanation: explanation.to_string(), ..outcome });
@@ -693,46 +746,13 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                  against the point without interference (x = 0). Z = 0 is no interference."
             );
         }
-        for spec in &figure.interference {
-            let series = |label: &str| lines.iter().find(|(name, _)| name == label).map(|(_, points)| points.clone());
-            let (Some(throughput), Some(latency)) = (series(&spec.throughput), series(&spec.latency)) else {
-                return Err(fail(format!(
-                    "interference {}: no series {} or {}",
-                    spec.label, spec.throughput, spec.latency
-                )));
-            };
-            // Z of seed `s` (0: the tables' seed), from each series' values under that seed.
-            let z_of = |s: usize| {
-                let value = |point: &Point| point.by_seed.get(s).copied().unwrap_or(point.y);
-                let (t0, l0) = (value(&throughput[0]), value(&latency[0]));
-                let terms: Vec<f64> = throughput
-                    .iter()
-                    .zip(&latency)
-                    .skip(1)
-                    .map(|(t, l)| {
-                        let (dt, dl) = ((value(t) - t0) / t0, (value(l) - l0) / l0);
-                        (spec.alpha * dt * dt + (1.0 - spec.alpha) * dl * dl).sqrt()
-                    })
-                    .collect();
-                terms.iter().sum::<f64>() / terms.len().max(1) as f64
-            };
-            let by_seed: Vec<f64> = (0..figure.seeds.max(1) as usize).map(z_of).collect();
-            let z = by_seed[0];
-            let unstable = throughput.iter().chain(&latency).any(Point::unstable);
-            let spread = if by_seed.len() > 1 {
-                let (low, high) = by_seed
-                    .iter()
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), &z| (low.min(z), high.max(z)));
-                format!(" (seed 1; {low:.3} to {high:.3} over seeds 1 to {})", by_seed.len())
-            } else {
-                String::new()
-            };
+        for (spec, z, by_seed, spread, unstable) in &zs {
             let _ = writeln!(
                 report,
                 "\nInterference Z ({}, alpha {}): {z:.3}{spread}{}",
                 spec.label,
                 spec.alpha,
-                if unstable { "; it rests on figures marked *, so it is not settled by this run" } else { "" }
+                if *unstable { "; it rests on figures marked *, so it is not settled by this run" } else { "" }
             );
             summary.push(format!("{} {}: interference Z of {} = {z:.3}{spread}", experiment.id, figure.id, spec.label));
             interference.push(
