@@ -29,8 +29,8 @@ const LIFETIME_MEDIUM: u8 = 3;
 const LIFETIME_LONG: u8 = 4;
 const LIFETIME_EXTREME: u8 = 5;
 
-/// Bytes moved per file system call when an SST is written or read, as RocksDB's 1 MiB compaction readahead
-/// and its writable file buffer.
+/// Bytes moved per file system call when an SST is written or read: RocksDB's writable file buffer
+/// (`writable_file_max_buffer_size`, 1 MiB by default); compaction reads its inputs in the same pieces.
 const IO_CHUNK_BYTES: u64 = 1 << 20;
 
 /// A WAL record's framing beyond key and value (RocksDB's 7-byte record header and the write batch's 12-byte
