@@ -642,7 +642,10 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             } else {
                 String::new()
             };
-            zs.push((spec, z, by_seed, spread, unstable));
+            // As a point a claim can read: an unsettled Z marks the claim unsettled, as a percentile on too few
+            // samples does.
+            let point = Point { x: 0, y: z, events: unstable.then_some(0), by_seed, file_system: None };
+            zs.push((spec, point, spread));
         }
         let mut claims = Vec::new();
         if !figure.claim.is_empty() {
@@ -652,20 +655,9 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             );
         }
         for claim in &figure.claim {
-            let z_points: Vec<Point> = zs
-                .iter()
-                .map(|(_, z, _, _, unstable)| Point {
-                    x: claim.x,
-                    y: *z,
-                    // An unsettled Z marks the claim unsettled, as a percentile on too few samples does.
-                    events: unstable.then_some(0),
-                    by_seed: Vec::new(),
-                    file_system: None,
-                })
-                .collect();
             let point = |label: &str, x: u32| {
                 if let Some(of) = label.strip_prefix("Z of ") {
-                    return zs.iter().position(|(spec, ..)| spec.label == of).map(|index| &z_points[index]);
+                    return zs.iter().find(|(spec, ..)| spec.label == of).map(|(_, point, _)| point);
                 }
                 lines.iter().find(|(name, _)| name == label).and_then(|(_, points)| points.iter().find(|p| p.x == x))
             };
@@ -746,17 +738,18 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                  against the point without interference (x = 0). Z = 0 is no interference."
             );
         }
-        for (spec, z, by_seed, spread, unstable) in &zs {
+        for (spec, point, spread) in &zs {
+            let (z, unstable) = (point.y, point.unstable());
             let _ = writeln!(
                 report,
                 "\nInterference Z ({}, alpha {}): {z:.3}{spread}{}",
                 spec.label,
                 spec.alpha,
-                if *unstable { "; it rests on figures marked *, so it is not settled by this run" } else { "" }
+                if unstable { "; it rests on figures marked *, so it is not settled by this run" } else { "" }
             );
             summary.push(format!("{} {}: interference Z of {} = {z:.3}{spread}", experiment.id, figure.id, spec.label));
             interference.push(
-                json!({ "label": spec.label, "alpha": spec.alpha, "z": z, "z_by_seed": by_seed, "settled": !unstable }),
+                json!({ "label": spec.label, "alpha": spec.alpha, "z": z, "z_by_seed": point.by_seed, "settled": !unstable }),
             );
         }
         all_claims.extend(claims.iter().cloned().map(|claim| (figure.id.clone(), claim)));

@@ -284,6 +284,13 @@ async fn append_random<Q: CommandQueue>(
     Ok(())
 }
 
+/// Opens a file, reads it whole and closes it.
+async fn read_file<Q: CommandQueue>(vfs: &Vfs<'_, Q>, name: &str, counts: &Shared<Counts>) -> Result<(), LogFsError> {
+    vfs.open_close().await;
+    counts.borrow_mut().bytes_read += read_whole(vfs, name).await?;
+    Ok(())
+}
+
 /// A pass in which every pick found its file busy or missing still costs a thread its time, as filebench's
 /// threads spend it looking; without it such a pass would take no time at all.
 async fn idle_pass<Q: CommandQueue>(vfs: &Vfs<'_, Q>, flowops: u64) {
@@ -320,8 +327,7 @@ pub async fn varmail<Q: CommandQueue>(
         flowops += 5; // openfile, readwholefile, appendfilerand, fsync, closefile
     }
     if let Some(held) = hold(set, true, rng) {
-        vfs.open_close().await;
-        counts.borrow_mut().bytes_read += read_whole(vfs, &held.name).await?;
+        read_file(vfs, &held.name, counts).await?;
         flowops += 3; // openfile, readwholefile, closefile
     }
     idle_pass(vfs, flowops).await;
@@ -351,8 +357,7 @@ pub async fn fileserver<Q: CommandQueue>(
         flowops += 3; // openfile, appendfilerand, closefile
     }
     if let Some(held) = hold(set, true, rng) {
-        vfs.open_close().await;
-        counts.borrow_mut().bytes_read += read_whole(vfs, &held.name).await?;
+        read_file(vfs, &held.name, counts).await?;
         flowops += 3; // openfile, readwholefile, closefile
     }
     if let Some(held) = hold(set, true, rng) {

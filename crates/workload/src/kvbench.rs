@@ -248,7 +248,7 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
     }
 
     /// Immutable memtables not flushed (a run that ends with some has a task that waited forever).
-    fn flush_jobs_pending(&self) -> bool {
+    fn has_unflushed_memtables(&self) -> bool {
         self.immutable.get() != 0
     }
 
@@ -482,7 +482,7 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
     if let Some(error) = failure.borrow_mut().take() {
         return Err(error);
     }
-    if writers_left.get() != 0 || db.flush_jobs_pending() {
+    if writers_left.get() != 0 || db.has_unflushed_memtables() {
         return Err(ToolError::Unfinished("the database"));
     }
     let puts = db.puts.get();

@@ -12,7 +12,7 @@ mod wear;
 mod zone_media;
 
 use costs::{transfer_ns, Costs};
-use layout::Layout;
+use layout::{Layout, Place};
 use resources::{HeldPages, Resources};
 pub use wear::EraseSummary;
 use wear::Wear;
@@ -338,8 +338,8 @@ impl FlashModel {
         let data_out = if self.costs.read_ahead_bytes == 0 {
             self.read_pages(now, start, zone, offset_bytes, end)
         } else {
-            let sequential = self.zone(zone).read_ahead.next_offset_plus_one == offset_bytes + 1;
-            self.zone_mut(zone).read_ahead.next_offset_plus_one = end + 1;
+            let sequential = self.zone(zone).read_ahead.next_offset == Some(offset_bytes);
+            self.zone_mut(zone).read_ahead.next_offset = Some(end);
             if sequential {
                 self.read_ahead(now, start, zone, offset_bytes, end)
             } else {
@@ -367,35 +367,47 @@ impl FlashModel {
                 let (physical_zone, physical_unit) = self.lookup(zone, unit);
                 let place = self.layout.place(physical_zone, physical_unit);
                 let (first_page, end_page) = (offset / page_bytes, (offset + piece).div_ceil(page_bytes));
-                let (sensed, sensing) = match self.resources.page_register[place.plane] {
+                let moved = match self.resources.page_register[place.plane] {
                     Some(held) if held.zone == zone && held.first_page <= first_page && end_page <= held.end_page => {
-                        (held.ready_ns.max(start), false)
+                        let channel_ns = transfer_ns(piece, self.costs.channel_ns_per_byte);
+                        self.resources.channels[place.channel].reserve(now, held.ready_ns.max(start), channel_ns)
                     }
-                    _ => {
-                        let read_ns =
-                            self.costs.read_ns(first_page % self.layout.pages_per_unit, end_page - first_page);
-                        let sensed = self.resources.planes[place.plane].reserve(now, start, read_ns);
-                        self.resources.page_register[place.plane] =
-                            Some(HeldPages { zone, first_page, end_page, ready_ns: sensed });
-                        self.counters.add(FlashOp::PageRead, OpSource::HostRead, end_page - first_page);
-                        (sensed, true)
-                    }
+                    _ => self.sense_and_move(now, start, zone, place, first_page..end_page, piece),
                 };
-                let channel_ns = transfer_ns(piece, self.costs.channel_ns_per_byte);
-                let moved = self.resources.channels[place.channel].reserve(now, sensed, channel_ns);
-                if sensing {
-                    // The die holds what it sensed in its register until the channel has moved it out, and senses
-                    // nothing else meanwhile (no cache read), as NVMeVirt's read sets `lun.next_avail =
-                    // chnl_end` (docs/calibration.md a.1): a random read that lands on a die another read holds
-                    // waits for that transfer too. With it, 4 KiB random reads at QD 64 on the ZN540 model 400 K/s
-                    // against 365 K/s measured, where a die free after tR gave 435 K/s (docs/calibration.md c.1).
-                    self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
-                }
                 data_out = data_out.max(moved);
             }
             offset += piece;
         }
         data_out
+    }
+
+    /// Senses `pages` of `zone` on `place`'s plane from `start` (as long as their slowest page type), then moves
+    /// `bytes` of them over its channel; returns when they are in the controller. The die holds what it sensed
+    /// in its register until the channel has moved it out, and senses nothing else meanwhile (no cache read), as
+    /// NVMeVirt's read sets `lun.next_avail = chnl_end` (docs/calibration.md a.1): a random read that lands on a
+    /// die another read holds waits for that transfer too. With it, 4 KiB random reads at QD 64 on the ZN540
+    /// model 400 K/s against 365 K/s measured, where a die free after tR gave 435 K/s (docs/calibration.md c.1).
+    fn sense_and_move(
+        &mut self,
+        now: u64,
+        start: u64,
+        zone: LogicalZone,
+        place: Place,
+        pages: std::ops::Range<u64>,
+        bytes: u64,
+    ) -> u64 {
+        let read_ns = self.costs.read_ns(pages.start % self.layout.pages_per_unit, pages.end - pages.start);
+        let sensed = self.resources.planes[place.plane].reserve(now, start, read_ns);
+        self.resources.page_register[place.plane] =
+            Some(HeldPages { zone, first_page: pages.start, end_page: pages.end, ready_ns: sensed });
+        self.counters.add(FlashOp::PageRead, OpSource::HostRead, pages.end - pages.start);
+        let moved = self.resources.channels[place.channel].reserve(
+            now,
+            sensed,
+            transfer_ns(bytes, self.costs.channel_ns_per_byte),
+        );
+        self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
+        moved
     }
 
     /// A read that continues the zone's sequential stream: the controller has its pages in memory, or senses
@@ -413,24 +425,12 @@ impl FlashModel {
             stream.pages.clear();
         }
         let mut page = stream.next_page(first);
-        let page_transfer_ns = transfer_ns(page_bytes, self.costs.channel_ns_per_byte);
         while page < horizon {
             let unit = ProgramUnit(page / pages_per_unit);
             let ready = if unit.0 < programmed {
                 let (physical_zone, physical_unit) = self.lookup(zone, unit);
                 let place = self.layout.place(physical_zone, physical_unit);
-                let sensed = self.resources.planes[place.plane].reserve(
-                    now,
-                    start,
-                    self.costs.read_ns(page % pages_per_unit, 1),
-                );
-                let moved = self.resources.channels[place.channel].reserve(now, sensed, page_transfer_ns);
-                // As for any sense, the die holds the page until the channel has moved it out.
-                self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
-                self.resources.page_register[place.plane] =
-                    Some(HeldPages { zone, first_page: page, end_page: page + 1, ready_ns: sensed });
-                self.counters.add(FlashOp::PageRead, OpSource::HostRead, 1);
-                moved
+                self.sense_and_move(now, start, zone, place, page..page + 1, page_bytes)
             } else {
                 start
             };

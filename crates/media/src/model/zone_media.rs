@@ -37,8 +37,8 @@ pub(super) struct ZoneMedia {
 /// and the pages it has sensed ahead of the stream into its memory, with the time each is there.
 #[derive(Clone, Debug, Default)]
 pub(super) struct ReadAhead {
-    /// The end of the zone's last read, plus one (0: no read yet), in bytes from the zone start.
-    pub next_offset_plus_one: u64,
+    /// The end of the zone's last read, in bytes from the zone start: where a sequential read would start.
+    pub next_offset: Option<u64>,
     /// Pages read ahead, in page order: (page index in the zone, when its data is in the controller).
     pub pages: VecDeque<(u64, u64)>,
 }
