@@ -96,6 +96,15 @@ pub struct ControllerConfig {
     /// 0 means no limit.
     pub write_mib_per_s: f64,
     pub read_mib_per_s: f64,
+    /// The write budget is spent in units of this many bytes, each taking an exponentially distributed time
+    /// around the mean rate (flash absorbs written data unevenly, which gives bandwidth-bound writes their
+    /// tail); 0 for a steady rate. Images written before this key existed drain steadily.
+    #[serde(default)]
+    pub write_drain_unit_bytes: u64,
+    /// Written data the device holds ahead of what flash has absorbed at the write ceiling: a write completes
+    /// once what is ahead of it fits; 0 for none (a write completes when its share of the budget is spent).
+    #[serde(default)]
+    pub write_drain_buffer_bytes: u64,
     /// Per-zone write buffer; 0 means none, and every write waits for its program.
     pub zone_write_buffer_bytes: u64,
     /// How far ahead of a sequential read stream the controller senses pages into its memory (read-ahead);

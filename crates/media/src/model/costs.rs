@@ -7,7 +7,7 @@ fn ns(us: f64) -> u64 {
 }
 
 /// Nanoseconds per byte at `mib_per_s`; 0 when the rate is 0 (no limit).
-fn ns_per_byte(mib_per_s: f64) -> f64 {
+pub(super) fn ns_per_byte(mib_per_s: f64) -> f64 {
     if mib_per_s <= 0.0 {
         0.0
     } else {
@@ -32,7 +32,6 @@ pub(super) struct Costs {
     pub seal_ns: u64,
     pub channel_ns_per_byte: f64,
     pub link_ns_per_byte: f64,
-    pub write_budget_ns_per_byte: f64,
     pub read_budget_ns_per_byte: f64,
     pub read_firmware_ns: u64,
     pub write_firmware_ns: u64,
@@ -71,7 +70,6 @@ impl Costs {
             seal_ns: ns(nand.seal_latency_us),
             channel_ns_per_byte: ns_per_byte(nand.channel_mib_per_s),
             link_ns_per_byte: ns_per_byte(controller.host_link_mib_per_s),
-            write_budget_ns_per_byte: ns_per_byte(controller.write_mib_per_s),
             read_budget_ns_per_byte: ns_per_byte(controller.read_mib_per_s),
             read_firmware_ns: ns(controller.read_firmware_us),
             write_firmware_ns: ns(controller.write_firmware_us),

@@ -11,9 +11,9 @@ mod resources;
 mod wear;
 mod zone_media;
 
-use costs::{transfer_ns, Costs};
+use costs::{ns_per_byte, transfer_ns, Costs};
 use layout::{Layout, Place};
-use resources::{HeldPages, Resources};
+use resources::{HeldPages, Resources, WriteBudget};
 pub use wear::EraseSummary;
 use wear::Wear;
 use zone_media::{BufferedUnit, ZoneMedia};
@@ -104,7 +104,16 @@ impl FlashModel {
         let layout = Layout::new(&config.nand, zone_cap_bytes, config.energy.page_bytes, config.planes_per_zone());
         FlashModel {
             costs: Costs::new(&config),
-            resources: Resources::new(layout.device_planes(), layout.device_channels(), config.nand.erase_concurrency),
+            resources: Resources::new(
+                layout.device_planes(),
+                layout.device_channels(),
+                config.nand.erase_concurrency,
+                WriteBudget::new(
+                    ns_per_byte(config.controller.write_mib_per_s),
+                    config.controller.write_drain_unit_bytes,
+                    config.controller.write_drain_buffer_bytes,
+                ),
+            ),
             zones: vec![ZoneMedia::default(); zones as usize],
             renewable: (config.mapping.policy == MappingPolicy::Rezns)
                 .then(|| RenewableMap::new(zones, layout.units_per_zone, config.mapping.renew_above)),
@@ -236,8 +245,7 @@ impl FlashModel {
             + costs.write_firmware_per_4k_ns * len_bytes.div_ceil(4096)
             + append_extra
             + if opens_zone { costs.implicit_open_extra_ns } else { 0 };
-        let (link_ns, budget_ns) =
-            (transfer_ns(len_bytes, costs.link_ns_per_byte), transfer_ns(len_bytes, costs.write_budget_ns_per_byte));
+        let link_ns = transfer_ns(len_bytes, costs.link_ns_per_byte);
         let buffer_bytes = costs.zone_write_buffer_bytes;
         let command_ns = if append { costs.append_command_ns } else { costs.write_command_ns };
         let command_done = self.resources.command(now, command_ns);
@@ -249,7 +257,7 @@ impl FlashModel {
         if kind != WriteKind::Zeroes {
             data_in = self.resources.link_to_device(data_ready, link_ns);
         }
-        data_in = data_in.max(self.resources.write_budget(data_ready, budget_ns));
+        data_in = data_in.max(self.resources.write_budget.take(data_ready, len_bytes).in_device_ns);
 
         let source = if append { OpSource::Append } else { OpSource::HostWrite };
         let end_bytes = offset_bytes + len_bytes;
@@ -581,7 +589,6 @@ impl FlashModel {
         let zone = LogicalZone(zone);
         let command_done = self.management(now);
         let start = now + self.costs.finish_ns;
-        let budget_ns_per_byte = self.costs.write_budget_ns_per_byte;
         let written = self.zone(zone).written_bytes;
         if written == 0 || self.zone(zone).sealed {
             self.zone_mut(zone).sealed = true;
@@ -589,13 +596,15 @@ impl FlashModel {
         }
         let (zone_cap_bytes, unit_bytes) = (self.layout.zone_cap_bytes, self.layout.unit_bytes);
         let padding = zone_cap_bytes - written;
-        let budget_start = self.resources.write_budget_start(start);
-        let budget_done = self.resources.write_budget(start, transfer_ns(padding, budget_ns_per_byte));
+        let budget_start = self.resources.write_budget.start(start);
+        let budget_done = self.resources.write_budget.take(start, padding).absorbed_ns;
         let host_units = written.div_ceil(unit_bytes);
         let mut last = self.program_through(now, zone, host_units, budget_start, OpSource::HostWrite);
         for unit in host_units..self.layout.units_per_zone {
             let padded_to = ((unit + 1) * unit_bytes).min(zone_cap_bytes) - written;
-            let ready = budget_start + transfer_ns(padded_to, budget_ns_per_byte);
+            // Each padded unit is in once its share of the padding's budget is spent.
+            let ready = budget_start
+                + ((budget_done - budget_start) as u128 * u128::from(padded_to) / u128::from(padding)) as u64;
             last = last.max(self.program(now, zone, ProgramUnit(unit), ready, OpSource::FinishPadding));
             self.zone_mut(zone).programmed_units = unit + 1;
         }
@@ -749,6 +758,8 @@ mod tests {
                 management_command_us: 0.0,
                 write_mib_per_s: 0.0,
                 read_mib_per_s: 0.0,
+                write_drain_unit_bytes: 0,
+                write_drain_buffer_bytes: 0,
                 zone_write_buffer_bytes: 4 * UNIT,
                 read_ahead_bytes: 0,
                 early_completion: true,

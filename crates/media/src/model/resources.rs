@@ -2,6 +2,8 @@
 //! register holds), channels, the erase slots, the controller's command processor, the host link into the
 //! device, the write budget, and the way out to the host.
 
+use std::collections::VecDeque;
+
 use crate::timeline::Timeline;
 use crate::LogicalZone;
 
@@ -30,11 +32,104 @@ pub(super) struct Resources {
     link_to_device_free: u64,
     /// The way out to the host: the read budget and the host link, whichever is narrower, as one resource.
     pub output: Timeline,
-    write_budget_free: u64,
+    pub write_budget: WriteBudget,
+}
+
+/// The rate at which flash absorbs written data, the device's write ceiling, spent in arrival order. With a
+/// drain unit it is spent unit by unit, each unit taking an exponentially distributed time around the mean
+/// (seeded by the unit's index, so a run is reproducible): whether the next unit is absorbed soon depends on
+/// which of many busy dies frees first, so the times are memoryless. A buffer in front of the flash absorbs the
+/// spread while the host writes below the ceiling; once it is full a write waits for the flash to absorb what
+/// is ahead of it, a sum of unit times whose spread grows with the square root of the bytes in flight, as the
+/// grid's tails do.
+#[derive(Clone, Debug)]
+pub(super) struct WriteBudget {
+    free_ns: u64,
+    ns_per_byte: f64,
+    unit_bytes: u64,
+    buffer_bytes: u64,
+    /// Bytes taken since the device was built: which unit the next byte falls in.
+    spent_bytes: u64,
+    /// What the flash absorbs of the last `buffer_bytes` taken: byte ranges with the times they start and
+    /// end being absorbed, oldest first.
+    absorbing: VecDeque<Absorbing>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Absorbing {
+    first_byte: u64,
+    end_byte: u64,
+    start_ns: u64,
+    end_ns: u64,
+}
+
+/// When a piece of written data is in the device (it may complete) and when the flash has absorbed it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Drained {
+    pub in_device_ns: u64,
+    pub absorbed_ns: u64,
+}
+
+impl WriteBudget {
+    pub fn new(ns_per_byte: f64, unit_bytes: u64, buffer_bytes: u64) -> WriteBudget {
+        WriteBudget { free_ns: 0, ns_per_byte, unit_bytes, buffer_bytes, spent_bytes: 0, absorbing: VecDeque::new() }
+    }
+
+    /// Takes `bytes` whose data is ready at `ready`.
+    pub fn take(&mut self, ready: u64, bytes: u64) -> Drained {
+        let mut ns = bytes as f64 * self.ns_per_byte;
+        let first_byte = self.spent_bytes;
+        if self.unit_bytes != 0 && self.ns_per_byte != 0.0 {
+            ns = 0.0;
+            let mut left = bytes;
+            while left > 0 {
+                let unit = self.spent_bytes / self.unit_bytes;
+                let in_unit = (self.unit_bytes - self.spent_bytes % self.unit_bytes).min(left);
+                ns += in_unit as f64 * self.ns_per_byte * exponential(unit);
+                self.spent_bytes += in_unit;
+                left -= in_unit;
+            }
+        } else {
+            self.spent_bytes += bytes;
+        }
+        let start_ns = self.free_ns.max(ready);
+        self.free_ns = start_ns + (ns + 0.5) as u64;
+        if self.buffer_bytes == 0 {
+            return Drained { in_device_ns: self.free_ns, absorbed_ns: self.free_ns };
+        }
+        let absorbed = Absorbing { first_byte, end_byte: self.spent_bytes, start_ns, end_ns: self.free_ns };
+        self.absorbing.push_back(absorbed);
+        // In once all but the last `buffer_bytes` taken, these bytes included, are absorbed.
+        let must_absorb = self.spent_bytes.saturating_sub(self.buffer_bytes);
+        while self.absorbing.front().is_some_and(|range| range.end_byte < must_absorb) {
+            self.absorbing.pop_front();
+        }
+        let range = self.absorbing.front().copied().unwrap_or(absorbed);
+        let through = must_absorb.saturating_sub(range.first_byte);
+        let span = (range.end_byte - range.first_byte).max(1);
+        let at =
+            range.start_ns + ((range.end_ns - range.start_ns) as u128 * u128::from(through) / u128::from(span)) as u64;
+        Drained { in_device_ns: ready.max(at), absorbed_ns: self.free_ns }
+    }
+
+    /// When the budget is next free, from `at` on.
+    pub fn start(&self, at: u64) -> u64 {
+        self.free_ns.max(at)
+    }
+}
+
+/// A draw of the exponential distribution with mean 1, fixed by `index` (SplitMix64's finalizer as the hash).
+fn exponential(index: u64) -> f64 {
+    let mut z = index.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let uniform = ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    -uniform.ln()
 }
 
 impl Resources {
-    pub fn new(planes: usize, channels: usize, erase_concurrency: u32) -> Resources {
+    pub fn new(planes: usize, channels: usize, erase_concurrency: u32, write_budget: WriteBudget) -> Resources {
         Resources {
             planes: vec![Timeline::default(); planes],
             page_register: vec![None; planes],
@@ -43,7 +138,7 @@ impl Resources {
             command_free: 0,
             link_to_device_free: 0,
             output: Timeline::default(),
-            write_budget_free: 0,
+            write_budget,
         }
     }
 
@@ -58,17 +153,6 @@ impl Resources {
     pub fn link_to_device(&mut self, ready: u64, link_ns: u64) -> u64 {
         self.link_to_device_free = self.link_to_device_free.max(ready) + link_ns;
         self.link_to_device_free
-    }
-
-    /// Takes `budget_ns` of the device's write bandwidth from `ready` on; returns when it is spent.
-    pub fn write_budget(&mut self, ready: u64, budget_ns: u64) -> u64 {
-        self.write_budget_free = self.write_budget_free.max(ready) + budget_ns;
-        self.write_budget_free
-    }
-
-    /// When the write budget is next free, from `at` on.
-    pub fn write_budget_start(&self, at: u64) -> u64 {
-        self.write_budget_free.max(at)
     }
 
     /// One block erase of `erase_ns` on `plane` from `at`, through the device's erase slots when their number
@@ -106,10 +190,78 @@ impl Resources {
         let timelines = self.planes.iter().chain(self.channels.iter()).chain([&self.output]).map(Timeline::last_end);
         self.erase_slot_free
             .iter()
-            .chain([&self.command_free, &self.link_to_device_free, &self.write_budget_free])
+            .chain([&self.command_free, &self.link_to_device_free, &self.write_budget.free_ns])
             .copied()
             .chain(timelines)
             .max()
             .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NS_PER_BYTE: f64 = 1.0;
+    const UNIT: u64 = 100_000;
+
+    #[test]
+    fn a_steady_budget_spends_bytes_at_its_rate_in_arrival_order() {
+        let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 0);
+        assert_eq!(budget.take(0, 1000).in_device_ns, 1000);
+        assert_eq!(budget.take(0, 1000).in_device_ns, 2000);
+        assert_eq!(budget.take(5000, 1000).absorbed_ns, 6000, "an idle budget starts when the data is ready");
+    }
+
+    #[test]
+    fn a_drain_buffer_lets_writes_in_until_it_is_full() {
+        let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 4000);
+        let taken: Vec<Drained> = (0..8).map(|_| budget.take(0, 1000)).collect();
+        for (i, drained) in taken.iter().enumerate() {
+            assert_eq!(drained.absorbed_ns, 1000 * (i as u64 + 1), "the flash absorbs at its rate");
+        }
+        assert!(taken[..4].iter().all(|drained| drained.in_device_ns == 0), "four fit: {taken:?}");
+        // The fifth is in once the first is absorbed, the eighth once the fourth is.
+        assert_eq!(taken[4].in_device_ns, 1000);
+        assert_eq!(taken[7].in_device_ns, 4000);
+    }
+
+    #[test]
+    fn drain_units_vary_around_the_mean_rate_and_repeat_run_to_run() {
+        let units = 20_000u64;
+        let take_all = || {
+            let mut budget = WriteBudget::new(NS_PER_BYTE, UNIT, 0);
+            (0..units).map(|_| budget.take(0, UNIT).absorbed_ns).collect::<Vec<_>>()
+        };
+        let ends = take_all();
+        assert_eq!(ends, take_all(), "the same units take the same times");
+        let mean_rate = ends[ends.len() - 1] as f64 / (units * UNIT) as f64;
+        assert!((mean_rate - NS_PER_BYTE).abs() < 0.03, "mean ns per byte {mean_rate}");
+        let mut times: Vec<u64> = std::iter::once(ends[0]).chain(ends.windows(2).map(|w| w[1] - w[0])).collect();
+        times.sort_unstable();
+        let unit_ns = UNIT as f64 * NS_PER_BYTE;
+        // Exponential unit times: the median is ln 2 of the mean and the 99th percentile ln 100 of it.
+        let quantile = |q: f64| times[(q * (times.len() - 1) as f64) as usize] as f64 / unit_ns;
+        assert!((quantile(0.5) - 2f64.ln()).abs() < 0.05, "median {}", quantile(0.5));
+        assert!((quantile(0.99) - 100f64.ln()).abs() < 0.4, "p99 {}", quantile(0.99));
+    }
+
+    #[test]
+    fn a_wait_behind_more_bytes_spreads_by_the_square_root() {
+        // Sums of k exponential unit times: p99 - mean grows as sqrt(k), so 16x the bytes gives ~4x the spread.
+        let spread = |k: u64| {
+            let mut budget = WriteBudget::new(NS_PER_BYTE, UNIT, 0);
+            let mut sums: Vec<f64> = (0..4000)
+                .map(|_| {
+                    let start = budget.start(0);
+                    (budget.take(0, k * UNIT).absorbed_ns - start) as f64
+                })
+                .collect();
+            sums.sort_by(f64::total_cmp);
+            let mean = sums.iter().sum::<f64>() / sums.len() as f64;
+            sums[(0.99 * (sums.len() - 1) as f64) as usize] - mean
+        };
+        let ratio = spread(64) / spread(4);
+        assert!((3.2..4.8).contains(&ratio), "spread ratio {ratio} for 16x the bytes");
     }
 }
