@@ -1,11 +1,13 @@
-//! A zone reset erases blocks on the dies that hold them, so a read that needs one of those dies waits: the
-//! interference comes out of the reservations, with no special case for it.
+//! A zone reset erases blocks on the dies that hold them, so a read that needs one of those dies waits for the
+//! erase or suspends it: the interference comes out of the reservations, with no special case for it.
 
 use zonelab_device::{Device, DeviceConfig};
 use zonelab_zns::{Command, NullStore, ZoneSendAction};
 
-fn device() -> Device<NullStore> {
-    let config = DeviceConfig::load("zn540", &["namespace.zones=8".into()]).expect("preset");
+fn device(overrides: &[&str]) -> Device<NullStore> {
+    let mut all = vec!["namespace.zones=8".to_string()];
+    all.extend(overrides.iter().map(|o| o.to_string()));
+    let config = DeviceConfig::load("zn540", &all).expect("preset");
     let mut device = Device::new(&config, NullStore).expect("device");
     let cap = device.namespace().geometry().zone_cap_lba << 12;
     device.precondition(0, cap).expect("fill zone 0");
@@ -20,26 +22,36 @@ fn read_latency(device: &mut Device<NullStore>, at: u64, offset: u64) -> u64 {
     device.submit(at, Command::Read { slba, buf: &mut buf }).complete_ns - at
 }
 
-#[test]
-fn a_read_on_a_die_being_erased_waits_for_the_erase() {
+/// A read 2 ms into a reset of a full zone (past the controller's 1.6 ms, into the erases that keep every die
+/// busy for ~14 ms), against the same read on a quiet device; and the same read long after the reset.
+fn read_during_reset(overrides: &[&str]) -> (u64, u64, u64) {
     let start = 1_000_000_000;
-    let quiet = read_latency(&mut device(), start, 0);
-
-    let mut busy = device();
+    let quiet = read_latency(&mut device(overrides), start, 0);
+    let mut busy = device(overrides);
     let reset =
         busy.submit(start, Command::ZoneManagementSend { slba: 0, action: ZoneSendAction::Reset, select_all: false });
     assert!(reset.result.is_ok());
-    // 2 ms in, past the controller's 1.6 ms and into the erases, which keep every die busy for ~14 ms.
     let during_reset = read_latency(&mut busy, start + 2_000_000, 0);
-    let erase_ns = (busy.media().config().nand.erase_latency_us * 1000.0) as u64;
-    assert!(
-        during_reset >= quiet + erase_ns,
-        "a read behind the reset's erases takes {during_reset} ns, not at least {quiet} + {erase_ns}"
-    );
     // Another page, so that the read is not served from the page register the previous read filled, and a
     // lower page as the first one is (page 513 of 32 KiB, 3 pages to a program unit), which reads as fast.
     let after_reset = read_latency(&mut busy, reset.complete_ns + 100_000_000, 513 * 8);
+    (quiet, during_reset, after_reset)
+}
+
+#[test]
+fn a_read_on_a_die_being_erased_waits_for_the_erase_unless_it_suspends_it() {
+    let (quiet, during_reset, after_reset) = read_during_reset(&["media.nand.suspend-latency-us=0"]);
+    let erase_ns = 856_000;
+    assert!(
+        during_reset >= quiet + erase_ns,
+        "without suspend a read behind the reset's erases takes {during_reset} ns, not at least {quiet} + {erase_ns}"
+    );
     assert_eq!(after_reset, quiet, "once the erases are over, reads are as fast as before");
+
+    let (quiet, during_reset, after_reset) = read_during_reset(&[]);
+    let suspend_ns = 20_000;
+    assert_eq!(during_reset, quiet + suspend_ns, "the zn540 preset suspends the erase for the read");
+    assert_eq!(after_reset, quiet);
 }
 
 /// Reset latency of zone 0 of an `nvmevirt-rezns` device after `written` bytes, under `policy`, and the erase

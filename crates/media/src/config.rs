@@ -29,6 +29,15 @@ pub struct NandConfig {
     pub erase_latency_us: f64,
     /// Closing a partially programmed block before it is erased or left (dummy word lines); 0 for none.
     pub seal_latency_us: f64,
+    /// A read that finds its die programming or erasing suspends the operation and is sensed this long after
+    /// it could start (program/erase suspend); 0 means reads wait for the operation to end. Images written
+    /// before this key existed do not suspend.
+    #[serde(default)]
+    pub suspend_latency_us: f64,
+    /// A program or erase resumed after a suspension runs this long before it may be suspended again, so that
+    /// it progresses under a stream of reads; a read in that window waits for its end. 0: no such window.
+    #[serde(default)]
+    pub resume_before_suspend_us: f64,
     /// Channel transfer rate in MiB/s.
     pub channel_mib_per_s: f64,
     /// Erases that may run at once device-wide (a power budget); 0 means one per plane.
@@ -253,6 +262,8 @@ impl MediaConfig {
             ("media.nand.program-latency-us", nand.program_latency_us),
             ("media.nand.erase-latency-us", nand.erase_latency_us),
             ("media.nand.seal-latency-us", nand.seal_latency_us),
+            ("media.nand.suspend-latency-us", nand.suspend_latency_us),
+            ("media.nand.resume-before-suspend-us", nand.resume_before_suspend_us),
             ("media.controller.host-link-mib-per-s", self.controller.host_link_mib_per_s),
             ("media.controller.read-firmware-us", self.controller.read_firmware_us),
             ("media.controller.write-firmware-us", self.controller.write_firmware_us),

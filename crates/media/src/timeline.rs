@@ -49,6 +49,19 @@ impl Timeline {
             }
             Some(_) => {}
         }
+        let (index, start) = self.fit(earliest, duration);
+        let end = start + duration;
+        self.insert(index, start, end);
+        end
+    }
+
+    /// Where `duration` from `earliest` on would start if reserved now, reserving nothing.
+    pub fn first_fit(&self, earliest: u64, duration: u64) -> u64 {
+        self.fit(earliest, duration).1
+    }
+
+    /// The first gap from `earliest` that holds `duration`: the index of the interval it precedes, and its start.
+    fn fit(&self, earliest: u64, duration: u64) -> (usize, u64) {
         let mut start = earliest;
         let mut index = self.busy.partition_point(|&(_, end)| end <= start);
         while let Some(&(busy_start, busy_end)) = self.busy.get(index) {
@@ -58,9 +71,7 @@ impl Timeline {
             start = start.max(busy_end);
             index += 1;
         }
-        let end = start + duration;
-        self.insert(index, start, end);
-        end
+        (index, start)
     }
 
     /// Inserts `[start, end)` before `index`, merging with neighbours it touches.

@@ -30,6 +30,9 @@ pub(super) struct Costs {
     /// `erase-timing = "zone-latency"`: erases delay their reset and hold no plane.
     pub erase_zone_latency: bool,
     pub seal_ns: u64,
+    /// 0: no program/erase suspend.
+    pub suspend_ns: u64,
+    pub resume_before_suspend_ns: u64,
     pub channel_ns_per_byte: f64,
     pub link_ns_per_byte: f64,
     pub read_budget_ns_per_byte: f64,
@@ -68,6 +71,8 @@ impl Costs {
             erase_ns: ns(nand.erase_latency_us),
             erase_zone_latency: nand.erase_timing == EraseTiming::ZoneLatency,
             seal_ns: ns(nand.seal_latency_us),
+            suspend_ns: ns(nand.suspend_latency_us),
+            resume_before_suspend_ns: ns(nand.resume_before_suspend_us),
             channel_ns_per_byte: ns_per_byte(nand.channel_mib_per_s),
             link_ns_per_byte: ns_per_byte(controller.host_link_mib_per_s),
             read_budget_ns_per_byte: ns_per_byte(controller.read_mib_per_s),

@@ -13,7 +13,7 @@ mod zone_media;
 
 use costs::{ns_per_byte, transfer_ns, Costs};
 use layout::{Layout, Place};
-use resources::{HeldPages, Resources, WriteBudget};
+use resources::{HeldPages, Resources, Suspend, WriteBudget};
 pub use wear::EraseSummary;
 use wear::Wear;
 use zone_media::{BufferedUnit, ZoneMedia};
@@ -102,8 +102,8 @@ impl FlashModel {
     /// A model for `zones` zones of `zone_cap_bytes` writable bytes each; `config` must have been validated.
     pub fn new(config: MediaConfig, zones: u32, zone_cap_bytes: u64) -> FlashModel {
         let layout = Layout::new(&config.nand, zone_cap_bytes, config.energy.page_bytes, config.planes_per_zone());
+        let costs = Costs::new(&config);
         FlashModel {
-            costs: Costs::new(&config),
             resources: Resources::new(
                 layout.device_planes(),
                 layout.device_channels(),
@@ -113,7 +113,9 @@ impl FlashModel {
                     config.controller.write_drain_unit_bytes,
                     config.controller.write_drain_buffer_bytes,
                 ),
+                Suspend { latency_ns: costs.suspend_ns, resume_before_suspend_ns: costs.resume_before_suspend_ns },
             ),
+            costs,
             zones: vec![ZoneMedia::default(); zones as usize],
             renewable: (config.mapping.policy == MappingPolicy::Rezns)
                 .then(|| RenewableMap::new(zones, layout.units_per_zone, config.mapping.renew_above)),
@@ -217,7 +219,7 @@ impl FlashModel {
         let ready = ready.max(self.wear.erased_until(physical_zone));
         let channel_ns = transfer_ns(self.layout.unit_bytes, self.costs.channel_ns_per_byte);
         let moved = self.resources.channels[place.channel].reserve(now, ready, channel_ns);
-        let done = self.resources.planes[place.plane].reserve(now, moved, self.costs.program_ns);
+        let done = self.resources.program(now, place.plane, moved, self.costs.program_ns);
         self.resources.page_register[place.plane] = None;
         self.counters.add(FlashOp::PageProgram, source, self.layout.pages_per_unit);
         done
@@ -405,7 +407,7 @@ impl FlashModel {
         bytes: u64,
     ) -> u64 {
         let read_ns = self.costs.read_ns(pages.start % self.layout.pages_per_unit, pages.end - pages.start);
-        let sensed = self.resources.planes[place.plane].reserve(now, start, read_ns);
+        let (sensed, suspended) = self.resources.sense(now, place.plane, start, read_ns);
         self.resources.page_register[place.plane] =
             Some(HeldPages { zone, first_page: pages.start, end_page: pages.end, ready_ns: sensed });
         self.counters.add(FlashOp::PageRead, OpSource::HostRead, pages.end - pages.start);
@@ -414,7 +416,11 @@ impl FlashModel {
             sensed,
             transfer_ns(bytes, self.costs.channel_ns_per_byte),
         );
-        self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
+        if suspended {
+            self.resources.hold_suspended(place.plane, moved);
+        } else {
+            self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
+        }
         moved
     }
 
@@ -740,6 +746,8 @@ mod tests {
                 program_latency_us: 500.0,
                 erase_latency_us: 3000.0,
                 seal_latency_us: 0.0,
+                suspend_latency_us: 0.0,
+                resume_before_suspend_us: 0.0,
                 channel_mib_per_s: 1000.0 * 1_000_000.0 / 1_048_576.0, // 1000 MB/s: one nanosecond per byte
                 erase_concurrency: 0,
                 erase_timing: crate::EraseTiming::Dies,
@@ -955,6 +963,61 @@ mod tests {
         assert_eq!(quarter, 100_000 + 3_000_000, "16 units over 4 dies: one block each, erased in parallel");
         assert_eq!(full, 100_000 + 4 * 3_000_000, "64 units: four blocks on each die, one after another");
         assert_eq!((quarter_erases, full_erases, wear), (4, 16, 16));
+    }
+
+    #[test]
+    fn reads_suspend_an_erase_or_a_program_when_the_die_allows_it() {
+        let read_beside_reset = |suspend_latency_us: f64| {
+            let mut suspending = config();
+            suspending.nand.suspend_latency_us = suspend_latency_us;
+            let mut flash = model(suspending);
+            flash.precondition(0, 64 * UNIT);
+            flash.precondition(1, 64 * UNIT);
+            let reset_done = flash.reset(0, 0);
+            // Two reads of zone 1 on the same die, 1 ms into the reset's 12 ms of erases.
+            let first = flash.read(1_000_000, 1, 0, 4096);
+            let second = flash.read(1_000_000, 1, 4 * UNIT, 4096);
+            (reset_done, first - 1_000_000, second - 1_000_000)
+        };
+        let (reset_waiting, first_waiting, _) = read_beside_reset(0.0);
+        assert!(first_waiting > 10_000_000, "without suspend a read waits for every erase: {first_waiting} ns");
+        let (reset_suspending, first, second) = read_beside_reset(20.0);
+        assert_eq!(first, 10_000 + 20_000 + 50_000 + 4096, "firmware, suspend, sense, channel");
+        assert_eq!(second, first + 50_000 + 4096, "the second waits for the first's sense and transfer");
+        assert_eq!(reset_suspending, reset_waiting, "the reset's end was fixed when it was submitted");
+
+        // A read whose sense would run into the erases' start (they begin 100 us after the reset) suspends
+        // them as they begin rather than waiting for all of them.
+        let mut suspending = config();
+        suspending.nand.suspend_latency_us = 20.0;
+        let mut flash = model(suspending);
+        flash.precondition(0, 64 * UNIT);
+        flash.precondition(1, 64 * UNIT);
+        flash.reset(0, 0);
+        let done = flash.read(85_000, 1, 0, 4096);
+        assert_eq!(done, 100_000 + 20_000 + 50_000 + 4096, "the erase starts, is suspended, the read is sensed");
+
+        let mut suspending = config();
+        suspending.nand.suspend_latency_us = 20.0;
+        let mut flash = model(suspending);
+        flash.precondition(1, 64 * UNIT);
+        let programmed = flash.write(0, 0, 0, 4 * UNIT, WriteKind::Write, false);
+        let read = flash.read(programmed + 100_000, 1, 0, 4096) - programmed - 100_000;
+        assert_eq!(read, 10_000 + 20_000 + 50_000 + 4096, "a program is suspended as an erase is");
+
+        // Once resumed, the erase runs 200 us before it may be suspended again: a read that comes 10 us after
+        // the die's last suspended read waits for that window, then suspends the erase again.
+        let mut guarded = config();
+        guarded.nand.suspend_latency_us = 20.0;
+        guarded.nand.resume_before_suspend_us = 200.0;
+        let mut flash = model(guarded);
+        flash.precondition(0, 64 * UNIT);
+        flash.precondition(1, 64 * UNIT);
+        flash.reset(0, 0);
+        let first = flash.read(1_000_000, 1, 0, 4096);
+        assert_eq!(first - 1_000_000, 10_000 + 20_000 + 50_000 + 4096, "the first read suspends at once");
+        let second = flash.read(first + 10_000, 1, 4 * UNIT, 4096);
+        assert_eq!(second - first, 200_000 + 20_000 + 50_000 + 4096, "the window, the suspension, sense, channel");
     }
 
     #[test]

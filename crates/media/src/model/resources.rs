@@ -23,6 +23,15 @@ pub(super) struct Resources {
     /// reserved when the finish is submitted); erases and seals queue after everything else.
     pub planes: Vec<Timeline>,
     pub page_register: Vec<Option<HeldPages>>,
+    /// Programs and erases each plane has ahead, `[start, end)` in time order, kept only when reads may suspend
+    /// them: a read that lands in one is served during it.
+    suspendable: Vec<VecDeque<(u64, u64)>>,
+    /// When each plane's reads served during a suspended operation are done (they follow each other).
+    suspended_reads_free: Vec<u64>,
+    /// The end of the operation each plane last suspended, which identifies it.
+    last_suspended_end: Vec<u64>,
+    suspend_ns: u64,
+    resume_before_suspend_ns: u64,
     /// Resources reserved for future instants fill gaps (see `Timeline`); the command processor, the link into
     /// the device and the write budget are reserved in arrival order.
     pub channels: Vec<Timeline>,
@@ -128,11 +137,37 @@ fn exponential(index: u64) -> f64 {
     -uniform.ln()
 }
 
+/// Program/erase suspend: how long a suspension takes (0: reads wait for the operation instead) and how long
+/// a resumed operation runs before it may be suspended again.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Suspend {
+    pub latency_ns: u64,
+    pub resume_before_suspend_ns: u64,
+}
+
+/// Drops the operations that ended by `now`.
+fn forget_finished(ops: &mut VecDeque<(u64, u64)>, now: u64) {
+    while ops.front().is_some_and(|&(_, end)| end <= now) {
+        ops.pop_front();
+    }
+}
+
 impl Resources {
-    pub fn new(planes: usize, channels: usize, erase_concurrency: u32, write_budget: WriteBudget) -> Resources {
+    pub fn new(
+        planes: usize,
+        channels: usize,
+        erase_concurrency: u32,
+        write_budget: WriteBudget,
+        suspend: Suspend,
+    ) -> Resources {
         Resources {
             planes: vec![Timeline::default(); planes],
             page_register: vec![None; planes],
+            suspendable: vec![VecDeque::new(); planes],
+            suspended_reads_free: vec![0; planes],
+            last_suspended_end: vec![0; planes],
+            suspend_ns: suspend.latency_ns,
+            resume_before_suspend_ns: suspend.resume_before_suspend_ns,
             channels: vec![Timeline::default(); channels],
             erase_slot_free: vec![0; erase_concurrency as usize],
             command_free: 0,
@@ -155,6 +190,69 @@ impl Resources {
         self.link_to_device_free
     }
 
+    /// A program of `program_ns` on `plane` once its data is there at `ready`; returns when it ends.
+    pub fn program(&mut self, now: u64, plane: usize, ready: u64, program_ns: u64) -> u64 {
+        let done = self.planes[plane].reserve(now, ready, program_ns);
+        self.note_suspendable(now, plane, done - program_ns, done);
+        done
+    }
+
+    fn note_suspendable(&mut self, now: u64, plane: usize, start: u64, end: u64) {
+        if self.suspend_ns != 0 {
+            let ops = &mut self.suspendable[plane];
+            forget_finished(ops, now);
+            let at = ops.partition_point(|&(other_start, _)| other_start <= start);
+            ops.insert(at, (start, end));
+        }
+    }
+
+    /// Senses for `sense_ns` on `plane` from `start`: in the first gap, or, when suspend is on and that would
+    /// overlap a program or erase (once the die's earlier suspended reads are done), during the operation:
+    /// `suspend_ns` after it could begin, or at once if the die is still suspended for an earlier read. An
+    /// operation resumed after a suspension runs `resume_before_suspend_ns` before it may be suspended again (its
+    /// progress is guaranteed), so a read that comes in that window waits for the window's end, or for the
+    /// operation's end if that is sooner. The suspended operation is not lengthened: its end was fixed when it
+    /// was reserved (a reset's completion is known at submission), where on a die it grows by the reads' time.
+    /// Returns when the sense ends and whether an operation was suspended.
+    pub fn sense(&mut self, now: u64, plane: usize, start: u64, sense_ns: u64) -> (u64, bool) {
+        if self.suspend_ns == 0 {
+            return (self.planes[plane].reserve(now, start, sense_ns), false);
+        }
+        forget_finished(&mut self.suspendable[plane], now);
+        let free = self.suspended_reads_free[plane];
+        let mut at = start.max(free);
+        // A read queued behind the die's last suspended read finds the operation still suspended.
+        let still_suspended = free != 0 && start <= free;
+        // Each pass moves past one operation that ends before it may be suspended: bounded by their number.
+        for _ in 0..=self.suspendable[plane].len() {
+            let unsuspended_end = self.planes[plane].first_fit(at, sense_ns) + sense_ns;
+            let overlapped = self.suspendable[plane]
+                .iter()
+                .take_while(|&&(op_start, _)| op_start < unsuspended_end)
+                .find(|&&(_, op_end)| at < op_end)
+                .copied();
+            let Some((op_start, op_end)) = overlapped else {
+                break;
+            };
+            if still_suspended && at == start.max(free) {
+                return (at + sense_ns, true);
+            }
+            let resumed = self.last_suspended_end[plane] == op_end;
+            let may_suspend_at = if resumed { at.max(free + self.resume_before_suspend_ns) } else { at.max(op_start) };
+            if may_suspend_at < op_end {
+                self.last_suspended_end[plane] = op_end;
+                return (may_suspend_at + self.suspend_ns + sense_ns, true);
+            }
+            at = op_end;
+        }
+        (self.planes[plane].reserve(now, at, sense_ns), false)
+    }
+
+    /// The die of a suspended operation holds what a read sensed until `moved`, when its channel has moved it.
+    pub fn hold_suspended(&mut self, plane: usize, moved: u64) {
+        self.suspended_reads_free[plane] = self.suspended_reads_free[plane].max(moved);
+    }
+
     /// One block erase of `erase_ns` on `plane` from `at`, through the device's erase slots when their number
     /// is bounded; returns when it ends.
     pub fn erase_block(&mut self, now: u64, plane: usize, at: u64, erase_ns: u64) -> u64 {
@@ -162,9 +260,15 @@ impl Resources {
             Some(slot) => {
                 let begin = (*slot).max(at).max(self.planes[plane].last_end());
                 *slot = self.planes[plane].reserve_after_all(now, begin, erase_ns);
-                *slot
+                let end = *slot;
+                self.note_suspendable(now, plane, end - erase_ns, end);
+                end
             }
-            None => self.planes[plane].reserve_after_all(now, at, erase_ns),
+            None => {
+                let end = self.planes[plane].reserve_after_all(now, at, erase_ns);
+                self.note_suspendable(now, plane, end - erase_ns, end);
+                end
+            }
         }
     }
 
@@ -180,6 +284,9 @@ impl Resources {
     /// A power loss at `at`: registers are empty and nothing reserved past `at` happens.
     pub fn lose_power(&mut self, at: u64) {
         self.page_register.fill(None);
+        for ops in &mut self.suspendable {
+            ops.retain(|&(start, _)| start < at);
+        }
         for line in self.planes.iter_mut().chain(self.channels.iter_mut()).chain([&mut self.output]) {
             line.truncate(at);
         }
