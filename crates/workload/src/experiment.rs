@@ -283,6 +283,22 @@ impl Point {
     fn unstable(&self) -> bool {
         self.events.is_some_and(|tail| tail < STABLE_EVENTS)
     }
+
+    /// The lowest and highest y over seeds, when the figure ran more than one.
+    fn seed_range(&self) -> Option<(f64, f64)> {
+        (self.by_seed.len() > 1).then(|| {
+            self.by_seed.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), &y| (low.min(y), high.max(y)))
+        })
+    }
+}
+
+/// Two figures whose ranges over seeds overlap: which is larger depends on the seed, so the run does not
+/// settle a comparison of them.
+fn seed_ranges_overlap(a: &Point, b: &Point) -> bool {
+    match (a.seed_range(), b.seed_range()) {
+        (Some((a_low, a_high)), Some((b_low, b_high))) => a_low <= b_high && b_low <= a_high,
+        _ => false,
+    }
 }
 
 /// A claim and what the model gives for it.
@@ -634,17 +650,15 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             let by_seed: Vec<f64> = (0..figure.seeds.max(1) as usize).map(z_of).collect();
             let z = by_seed[0];
             let unstable = throughput.iter().chain(&latency).any(Point::unstable);
-            let spread = if by_seed.len() > 1 {
-                let (low, high) = by_seed
-                    .iter()
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), &z| (low.min(z), high.max(z)));
-                format!(" (seed 1; {low:.3} to {high:.3} over seeds 1 to {})", by_seed.len())
-            } else {
-                String::new()
-            };
             // As a point a claim can read: an unsettled Z marks the claim unsettled, as a percentile on too few
             // samples does.
             let point = Point { x: 0, y: z, events: unstable.then_some(0), by_seed, file_system: None };
+            let spread = match point.seed_range() {
+                Some((low, high)) => {
+                    format!(" (seed 1; {low:.3} to {high:.3} over seeds 1 to {})", point.by_seed.len())
+                }
+                None => String::new(),
+            };
             zs.push((spec, point, spread));
         }
         let mut claims = Vec::new();
@@ -683,7 +697,9 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                     )))
                 }
             };
-            let settled = !a.into_iter().chain(b).any(Point::unstable);
+            let few_events = a.into_iter().chain(b).any(Point::unstable);
+            let seeds_disagree = a.zip(b).is_some_and(|(a, b)| seed_ranges_overlap(a, b));
+            let settled = !few_events && !seeds_disagree;
             let outcome = ClaimOutcome {
                 text: claim.text.clone(),
                 quote: claim.quote.clone(),
@@ -708,7 +724,13 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 Some(fitted) => format!("fitted: {fitted}"),
                 None => "predicted".to_string(),
             };
-            let unsettled = if settled { "" } else { "; not settled: it rests on figures marked *" };
+            let unsettled = if few_events {
+                "; not settled: it rests on figures marked *"
+            } else if seeds_disagree {
+                "; not settled: the two figures' ranges over seeds overlap"
+            } else {
+                ""
+            };
             let detail = match (outcome.unit.as_str(), model) {
                 ("%", _) => verdict.detail(paper, model),
                 (_, Some(model)) => format!("{}: {:.2}x the paper's value", verdict.name(), model / paper),
@@ -842,7 +864,10 @@ pub fn verdict_counts<'a>(claims: impl Iterator<Item = &'a ClaimOutcome>) -> Str
     }
     let unsettled = claims.iter().filter(|claim| !claim.settled).count();
     let unsettled = if unsettled > 0 {
-        format!(" {unsettled} not settled by this run: they rest on figures with fewer than {STABLE_EVENTS} events.")
+        format!(
+            " {unsettled} not settled by this run: they rest on figures with fewer than {STABLE_EVENTS} events, or \
+             compare figures whose ranges over seeds overlap."
+        )
     } else {
         String::new()
     };
@@ -1026,6 +1051,15 @@ fn run_calibration(experiment: &Experiment, quick: bool, out: &Path) -> Result<O
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_comparison_of_figures_whose_seed_ranges_overlap_is_not_settled() {
+        let point =
+            |by_seed: &[f64]| Point { x: 0, y: by_seed[0], events: None, by_seed: by_seed.to_vec(), file_system: None };
+        assert!(seed_ranges_overlap(&point(&[0.003, 0.011]), &point(&[0.0, 0.008])));
+        assert!(!seed_ranges_overlap(&point(&[9.87, 9.98]), &point(&[9.80, 9.86])));
+        assert!(!seed_ranges_overlap(&point(&[1.0]), &point(&[1.0])), "one seed gives no range to compare");
+    }
 
     #[test]
     fn verdicts_compare_direction_and_size() {

@@ -548,3 +548,35 @@ fn zone_skips_strides_and_file_sizes_move_io_as_fio_does() {
     assert!(error("--zoneskip=1M").ends_with("zoneskip 1048576 is not a multiple of the device zone size 4194304."));
     assert!(error("--zonemode=strided").contains("strided needs a zonesize"));
 }
+
+/// fio's timestamps: a synchronous engine samples no submission latency (its clat is the whole system call),
+/// an asynchronous one samples its submission's CPU as slat, and a job bound by its core counts no time in
+/// which an I/O waits for the core before fio prepares it (Little's law over the prepared I/Os, not iodepth).
+#[test]
+fn latencies_split_as_fios_timestamps_do() {
+    let read = |engine: &str, depth: u32| {
+        let result = fio(&format!(
+            "--filename=preset:zn540,zones=4 --prefill=full --name=r --rw=read --bs=4k --size=1z --io_size=64m \
+             --ioengine={engine} --iodepth={depth} --scheduler=none"
+        ))
+        .expect("runs");
+        to_json(&result, false)["jobs"][0]["read"].clone()
+    };
+    let psync = read("psync", 1);
+    assert_eq!(psync["slat_ns"]["N"], 0, "psync samples no slat");
+    assert_eq!(psync["clat_ns"]["mean"], psync["lat_ns"]["mean"], "psync's clat is its whole latency");
+
+    let libaio = read("libaio", 1);
+    assert_eq!(libaio["slat_ns"]["N"], libaio["clat_ns"]["N"]);
+    let slat_ns = libaio["slat_ns"]["mean"].as_f64().expect("slat");
+    assert!((1000.0..3000.0).contains(&slat_ns), "slat is the kernel path's submission CPU: {slat_ns} ns");
+    let lat = |stats: &Value| stats["lat_ns"]["mean"].as_f64().expect("lat");
+    assert!((lat(&libaio) - lat(&psync)).abs() < 100.0, "at QD 1 both pay the same path: {libaio} {psync}");
+
+    // At QD 14 one libaio job is bound by its core (3.3 us a command): Little's law over iodepth would give
+    // 14 x 3.3 = 46 us; the I/Os waiting for the core to prepare them are not in any latency.
+    let deep = read("libaio", 14);
+    let iops = deep["iops"].as_f64().expect("iops");
+    let iodepth_latency_ns = 14.0 / iops * 1e9;
+    assert!(lat(&deep) < 0.8 * iodepth_latency_ns, "lat {} ns against {iodepth_latency_ns} ns", lat(&deep));
+}

@@ -979,28 +979,43 @@ impl HostCpu {
 /// Submits on the job's thread: the command reaches the scheduler when its submission's CPU work ends, after
 /// what the job's core is busy with. Commands ready at the same instant go in one batch (as one `io_submit`
 /// carries what fio has queued) and arrive together, in an order the device may not keep; each still adds its
-/// CPU time to the core. Resolves at the command's arrival.
-async fn submit_on_job_core<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, state: &Rc<RefCell<JobState>>) {
+/// CPU time to the core. Resolves at the command's arrival, and returns fio's two timestamps for it: when the
+/// core began its submission (fio prepares an I/O just before it queues it, so the time a command waits for
+/// the core before that counts in no latency) and when its submission's CPU work ended (fio's issue time).
+async fn submit_on_job_core<S: MediaStore + 'static>(
+    queue: &Scheduled<Host<S>>,
+    state: &Rc<RefCell<JobState>>,
+) -> SubmitTimes {
     let now = queue.now_ns();
-    let arrival = {
+    let (arrival, times) = {
         let mut job = state.borrow_mut();
         let submit_ns = job.cpu.submit_ns;
         match job.batch {
             Some((ready, arrival)) if ready == now => {
+                let prepared_ns = job.core_busy_until_ns;
                 job.core_busy_until_ns += submit_ns;
-                arrival
+                (arrival, SubmitTimes { prepared_ns, issued_ns: job.core_busy_until_ns })
             }
             _ => {
-                let arrival = job.core_busy_until_ns.max(now) + submit_ns;
+                let prepared_ns = job.core_busy_until_ns.max(now);
+                let arrival = prepared_ns + submit_ns;
                 job.core_busy_until_ns = arrival;
                 job.batch = Some((now, arrival));
-                arrival
+                (arrival, SubmitTimes { prepared_ns, issued_ns: arrival })
             }
         }
     };
     if arrival > now {
         queue.sleep(arrival - now).await;
     }
+    times
+}
+
+/// fio's timestamps of one I/O before the device: `start_time` (prepared) and `issue_time` (issued).
+#[derive(Clone, Copy, Debug)]
+struct SubmitTimes {
+    prepared_ns: u64,
+    issued_ns: u64,
 }
 
 /// Reaps a completed command on the job's thread: its CPU work runs after what the core is busy with.
@@ -1096,7 +1111,7 @@ async fn worker<S: MediaStore + 'static>(
             job.in_flight += 1;
             job.in_flight
         };
-        submit_on_job_core(&queue, &state).await;
+        let times = submit_on_job_core(&queue, &state).await;
         let result = queue.submit(command).await;
         reap_on_job_core(&queue, &state).await;
         let completed = queue.now_ns();
@@ -1154,8 +1169,10 @@ async fn worker<S: MediaStore + 'static>(
             continue;
         }
         let bytes = io.bytes(&job.geometry);
-        let total = completed - submitted;
-        let slat = job.cpu.submit_ns.min(total);
+        let total = completed - times.prepared_ns;
+        // fio samples no submission latency for a synchronous engine: its clat is the whole system call.
+        let synchronous = job.options.ioengine == IoEngine::Psync;
+        let slat = if synchronous { 0 } else { times.issued_ns - times.prepared_ns };
         job.last_completion_ns = job.last_completion_ns.max(completed);
         let stats = match direction {
             Direction::Read => &mut job.read,
@@ -1165,7 +1182,9 @@ async fn worker<S: MediaStore + 'static>(
         };
         stats.ios += 1;
         stats.bytes += bytes;
-        stats.slat.record(slat);
+        if !synchronous {
+            stats.slat.record(slat);
+        }
         stats.clat.record(total - slat);
         stats.lat.record(total);
         job.distribution.record(in_flight, total - slat);

@@ -551,7 +551,9 @@ fn job_text(result: &FioResult, job: &JobResult) -> String {
             units.size(stats.bytes as f64),
             (job.runtime_ns as f64 / 1e6).round(),
         ));
-        out.push_str(&latency_line("slat", &stats.slat));
+        if stats.slat.count() > 0 {
+            out.push_str(&latency_line("slat", &stats.slat));
+        }
         out.push_str(&latency_line("clat", &stats.clat));
         out.push_str(&latency_line(" lat", &stats.lat));
         let list = &job.options.percentile_list;
