@@ -215,11 +215,13 @@ impl Resources {
     /// was reserved (a reset's completion is known at submission), where on a die it grows by the reads' time.
     /// Returns when the sense ends and whether an operation was suspended.
     pub fn sense(&mut self, now: u64, plane: usize, start: u64, sense_ns: u64) -> (u64, bool) {
-        if self.suspend_ns == 0 {
-            return (self.planes[plane].reserve(now, start, sense_ns), false);
+        if self.suspend_ns != 0 {
+            forget_finished(&mut self.suspendable[plane], now);
         }
-        forget_finished(&mut self.suspendable[plane], now);
         let free = self.suspended_reads_free[plane];
+        if self.suspendable[plane].is_empty() {
+            return (self.planes[plane].reserve(now, start.max(free), sense_ns), false);
+        }
         let mut at = start.max(free);
         // A read queued behind the die's last suspended read finds the operation still suspended.
         let still_suspended = free != 0 && start <= free;
