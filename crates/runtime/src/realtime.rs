@@ -4,7 +4,10 @@
 //! device thread executes each command at the instant it sees it (model time = nanoseconds of a monotonic
 //! clock since the device was opened) and delivers the completion no earlier than its modelled time: it
 //! sleeps until shortly before, then spins. A completion whose time has already passed when the device thread
-//! gets to it is delivered at once and counted as late.
+//! gets to it is delivered at once and counted as late. A host thread that finds the device free executes its
+//! command itself, at the instant it submits it, and takes a completion that is due at once (a device with no
+//! flash time) without a round trip through the device thread; later completions still wait for their times
+//! there.
 //!
 //! Host code written against `CommandQueue` runs here unchanged: the futures complete through wakers, and
 //! `block_on` drives one on the calling thread.
@@ -12,7 +15,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{JoinHandle, Thread};
@@ -109,8 +112,44 @@ pub struct Pacing {
     pub errors_ns: Vec<u64>,
 }
 
+/// The device and what waits to be delivered from it, behind one lock: the device thread takes it for each
+/// round of its loop, a host thread to execute a command on the spot. Lock order: the engine, then the pairs.
+struct Engine {
+    device: Device<Box<dyn MediaStore>>,
+    host: HostSide,
+    due: Timers<Due>,
+    cells: Vec<Option<Arc<Cell>>>,
+    pacing: Pacing,
+}
+
+impl Engine {
+    /// Executes `command` submitted at `now` on the spot (nothing else may be queued); returns its result when
+    /// it is due by `now`, or leaves it in `due` for the device thread and returns None.
+    fn execute_now(&mut self, now: u64, command: QueuedCommand, cell: &Arc<Cell>) -> Option<Result<Output, Status>> {
+        debug_assert_eq!(self.device.queued(), 0, "a command executes on the spot only on an idle queue");
+        let arrival = self.host.arrival_ns(now);
+        let queued = self.device.enqueue(0, command);
+        debug_assert!(queued.is_ok(), "the queue is empty");
+        let mut outcome = None;
+        self.device.process_queue(arrival, |_, device_ns, result| outcome = Some((device_ns, result)));
+        let (device_ns, result) = outcome.expect("the command completed");
+        let at_ns = self.host.completion_ns(arrival, device_ns);
+        if at_ns <= now {
+            self.pacing.completions += 1;
+            self.pacing.errors_ns.push(0);
+            return Some(result);
+        }
+        self.due.set(at_ns, Due { cell: Arc::clone(cell), result, is_command: true });
+        None
+    }
+}
+
 struct Shared {
     epoch: Instant,
+    engine: Mutex<Engine>,
+    /// When the earliest completion in the engine is due (`u64::MAX`: none), for the device thread to wait on
+    /// without the engine's lock; written under it.
+    next_due_ns: AtomicU64,
     pairs: Mutex<Vec<Arc<QueuePair>>>,
     stop: AtomicBool,
     /// Read by every submission to ring the doorbell, so it is no lock.
@@ -148,36 +187,29 @@ pub struct RealTime {
 }
 
 impl RealTime {
-    /// Opens the device `builder` describes on a new device thread (it is built there, so its store need not
-    /// move between threads) and starts its clock.
+    /// Opens the device `builder` describes, starts its clock and its device thread.
     pub fn start(builder: DeviceBuilder) -> Result<RealTime, BuildError> {
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let built = builder.build()?;
+        let geometry = *built.device.namespace().geometry();
         let (shared_tx, shared_rx) = std::sync::mpsc::channel::<Arc<Shared>>();
         let thread = std::thread::Builder::new()
             .name("zonelab-device".into())
             .spawn(move || {
-                let built = match builder.build() {
-                    Ok(built) => built,
-                    Err(error) => {
-                        let _ = ready_tx.send(Err(error));
-                        return None;
-                    }
-                };
-                let _ = ready_tx.send(Ok(*built.device.namespace().geometry()));
                 let shared = shared_rx.recv().ok()?;
-                Some(device_loop(built, &shared))
+                Some(device_loop(&shared))
             })
             .expect("spawn the device thread");
-        let geometry = match ready_rx.recv() {
-            Ok(Ok(geometry)) => geometry,
-            Ok(Err(error)) => {
-                let _ = thread.join();
-                return Err(error);
-            }
-            Err(_) => panic!("the device thread ended before it opened the device"),
+        let engine = Engine {
+            device: built.device,
+            host: built.host,
+            due: Timers::new(),
+            cells: Vec::new(),
+            pacing: Pacing::default(),
         };
         let shared = Arc::new(Shared {
             epoch: Instant::now(),
+            engine: Mutex::new(engine),
+            next_due_ns: AtomicU64::new(u64::MAX),
             pairs: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             device_thread: thread.thread().clone(),
@@ -227,18 +259,17 @@ struct Due {
 }
 
 /// The device thread: take submissions, execute them at the instant they are seen, deliver completions at
-/// their modelled times.
-fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
-    let (device, host) = (&mut built.device, built.host);
-    let mut due: Timers<Due> = Timers::new();
-    let mut cells: Vec<Option<Arc<Cell>>> = Vec::new();
-    let mut pacing = Pacing::default();
+/// their modelled times. Each round holds the engine's lock; the waits between rounds do not.
+fn device_loop(shared: &Shared) -> Stopped {
     let mut batch = Vec::new();
     let mut to_wake = Vec::new();
     let mut last_busy_ns = 0;
     // Looking again without yielding is only for a machine where the host has a core of its own meanwhile.
     let hot_idle_ns = if std::thread::available_parallelism().map_or(1, usize::from) > 1 { IDLE_HOT_NS } else { 0 };
     loop {
+        let mut engine = lock(&shared.engine);
+        let Engine { device, host, due, cells, pacing } = &mut *engine;
+        let host = *host;
         // Take what every queue pair holds; each pair's lock is held only to drain its queue.
         for pair in lock(&shared.pairs).iter() {
             batch.extend(lock(&pair.submissions).drain(..));
@@ -254,7 +285,7 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
                         continue;
                     }
                     if device.queued() == SUBMISSION_QUEUE_ENTRIES {
-                        process(device, host, now, &mut cells, &mut due);
+                        process(device, host, now, cells, due);
                     }
                     cells.push(Some(cell));
                     let queued = device.enqueue(cells.len() as u64 - 1, command);
@@ -271,7 +302,7 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
         if !cells.is_empty() || due.next_ns().is_some() {
             last_busy_ns = now;
         }
-        process(device, host, now, &mut cells, &mut due);
+        process(device, host, now, cells, due);
         // Deliver what is due.
         let now = shared.now_ns();
         while let Some((at_ns, next)) = due.pop_due(now) {
@@ -286,19 +317,43 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
             }
             to_wake.extend(next.cell.complete(next.result));
         }
+        let next_due_ns = due.next_ns();
+        if next_due_ns.is_none() && shared.stop.load(Ordering::SeqCst) && !shared.submissions_waiting() {
+            let flushed = device.submit(shared.now_ns(), Command::Flush).result.map(|_| ());
+            let pacing = std::mem::take(pacing);
+            let counters = device.counters().clone();
+            drop(engine);
+            wake_each(&mut to_wake);
+            return Stopped { counters, pacing, flushed };
+        }
+        shared.next_due_ns.store(next_due_ns.unwrap_or(u64::MAX), Ordering::SeqCst);
+        drop(engine);
         wake_each(&mut to_wake);
-        // A submission that arrives from here on rings the doorbell, and a park after an unpark returns at once.
-        match due.next_ns() {
-            None if shared.stop.load(Ordering::SeqCst) && !shared.submissions_waiting() => break,
+        wait_for_work(shared, last_busy_ns, hot_idle_ns);
+    }
+}
+
+/// Waits, without the engine's lock, until a submission comes, a completion is due or the runtime stops. A
+/// submission, and a completion set earlier than the one waited for, ring the doorbell: a park after an unpark
+/// returns at once.
+fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64) {
+    loop {
+        if shared.submissions_waiting() {
+            return;
+        }
+        let now = shared.now_ns();
+        match shared.next_due_ns.load(Ordering::SeqCst) {
+            u64::MAX if shared.stop.load(Ordering::SeqCst) => return,
             // A host that just had a completion often submits its next command within microseconds: looking
             // again for a while costs less than the wake-up of a parked thread on an idle core.
             // Yielding, not spinning, so that a host thread that needs this core (to take the completion and
             // submit again) gets it.
-            None if shared.now_ns().saturating_sub(last_busy_ns) < hot_idle_ns => std::hint::spin_loop(),
-            None if shared.now_ns().saturating_sub(last_busy_ns) < IDLE_SPIN_NS => std::thread::yield_now(),
-            None => std::thread::park_timeout(Duration::from_millis(10)),
-            Some(at_ns) => {
-                let wait = at_ns.saturating_sub(shared.now_ns());
+            u64::MAX if now.saturating_sub(last_busy_ns) < hot_idle_ns => std::hint::spin_loop(),
+            u64::MAX if now.saturating_sub(last_busy_ns) < IDLE_SPIN_NS => std::thread::yield_now(),
+            u64::MAX => std::thread::park_timeout(Duration::from_millis(10)),
+            at_ns if at_ns <= now => return,
+            at_ns => {
+                let wait = at_ns - now;
                 if wait > SPIN_BELOW_NS {
                     std::thread::park_timeout(Duration::from_nanos(wait - SPIN_BELOW_NS));
                 } else if wait > YIELD_ABOVE_NS {
@@ -309,8 +364,6 @@ fn device_loop(mut built: zonelab_device::Built, shared: &Shared) -> Stopped {
             }
         }
     }
-    let flushed = device.submit(shared.now_ns(), Command::Flush).result.map(|_| ());
-    Stopped { counters: device.counters().clone(), pacing, flushed }
 }
 
 /// Executes the commands queued at `now`, which reach the device after the host path's submission cost; their
@@ -338,11 +391,42 @@ pub struct RealTimeHost {
 }
 
 impl RealTimeHost {
-    /// Queues `command`, as `CommandQueue::submit` does, with a future that is `Send`.
+    /// Queues `command`, as `CommandQueue::submit` does, with a future that is `Send`. When the device is free
+    /// and nothing this pair submitted before is still queued, the command executes here and now instead, and a
+    /// completion due at once is in the future when it returns: the hand-off to the device thread and back
+    /// costs more than such a command (RocksDB's reads through the plugin on the instant preset).
     pub fn submit_pending(&self, command: QueuedCommand) -> Pending {
         let cell = Arc::new(Cell::default());
-        self.request(Request::Command(command, Arc::clone(&cell)));
+        if let Err(command) = self.execute_here(command, &cell) {
+            self.request(Request::Command(command, Arc::clone(&cell)));
+        }
         Pending { cell }
+    }
+
+    /// Executes `command` on this thread if the device thread is not in a round and this pair has nothing
+    /// queued (which keeps its commands in order); gives it back otherwise.
+    fn execute_here(&self, command: QueuedCommand, cell: &Arc<Cell>) -> Result<(), QueuedCommand> {
+        let Ok(mut engine) = self.shared.engine.try_lock() else {
+            return Err(command);
+        };
+        if !lock(&self.pair.submissions).is_empty() || !engine.host.carries(&command) || engine.device.queued() != 0 {
+            return Err(command);
+        }
+        match engine.execute_now(self.shared.now_ns(), command, cell) {
+            Some(result) => {
+                let waker = cell.complete(result);
+                debug_assert!(waker.is_none(), "nobody waits on a cell before its command is submitted");
+            }
+            None => {
+                // Due later: the device thread delivers it, and may have to wake earlier than it planned.
+                let at_ns = engine.due.next_ns().unwrap_or(u64::MAX);
+                if at_ns < self.shared.next_due_ns.load(Ordering::SeqCst) {
+                    self.shared.next_due_ns.store(at_ns, Ordering::SeqCst);
+                    self.shared.ring_doorbell();
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The device's statistics now (commands, flash operations and energy, wear), from the device thread.

@@ -23,8 +23,9 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
 }
 
-/// Byte storage under a namespace. Offsets and lengths are in bytes from the namespace start.
-pub trait MediaStore {
+/// Byte storage under a namespace. Offsets and lengths are in bytes from the namespace start. `Send`, so that
+/// a real-time device can be driven from whichever thread submits to it.
+pub trait MediaStore: Send {
     /// Fills `buf` with the bytes at `offset_bytes`; bytes never written read as zeros.
     fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> Result<(), StoreError>;
     /// Stores `data` at `offset_bytes`; on error, any part of it may or may not have been stored.
