@@ -32,6 +32,9 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     ("rezns-energy", include_str!("../../../experiments/rezns-energy.toml")),
     ("zinc-finish-read", include_str!("../../../experiments/zinc-finish-read.toml")),
     ("zinc-appends", include_str!("../../../experiments/zinc-appends.toml")),
+    ("zwal-rocksdb", include_str!("../../../experiments/zwal-rocksdb.toml")),
+    ("zinc-rocksdb", include_str!("../../../experiments/zinc-rocksdb.toml")),
+    ("rezns-ycsb", include_str!("../../../experiments/rezns-ycsb.toml")),
 ];
 
 #[derive(Clone, Debug, Deserialize)]
@@ -43,6 +46,10 @@ pub struct Experiment {
     pub device: String,
     #[serde(default)]
     pub kind: Option<String>,
+    /// Runs real programs on the wall clock (db_bench and zonelab_ycsb through the RocksDB plugin, see
+    /// `realdb`) instead of the virtual-time simulation; without RocksDB its claims are not measured.
+    #[serde(default)]
+    pub real_time: bool,
     #[serde(default)]
     pub figure: Vec<Figure>,
 }
@@ -60,7 +67,8 @@ pub struct Figure {
     #[serde(default)]
     pub when_x_positive: Option<String>,
     /// fio series run this many times, with seeds 1 to N of the reordering of concurrent submissions; tables
-    /// show seed 1 and the interference figure its spread over the seeds.
+    /// show seed 1 and the interference figure its spread over the seeds. Real programs (`db-bench`, `ycsb`)
+    /// run this many rounds (two in a quick run) with `{seed}` set to the round; tables show their median.
     #[serde(default = "one")]
     pub seeds: u64,
     pub series: Vec<Series>,
@@ -95,7 +103,8 @@ fn one() -> u64 {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Series {
     pub label: String,
-    /// `fio` (the default), `wal-bench`, `file-churn` or `kv-bench`.
+    /// `fio` (the default), `wal-bench`, `file-churn`, `kv-bench`, or, in a real-time experiment, `db-bench`
+    /// or `ycsb` (real RocksDB; metrics in `realdb::metric`).
     #[serde(default)]
     pub tool: Option<String>,
     /// For fio: `read|write.clat.pNN`, `read|write.kiops`, or `scheduler.commands_per_request`, of the last job.
@@ -440,6 +449,62 @@ fn churn_value(result: &crate::filechurn::FileChurnResult, metric: &str) -> Resu
     }
 }
 
+/// YCSB's core workload numbered `x` (1 is A, 6 is F).
+fn ycsb_workload(x: u32) -> String {
+    (b'a'..=b'f').nth(x.saturating_sub(1) as usize).map_or_else(|| x.to_string(), |letter| (letter as char).to_string())
+}
+
+/// The report of a real-time experiment that could not run here: every claim not measured, and why.
+fn not_run(
+    experiment: &Experiment,
+    mut report: String,
+    reason: &str,
+    quick: bool,
+    out: &Path,
+) -> Result<Outcome, ExperimentError> {
+    let _ = writeln!(report, "\nNot run on this machine: {reason}.");
+    let mut all_claims = Vec::new();
+    let mut summary = Vec::new();
+    for figure in &experiment.figure {
+        for claim in &figure.claim {
+            let (paper, unit) = match (claim.paper_change_pct, claim.paper_value) {
+                (Some(change), _) => (change, "%".to_string()),
+                (None, Some(value)) => (value, figure_unit(&figure.y_label).unwrap_or("").to_string()),
+                (None, None) => continue,
+            };
+            let outcome = ClaimOutcome {
+                text: claim.text.clone(),
+                quote: claim.quote.clone(),
+                location: claim.location.clone(),
+                paper,
+                zonelab: None,
+                unit,
+                verdict: Verdict::NotMeasured,
+                settled: true,
+                fitted: claim.fitted.clone(),
+                explanation: format!("not run: {reason}"),
+            };
+            summary.push(format!("{} {}: not measured ({reason})", experiment.id, figure.id));
+            all_claims.push((figure.id.clone(), outcome));
+        }
+    }
+    let figures: Vec<serde_json::Value> = experiment
+        .figure
+        .iter()
+        .map(|figure| {
+            let claims: Vec<&ClaimOutcome> =
+                all_claims.iter().filter(|(id, _)| *id == figure.id).map(|(_, claim)| claim).collect();
+            json!({ "id": figure.id, "title": figure.title, "series": [], "claims": claims })
+        })
+        .collect();
+    let results = json!({ "experiment": experiment.id, "title": experiment.title, "source": experiment.source,
+        "quick": quick, "not_run": reason, "figures": figures });
+    write_file(&out.join("results.json"), serde_json::to_string_pretty(&results).expect("json").as_bytes())?;
+    report.push_str(&claims_at_a_glance(&all_claims));
+    write_file(&out.join("report.md"), report.as_bytes())?;
+    Ok(Outcome { id: experiment.id.clone(), directory: out.to_path_buf(), summary })
+}
+
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
     std::fs::write(path, bytes).map_err(|source| ExperimentError::Io { path: path.to_path_buf(), source })
 }
@@ -456,18 +521,31 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
     }
     let fail = |message: String| ExperimentError::Failed { id: id.to_string(), message };
     let (runtime, ramp) = if quick { ("100ms", "20ms") } else { ("2s", "500ms") };
+    let clock = if experiment.real_time {
+        "Real time: Debian's RocksDB through the zonelab plugin on this machine's clock, each point one run, the \
+         points one after another, so the ratios carry this machine's noise"
+    } else {
+        "Virtual time"
+    };
     let mut report = format!(
-        "# {}\n\nSource: {}.\n\nDevice: {}. Virtual time; {} run.\n",
+        "# {}\n\nSource: {}.\n\nDevice: {}. {clock}; {} run.\n",
         experiment.title,
         experiment.source,
         experiment.device,
         if quick { "quick" } else { "full" }
     );
+    if experiment.real_time {
+        if let Err(reason) = crate::realdb::plugin() {
+            return not_run(&experiment, report, &reason, quick, out);
+        }
+    }
     let mut figures_json = Vec::new();
     let mut summary = Vec::new();
     let mut all_claims: Vec<(String, ClaimOutcome)> = Vec::new();
     // file-churn is deterministic: figures that read other metrics of the same run share it.
     let mut churn_runs: HashMap<Vec<String>, crate::filechurn::FileChurnResult> = HashMap::new();
+    // A real program's run is slow and noisy: figures that read other metrics of the same run share it.
+    let mut realdb_runs: HashMap<Vec<String>, crate::realdb::RealDbResult> = HashMap::new();
     for figure in &experiment.figure {
         let xs = if quick { &figure.quick_x } else { &figure.x };
         let mut lines = Vec::new();
@@ -478,6 +556,14 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 let args: Vec<String> = format!("{} {extra}", series.args)
                     .replace("{x}", &x.to_string())
                     .replace("{x*256}", &(u64::from(x) * 256).to_string())
+                    .replace("{x*1024}", &(u64::from(x) * 1024).to_string())
+                    // YCSB's core workloads by number: 1 is A, ..., 6 is F.
+                    .replace("{ycsb_workload}", &ycsb_workload(x))
+                    .replace("{db_seconds}", if quick { "2" } else { "10" })
+                    .replace("{ycsb_records}", if quick { "5000" } else { "20000" })
+                    .replace("{ycsb_operations}", if quick { "10000" } else { "100000" })
+                    // ReZNS's YCSB runs must write enough for zonedfs to reset zones of 64 MiB.
+                    .replace("{rezns_records}", if quick { "100000" } else { "200000" })
                     .replace("{runtime}", runtime)
                     .replace("{ramp}", ramp)
                     .replace("{records}", if quick { "5000" } else { "40000" })
@@ -513,6 +599,41 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                         let (y, events) = kv_metric(&result, &series.metric)
                             .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
                         Point { x, y, events, by_seed: Vec::new(), file_system: None }
+                    }
+                    Some(tool @ ("db-bench" | "ycsb")) => {
+                        let tool = if tool == "ycsb" {
+                            crate::realdb::RealDbTool::Ycsb
+                        } else {
+                            crate::realdb::RealDbTool::DbBench
+                        };
+                        // Rounds, each with its own seed: the wall clock is noisy, so a claim whose two
+                        // figures' ranges over the rounds overlap is not settled (`seed_ranges_overlap`).
+                        let rounds = if quick { figure.seeds.min(2) } else { figure.seeds }.max(1);
+                        let mut measured = Vec::new();
+                        for round in 1..=rounds {
+                            let args: Vec<String> =
+                                args.iter().map(|arg| arg.replace("{seed}", &round.to_string())).collect();
+                            let key: Vec<String> =
+                                std::iter::once(format!("{tool:?}")).chain(args.iter().cloned()).collect();
+                            let result = match realdb_runs.entry(key) {
+                                Entry::Occupied(done) => done.into_mut(),
+                                Entry::Vacant(slot) => slot.insert(
+                                    crate::realdb::run(tool, &args)
+                                        .map_err(|error| fail(format!("{}: {error}", series.label)))?,
+                                ),
+                            };
+                            measured.push(
+                                crate::realdb::metric(result, &series.metric)
+                                    .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?,
+                            );
+                        }
+                        let mut ys: Vec<f64> = measured.iter().map(|&(y, _)| y).collect();
+                        let events = measured.iter().filter_map(|&(_, events)| events).min();
+                        let by_seed = if ys.len() > 1 { ys.clone() } else { Vec::new() };
+                        ys.sort_by(f64::total_cmp);
+                        // The median round (the lower of the middle two for an even count).
+                        let y = ys[(ys.len() - 1) / 2];
+                        Point { x, y, events, by_seed, file_system: None }
                     }
                     Some("file-churn") => {
                         let result = match churn_runs.entry(args.clone()) {
@@ -682,6 +803,8 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 (Some(paper), None) => {
                     let model = match (a, b) {
                         (Some(a), Some(b)) if b.y != 0.0 => Some((a.y - b.y) / b.y * 100.0),
+                        // Nothing against nothing (no zone erased under either policy) is no change.
+                        (Some(a), Some(b)) if a.y == 0.0 && b.y == 0.0 => Some(0.0),
                         _ => None,
                     };
                     (paper, model, "%".to_string(), Verdict::judge(paper, model))

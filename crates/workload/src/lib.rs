@@ -13,6 +13,7 @@ pub mod filechurn;
 pub mod fio;
 pub mod kvbench;
 mod plot;
+pub mod realdb;
 pub mod walbench;
 
 pub use args::ToolError;
