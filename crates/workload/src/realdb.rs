@@ -43,24 +43,34 @@ pub fn use_plugin(path: PathBuf) {
 }
 
 fn find_or_build_plugin() -> Result<PathBuf, String> {
-    let missing = "needs Debian's RocksDB and g++ (apt-get install -y librocksdb-dev rocksdb-tools g++)";
     if Command::new("db_bench").arg("--help").output().is_err() {
-        return Err(format!("db_bench is not installed: {missing}"));
+        return Err(format!("db_bench is not installed: {MISSING}"));
     }
+    build_plugin(None, "release")
+}
+
+const MISSING: &str = "needs Debian's RocksDB and g++ (apt-get install -y librocksdb-dev rocksdb-tools g++)";
+
+/// Builds the plugin and zonelab_ycsb with `rocksdb/build.sh` into `out` (by default `target/PROFILE`), against
+/// libzonelab built with the cargo profile `profile`; returns the plugin's path.
+pub fn build_plugin(out: Option<&Path>, profile: &str) -> Result<PathBuf, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../rocksdb/build.sh");
     if !script.exists() {
         return Err(format!("{} is not here: the RocksDB plugin builds from zonelab's source tree", script.display()));
     }
-    let built =
-        Command::new("bash").arg(&script).output().map_err(|error| format!("running {}: {error}", script.display()))?;
+    let mut command = Command::new("bash");
+    command.arg(&script);
+    if let Some(out) = out {
+        command.arg(out).arg(profile);
+    }
+    let built = command.output().map_err(|error| format!("running {}: {error}", script.display()))?;
     if !built.status.success() {
         return Err(format!(
-            "building the RocksDB plugin failed ({missing}):\n{}",
+            "building the RocksDB plugin failed ({MISSING}):\n{}",
             String::from_utf8_lossy(&built.stderr).trim_end()
         ));
     }
-    let path = String::from_utf8_lossy(&built.stdout).trim().to_string();
-    Ok(PathBuf::from(path))
+    Ok(PathBuf::from(String::from_utf8_lossy(&built.stdout).trim()))
 }
 
 /// Runs `tool` with `args` through the plugin and reads its throughput and counters.
@@ -96,7 +106,10 @@ fn db_bench_kops(stdout: &str) -> BTreeMap<String, f64> {
     let mut kops = BTreeMap::new();
     for line in stdout.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
-        let rate = words.windows(2).find(|pair| pair[1] == "ops/sec").and_then(|pair| pair[0].parse::<f64>().ok());
+        let rate = words
+            .windows(2)
+            .find(|pair| pair[1].trim_end_matches(';') == "ops/sec")
+            .and_then(|pair| pair[0].parse::<f64>().ok());
         if let (Some(name), Some(rate)) = (words.first(), rate) {
             kops.insert(name.to_string(), rate / 1000.0);
         }

@@ -18,15 +18,8 @@ fn rocksdb_plugin() -> Option<PathBuf> {
         eprintln!("RocksDB is not installed: the real-time experiments report that they did not run");
         return None;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let out = std::env::temp_dir().join(format!("zonelab-experiments-plugin-{}", std::process::id()));
-    let built = Command::new("bash")
-        .arg(root.join("rocksdb/build.sh"))
-        .args([out.to_str().expect("utf-8 path"), "test"])
-        .output()
-        .expect("run rocksdb/build.sh");
-    assert!(built.status.success(), "building the plugin failed:\n{}", String::from_utf8_lossy(&built.stderr));
-    let plugin = out.join("libzonelab_rocksdb.so");
+    let plugin = zonelab_workload::realdb::build_plugin(Some(&out), "test").unwrap_or_else(|error| panic!("{error}"));
     zonelab_workload::realdb::use_plugin(plugin.clone());
     Some(plugin)
 }

@@ -32,15 +32,8 @@ fn have_rocksdb() -> bool {
 fn plugin() -> &'static Path {
     static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
     PLUGIN.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let out = std::env::temp_dir().join(format!("zonelab-rocksdb-plugin-{}", std::process::id()));
-        let built = Command::new("bash")
-            .arg(root.join("rocksdb/build.sh"))
-            .args([out.to_str().expect("utf-8 path"), "test"])
-            .output()
-            .expect("run rocksdb/build.sh");
-        assert!(built.status.success(), "building the plugin failed:\n{}", String::from_utf8_lossy(&built.stderr));
-        out.join("libzonelab_rocksdb.so")
+        zonelab_workload::realdb::build_plugin(Some(&out), "test").unwrap_or_else(|error| panic!("{error}"))
     })
 }
 
