@@ -27,6 +27,9 @@ fn killed_at_random_instants_the_image_stays_consistent() {
         rng
     };
     let kills = 100;
+    // The most blocks any verify found written: the test means something only if the churn wrote between
+    // kills (the image after the last kill may be empty, when its last command reset every zone).
+    let mut most_verified = 0u64;
     for kill in 0..kills {
         let churn_seed = (next() % 1_000_000).to_string();
         let mut child = Command::new(env!("CARGO_BIN_EXE_zonelab"))
@@ -51,7 +54,8 @@ fn killed_at_random_instants_the_image_stays_consistent() {
             "after kill {kill} at {delay_ms} ms (ZONELAB_CRASH_SEED={seed:#x}, churn seed {churn_seed}): {}",
             verify.stderr
         );
+        let blocks = verify.stdout.split_whitespace().nth(1).and_then(|count| count.parse::<u64>().ok());
+        most_verified = most_verified.max(blocks.expect("verify says how many blocks it checked"));
     }
-    let verified = ok(&["churn", img.s(), "--verify"]);
-    assert!(!verified.starts_with("verified 0 "), "the churn never got to write: {verified}");
+    assert!(most_verified > 0, "the churn never got to write (ZONELAB_CRASH_SEED={seed:#x})");
 }
