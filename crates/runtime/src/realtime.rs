@@ -1,6 +1,7 @@
-//! The real-time runtime: the same device model, paced by the wall clock. A device thread owns the device;
+//! The real-time runtime: the same device model, paced by the wall clock. A device thread drives the device;
 //! host threads submit through queue pairs of their own (one submission queue per pair, as NVMe gives each
-//! CPU one), so submitters contend only on their own pair, never on a lock that every thread takes. The
+//! CPU one), so submitters that queue contend only on their own pair (one that finds the device free only
+//! tries its lock, below). The
 //! device thread executes each command at the instant it sees it (model time = nanoseconds of a monotonic
 //! clock since the device was opened) and delivers the completion no earlier than its modelled time: it
 //! sleeps until shortly before, then spins. A completion whose time has already passed when the device thread
