@@ -151,6 +151,9 @@ struct Shared {
     /// When the earliest completion in the engine is due (`u64::MAX`: none), for the device thread to wait on
     /// without the engine's lock; written under it.
     next_due_ns: AtomicU64,
+    /// When a host thread last executed a command itself: the device thread stays ready for the commands that
+    /// still come through the queues (sleeps, a pair with earlier work) while hosts are busy, as after its own.
+    last_executed_here_ns: AtomicU64,
     pairs: Mutex<Vec<Arc<QueuePair>>>,
     stop: AtomicBool,
     /// Read by every submission to ring the doorbell, so it is no lock.
@@ -211,6 +214,7 @@ impl RealTime {
             epoch: Instant::now(),
             engine: Mutex::new(engine),
             next_due_ns: AtomicU64::new(u64::MAX),
+            last_executed_here_ns: AtomicU64::new(0),
             pairs: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             device_thread: thread.thread().clone(),
@@ -343,14 +347,17 @@ fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64) {
             return;
         }
         let now = shared.now_ns();
+        // Commands hosts execute themselves keep it looking as its own work does: the next may come through a
+        // queue (a sleep, a pair with earlier work), and waking a parked device thread costs tens of us.
+        let last_host_ns = last_busy_ns.max(shared.last_executed_here_ns.load(Ordering::Relaxed));
         match shared.next_due_ns.load(Ordering::SeqCst) {
             u64::MAX if shared.stop.load(Ordering::SeqCst) => return,
             // A host that just had a completion often submits its next command within microseconds: looking
             // again for a while costs less than the wake-up of a parked thread on an idle core.
             // Yielding, not spinning, so that a host thread that needs this core (to take the completion and
             // submit again) gets it.
-            u64::MAX if now.saturating_sub(last_busy_ns) < hot_idle_ns => std::hint::spin_loop(),
-            u64::MAX if now.saturating_sub(last_busy_ns) < IDLE_SPIN_NS => std::thread::yield_now(),
+            u64::MAX if now.saturating_sub(last_host_ns) < hot_idle_ns => std::hint::spin_loop(),
+            u64::MAX if now.saturating_sub(last_host_ns) < IDLE_SPIN_NS => std::thread::yield_now(),
             u64::MAX => std::thread::park_timeout(Duration::from_millis(10)),
             at_ns if at_ns <= now => return,
             at_ns => {
@@ -413,7 +420,9 @@ impl RealTimeHost {
         if !lock(&self.pair.submissions).is_empty() || !engine.host.carries(&command) || engine.device.queued() != 0 {
             return Err(command);
         }
-        match engine.execute_now(self.shared.now_ns(), command, cell) {
+        let now = self.shared.now_ns();
+        self.shared.last_executed_here_ns.store(now, Ordering::Relaxed);
+        match engine.execute_now(now, command, cell) {
             Some(result) => {
                 let waker = cell.complete(result);
                 debug_assert!(waker.is_none(), "nobody waits on a cell before its command is submitted");
