@@ -271,7 +271,9 @@ mod tests {
         assert!(error.to_string().contains("\"disk\" is not null"), "{error}");
         let error = DeviceBuilder::new(DeviceSpec::parse("preset:zn540,zonez=4")).build().expect_err("bad key");
         assert!(
-            error.to_string().contains("preset:zn540,namespace.zonez=4") && error.to_string().contains("no such field")
+            error.to_string().contains("preset:zn540,namespace.zonez=4")
+                && error.to_string().contains("unknown field `zonez`"),
+            "{error}"
         );
     }
 }

@@ -47,6 +47,11 @@ impl HostPath {
     }
 }
 
+/// Microseconds, as a preset gives them, in whole nanoseconds.
+pub fn micros_to_ns(us: f64) -> u64 {
+    (us * 1000.0).round() as u64
+}
+
 /// A host path with its per-command costs in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostSide {
@@ -61,8 +66,24 @@ impl HostSide {
     /// `path` with the costs a preset gives it.
     pub fn new(path: HostPath, costs: &HostCosts) -> HostSide {
         let cost = costs.for_path(path);
-        let ns = |us: f64| (us * 1000.0).round() as u64;
-        HostSide { path, submit_ns: ns(cost.submit_us), complete_ns: ns(cost.complete_us) }
+        HostSide { path, submit_ns: micros_to_ns(cost.submit_us), complete_ns: micros_to_ns(cost.complete_us) }
+    }
+
+    /// The CPU time, in nanoseconds, of a submission and of a completion on this path.
+    pub fn cpu_ns(&self, costs: &HostCosts) -> (u64, u64) {
+        let (submit_us, complete_us) = costs.for_path(self.path).cpu_us();
+        (micros_to_ns(submit_us), micros_to_ns(complete_us))
+    }
+
+    /// This path less its CPU time: what a runtime adds to a command when the host's threads spend that CPU
+    /// time themselves (as fio's jobs do on their cores), leaving the waits that occupy no core.
+    pub fn waits_only(self, costs: &HostCosts) -> HostSide {
+        let (submit_cpu_ns, complete_cpu_ns) = self.cpu_ns(costs);
+        HostSide {
+            submit_ns: self.submit_ns.saturating_sub(submit_cpu_ns),
+            complete_ns: self.complete_ns.saturating_sub(complete_cpu_ns),
+            ..self
+        }
     }
 
     /// SPDK at no cost: the device alone, as a test of the device sees it.

@@ -580,3 +580,23 @@ fn latencies_split_as_fios_timestamps_do() {
     let iodepth_latency_ns = 14.0 / iops * 1e9;
     assert!(lat(&deep) < 0.8 * iodepth_latency_ns, "lat {} ns against {iodepth_latency_ns} ns", lat(&deep));
 }
+
+/// A host path's latency and its CPU time differ: one deep job is bound by the CPU per command on its core, not
+/// by the latency, while an I/O at QD 1 waits through all of the latency.
+#[test]
+fn a_deep_job_is_bound_by_its_paths_cpu_and_a_lone_io_pays_its_whole_latency() {
+    let device = "--filename=preset:instant,zones=4,host.io-uring.submit-us=4,host.io-uring.complete-us=4,host.io-uring.submit-cpu-us=1,host.io-uring.complete-cpu-us=1";
+    let job = |depth: u32| {
+        let result = fio(&format!(
+            "{device} --name=r --rw=randread --bs=4k --size=1z --ioengine=io_uring --scheduler=none --iodepth={depth} --number_ios=20000"
+        ))
+        .expect("runs");
+        let read = &to_json(&result, false)["jobs"][0]["read"];
+        (read["iops"].as_f64().expect("iops"), read["lat_ns"]["mean"].as_f64().expect("latency"))
+    };
+    let (deep_iops, _) = job(64);
+    assert!((480_000.0..=505_000.0).contains(&deep_iops), "2 us of CPU a command: {deep_iops} IOPS");
+    let (lone_iops, lone_latency) = job(1);
+    assert!(lone_latency >= 8_000.0, "4 + 4 us of path latency: {lone_latency} ns");
+    assert!(lone_iops < 125_001.0, "{lone_iops} IOPS at QD 1");
+}

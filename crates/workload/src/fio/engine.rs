@@ -10,7 +10,9 @@ use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
 
-use zonelab_device::{Built, DeviceBuilder, DeviceCounters, DeviceSpec, HostCosts, HostPath, HostSide, StoreChoice};
+use zonelab_device::{
+    micros_to_ns, Built, DeviceBuilder, DeviceCounters, DeviceSpec, HostCosts, HostPath, HostSide, StoreChoice,
+};
 use zonelab_host::{Scheduled, SchedulerCounters, SchedulerKind};
 use zonelab_media::FlashCounters;
 use zonelab_runtime::rng::SplitMix64;
@@ -971,8 +973,8 @@ impl HostCpu {
             }
             _ => 0.0,
         };
-        let scheduler_ns = (scheduler_us * 1000.0).round() as u64;
-        HostCpu { submit_ns: path.submit_ns + scheduler_ns, complete_ns: path.complete_ns }
+        let (submit_ns, complete_ns) = path.cpu_ns(costs);
+        HostCpu { submit_ns: submit_ns + micros_to_ns(scheduler_us), complete_ns }
     }
 }
 
@@ -1363,9 +1365,10 @@ pub fn run_reporting(
         DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).store(store).build().map_err(FioError::Device)?;
     let seed = first.seed.unwrap_or(default_seed);
     let Built { device, config, host: host_side } = built;
-    // The path's per-command costs are CPU time on each job's thread (`HostCpu::of`, `submit_on_job_core`), not a delay the runtime
-    // adds: a job, one thread on one core, cannot submit and reap faster than they allow.
-    let host_side = HostSide { submit_ns: 0, complete_ns: 0, ..host_side };
+    // The path's CPU per command is spent on each job's thread (`HostCpu::of`, `submit_on_job_core`): a job, one
+    // thread on one core, cannot submit and reap faster than it allows. The runtime adds only the rest of the
+    // path's latency, the waits that occupy no core.
+    let host_side = host_side.waits_only(&config.host);
     let geometry = *device.namespace().geometry();
     let zone_wps = (0..geometry.zones).map(|zone| {
         let descriptor = device.namespace().zone(zone);
