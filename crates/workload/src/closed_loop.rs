@@ -161,7 +161,6 @@ fn p99(latencies: &mut [u64]) -> u64 {
     if latencies.is_empty() {
         return 0;
     }
-    latencies.sort_unstable();
     let rank = (latencies.len() * 99).div_ceil(100).max(1) - 1;
-    latencies[rank]
+    *latencies.select_nth_unstable(rank).1
 }
