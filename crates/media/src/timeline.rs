@@ -6,11 +6,17 @@
 //! earlier but was reserved later. A timeline keeps the busy intervals and fills gaps, as a channel arbiter or
 //! NVMeVirt's credit-based channel model does.
 
-/// Busy intervals `[start, end)`, sorted, disjoint and never touching (touching ones are merged).
+/// Busy intervals `[start, end)`, sorted, disjoint and never touching (touching ones are merged). Those before
+/// `ended` had ended by the last reservation's present and count as gone; they are dropped in batches, so that a
+/// reservation does not shift the whole list each time one ends.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
     busy: Vec<(u64, u64)>,
+    ended: usize,
 }
+
+/// How many ended intervals may wait before they are dropped.
+const ENDED_BATCH: usize = 64;
 
 /// Past this many live intervals the oldest are forgotten (their time is treated as busy), which bounds the
 /// cost of a reservation; far more than any queue depth leaves unmerged.
@@ -20,21 +26,29 @@ impl Timeline {
     /// Reserves `duration` starting no earlier than `earliest`, in the first gap that fits; intervals that end
     /// by `now` (no reservation can start before the present) are dropped. Returns the end of the reservation.
     pub fn reserve(&mut self, now: u64, earliest: u64, duration: u64) -> u64 {
-        if self.busy.first().is_some_and(|&(_, end)| end <= now) {
-            let stale = self.busy.partition_point(|&(_, end)| end <= now);
-            self.busy.drain(..stale);
+        if self.busy.get(self.ended).is_some_and(|&(_, end)| end <= now) {
+            self.ended += self.live().partition_point(|&(_, end)| end <= now);
+            if self.ended == self.busy.len() {
+                self.busy.clear();
+                self.ended = 0;
+            } else if self.ended >= ENDED_BATCH {
+                self.busy.drain(..self.ended);
+                self.ended = 0;
+            }
         }
-        if self.busy.len() > MAX_INTERVALS {
-            let forget = self.busy.len() - MAX_INTERVALS;
+        if self.live().len() > MAX_INTERVALS {
+            let forget = self.ended + self.live().len() - MAX_INTERVALS;
             let floor = self.busy[forget].0;
             self.busy.drain(..forget);
             self.busy.insert(0, (now.min(floor), floor));
+            self.ended = 0;
         }
         if duration == 0 {
             return earliest;
         }
         // Most reservations land after everything reserved so far.
-        match self.busy.last_mut() {
+        let ended = self.ended;
+        match self.busy[ended..].last_mut() {
             None => {
                 self.busy.push((earliest, earliest + duration));
                 return earliest + duration;
@@ -60,10 +74,15 @@ impl Timeline {
         self.fit(earliest, duration).1
     }
 
+    /// The intervals that have not ended.
+    fn live(&self) -> &[(u64, u64)] {
+        &self.busy[self.ended..]
+    }
+
     /// The first gap from `earliest` that holds `duration`: the index of the interval it precedes, and its start.
     fn fit(&self, earliest: u64, duration: u64) -> (usize, u64) {
         let mut start = earliest;
-        let mut index = self.busy.partition_point(|&(_, end)| end <= start);
+        let mut index = self.ended + self.live().partition_point(|&(_, end)| end <= start);
         while let Some(&(busy_start, busy_end)) = self.busy.get(index) {
             if start + duration <= busy_start {
                 break;
@@ -76,7 +95,7 @@ impl Timeline {
 
     /// Inserts `[start, end)` before `index`, merging with neighbours it touches.
     fn insert(&mut self, index: usize, start: u64, end: u64) {
-        let joins_previous = index > 0 && self.busy[index - 1].1 == start;
+        let joins_previous = index > self.ended && self.busy[index - 1].1 == start;
         let joins_next = self.busy.get(index).is_some_and(|&(next_start, _)| next_start == end);
         match (joins_previous, joins_next) {
             (true, true) => {
@@ -97,11 +116,13 @@ impl Timeline {
 
     /// When the last reservation ends.
     pub fn last_end(&self) -> u64 {
-        self.busy.last().map_or(0, |&(_, end)| end)
+        self.live().last().map_or(0, |&(_, end)| end)
     }
 
     /// Moves every reservation after `at` back to `at` (a power loss stops all work).
     pub fn truncate(&mut self, at: u64) {
+        self.busy.drain(..self.ended);
+        self.ended = 0;
         self.busy.retain(|&(start, _)| start < at);
         if let Some(last) = self.busy.last_mut() {
             last.1 = last.1.min(at);
@@ -120,10 +141,49 @@ mod tests {
         assert_eq!(line.reserve(0, 0, 10), 10, "an earlier gap is used");
         assert_eq!(line.reserve(0, 95, 10), 120, "no gap before 110 fits 10");
         assert_eq!(line.reserve(0, 10, 5), 15, "touching the first interval merges");
-        assert_eq!(line.busy, vec![(0, 15), (100, 120)]);
+        assert_eq!(line.live(), [(0, 15), (100, 120)]);
         assert_eq!(line.reserve(200, 200, 1), 201, "intervals ended by now are dropped");
-        assert_eq!(line.busy, vec![(200, 201)]);
+        assert_eq!(line.live(), [(200, 201)]);
         assert_eq!(line.last_end(), 201);
+    }
+
+    /// The plain model: intervals ended by `now` dropped at once, the first gap found by a scan, touching
+    /// intervals merged.
+    fn reference_reserve(busy: &mut Vec<(u64, u64)>, now: u64, earliest: u64, duration: u64) -> u64 {
+        busy.retain(|&(_, end)| end > now);
+        let mut start = earliest;
+        for &(busy_start, busy_end) in busy.iter() {
+            if busy_end > start && start + duration > busy_start {
+                start = busy_end;
+            }
+        }
+        busy.push((start, start + duration));
+        busy.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for &(busy_start, busy_end) in busy.iter() {
+            match merged.last_mut() {
+                Some(last) if last.1 == busy_start => last.1 = busy_end,
+                _ => merged.push((busy_start, busy_end)),
+            }
+        }
+        *busy = merged;
+        start + duration
+    }
+
+    #[test]
+    fn ended_intervals_dropped_in_batches_change_no_reservation() {
+        let (mut line, mut reference) = (Timeline::default(), Vec::new());
+        let mut seed = 7u64;
+        for step in 0..20_000u64 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let now = step * 5;
+            // Mostly ahead of the present, sometimes behind it, as a sense's earliest start can be.
+            let earliest = (now + (seed >> 40) % 400).saturating_sub(50);
+            let duration = 1 + (seed >> 20) % 30;
+            let end = line.reserve(now, earliest, duration);
+            assert_eq!(end, reference_reserve(&mut reference, now, earliest, duration), "step {step}");
+            assert_eq!(line.last_end(), reference.iter().map(|&(_, end)| end).max().unwrap_or(0), "step {step}");
+        }
     }
 
     #[test]
@@ -136,7 +196,7 @@ mod tests {
             let duration = 1 + (seed >> 20) % 40;
             let end = line.reserve(step * 3, earliest, duration);
             assert!(end >= earliest + duration);
-            assert!(line.busy.windows(2).all(|pair| pair[0].1 < pair[1].0), "disjoint and merged at step {step}");
+            assert!(line.live().windows(2).all(|pair| pair[0].1 < pair[1].0), "disjoint and merged at step {step}");
         }
     }
 }
