@@ -105,3 +105,47 @@ impl Layout {
         ((u64::from(zone.0) * self.planes_per_zone + plane_in_zone) * self.blocks_per_zone_plane + block) as usize
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 4 channels x 2 dies x 2 planes; a zone spans 2 channels and 1 die (4 planes), so zones take turns over
+    /// 4 groups. Expected places worked out by hand from the order `place` documents.
+    #[test]
+    fn units_go_round_the_planes_of_their_zones_group() {
+        let mut nand = NandConfig {
+            channels: 4,
+            dies_per_channel: 2,
+            planes_per_die: 2,
+            channels_per_zone: 2,
+            dies_per_channel_per_zone: 1,
+            program_unit_bytes: 16384,
+            block_program_units: 4,
+            read_latency_us: 50.0,
+            read_page_factors: Vec::new(),
+            program_latency_us: 500.0,
+            erase_latency_us: 3000.0,
+            seal_latency_us: 0.0,
+            suspend_latency_us: 0.0,
+            resume_before_suspend_us: 0.0,
+            channel_mib_per_s: 1000.0,
+            erase_concurrency: 0,
+            erase_timing: crate::EraseTiming::Dies,
+            stripe_start: StripeStart::FirstDie,
+        };
+        let layout = Layout::new(&nand, 1 << 30, 0, 4);
+        let at = |layout: &Layout, zone: u32, unit: u64| {
+            let place = layout.place(PhysicalZone(zone), ProgramUnit(unit));
+            (place.plane, place.channel)
+        };
+        let first_zone: Vec<_> = (0..5).map(|unit| at(&layout, 0, unit)).collect();
+        assert_eq!(first_zone, [(0, 0), (1, 0), (2, 1), (3, 1), (0, 0)], "planes of a die, then the next channel");
+        assert_eq!(at(&layout, 1, 0), (4, 2), "the second group: the other two channels");
+        assert_eq!(at(&layout, 2, 0), (8, 0), "the third group: the second die");
+        assert_eq!(at(&layout, 5, 3), at(&layout, 1, 3), "groups repeat every 4 zones");
+        nand.stripe_start = StripeStart::ByZone;
+        let rotated = Layout::new(&nand, 1 << 30, 0, 4);
+        assert_eq!(at(&rotated, 1, 0), (5, 2), "zone 1 starts one plane further round");
+    }
+}
