@@ -417,7 +417,7 @@ impl FlashModel {
             transfer_ns(bytes, self.costs.channel_ns_per_byte),
         );
         if suspended {
-            self.resources.hold_suspended(place.plane, moved);
+            self.resources.hold_suspended(now, place.plane, moved);
         } else {
             self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
         }
@@ -977,14 +977,20 @@ mod tests {
             // Two reads of zone 1 on the same die, 1 ms into the reset's 12 ms of erases.
             let first = flash.read(1_000_000, 1, 0, 4096);
             let second = flash.read(1_000_000, 1, 4 * UNIT, 4096);
-            (reset_done, first - 1_000_000, second - 1_000_000)
+            let die_busy = [0, 1].map(|plane| flash.resources.planes[plane].last_end());
+            (reset_done, first - 1_000_000, second - 1_000_000, die_busy)
         };
-        let (reset_waiting, first_waiting, _) = read_beside_reset(0.0);
+        let (reset_waiting, first_waiting, _, _) = read_beside_reset(0.0);
         assert!(first_waiting > 10_000_000, "without suspend a read waits for every erase: {first_waiting} ns");
-        let (reset_suspending, first, second) = read_beside_reset(20.0);
+        let (reset_suspending, first, second, die_busy) = read_beside_reset(20.0);
         assert_eq!(first, 10_000 + 20_000 + 50_000 + 4096, "firmware, suspend, sense, channel");
         assert_eq!(second, first + 50_000 + 4096, "the second waits for the first's sense and transfer");
         assert_eq!(reset_suspending, reset_waiting, "the reset's end was fixed when it was submitted");
+        assert_eq!(
+            die_busy,
+            [reset_waiting + 20_000 + 2 * (50_000 + 4096), reset_waiting],
+            "the die the reads suspended erases that much longer; the others do not"
+        );
 
         // A read whose sense would run into the erases' start (they begin 100 us after the reset) suspends
         // them as they begin rather than waiting for all of them.

@@ -30,6 +30,8 @@ pub(super) struct Resources {
     suspended_reads_free: Vec<u64>,
     /// The end of the operation each plane last suspended, which identifies it.
     last_suspended_end: Vec<u64>,
+    /// When each plane's last suspension began.
+    suspension_start: Vec<u64>,
     suspend_ns: u64,
     resume_before_suspend_ns: u64,
     /// Resources reserved for future instants fill gaps (see `Timeline`); the command processor, the link into
@@ -166,6 +168,7 @@ impl Resources {
             suspendable: vec![VecDeque::new(); planes],
             suspended_reads_free: vec![0; planes],
             last_suspended_end: vec![0; planes],
+            suspension_start: vec![0; planes],
             suspend_ns: suspend.latency_ns,
             resume_before_suspend_ns: suspend.resume_before_suspend_ns,
             channels: vec![Timeline::default(); channels],
@@ -211,9 +214,9 @@ impl Resources {
     /// `suspend_ns` after it could begin, or at once if the die is still suspended for an earlier read. An
     /// operation resumed after a suspension runs `resume_before_suspend_ns` before it may be suspended again (its
     /// progress is guaranteed), so a read that comes in that window waits for the window's end, or for the
-    /// operation's end if that is sooner. The suspended operation is not lengthened: its end was fixed when it
-    /// was reserved (a reset's completion is known at submission), where on a die it grows by the reads' time.
-    /// Returns when the sense ends and whether an operation was suspended.
+    /// operation's end if that is sooner. The die's time the suspension takes is added after the operation
+    /// (`hold_suspended`), but the operation's own end, and so a reset's completion, stays what it was when
+    /// reserved. Returns when the sense ends and whether an operation was suspended.
     pub fn sense(&mut self, now: u64, plane: usize, start: u64, sense_ns: u64) -> (u64, bool) {
         if self.suspend_ns != 0 {
             forget_finished(&mut self.suspendable[plane], now);
@@ -243,6 +246,7 @@ impl Resources {
             let may_suspend_at = if resumed { at.max(free + self.resume_before_suspend_ns) } else { at.max(op_start) };
             if may_suspend_at < op_end {
                 self.last_suspended_end[plane] = op_end;
+                self.suspension_start[plane] = may_suspend_at;
                 return (may_suspend_at + self.suspend_ns + sense_ns, true);
             }
             at = op_end;
@@ -251,8 +255,26 @@ impl Resources {
     }
 
     /// The die of a suspended operation holds what a read sensed until `moved`, when its channel has moved it.
-    pub fn hold_suspended(&mut self, plane: usize, moved: u64) {
+    /// The operation resumes only then, so the die is busy that much longer: the time this read adds to the
+    /// suspension is reserved on the plane from the operation's end, as an operation reads may suspend in turn
+    /// (part of the same one when it follows it directly).
+    pub fn hold_suspended(&mut self, now: u64, plane: usize, moved: u64) {
+        let from = self.suspended_reads_free[plane].max(self.suspension_start[plane]);
         self.suspended_reads_free[plane] = self.suspended_reads_free[plane].max(moved);
+        let added = moved.saturating_sub(from);
+        if added == 0 {
+            return;
+        }
+        let op_end = self.last_suspended_end[plane];
+        let end = self.planes[plane].reserve(now, op_end, added);
+        let ops = &mut self.suspendable[plane];
+        match ops.iter_mut().find(|op| op.1 == op_end) {
+            Some(op) if end - added == op_end => {
+                op.1 = end;
+                self.last_suspended_end[plane] = end;
+            }
+            _ => self.note_suspendable(now, plane, end - added, end),
+        }
     }
 
     /// One block erase of `erase_ns` on `plane` from `at`, through the device's erase slots when their number
