@@ -82,7 +82,10 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
     let geometry = host.with_device(|device| *device.namespace().geometry());
     let blocks = spec.bs_bytes >> geometry.lba_shift;
     let total = spec.warmup + spec.measured;
-    let tally = Rc::new(RefCell::new(Tally { latencies: vec![Vec::new(); spec.zones as usize], ..Tally::default() }));
+    // Room for each zone's share of the latencies up front, so that recording one does not copy the others.
+    let share = (spec.measured / u64::from(spec.zones.max(1))) as usize + 1;
+    let latencies = (0..spec.zones).map(|_| Vec::with_capacity(share)).collect();
+    let tally = Rc::new(RefCell::new(Tally { latencies, ..Tally::default() }));
     let write_pointers: Rc<RefCell<Vec<u64>>> = Rc::new(RefCell::new(
         (0..spec.zones).map(|zone| host.with_device(|d| d.namespace().zone(zone).wp_lba)).collect(),
     ));
