@@ -336,6 +336,59 @@ mod tests {
     const NS_PER_BYTE: f64 = 1.0;
     const UNIT: u64 = 100_000;
 
+    /// Programs, erases and reads on two dies in a random order: whatever reads suspend, each die's operations
+    /// stay in time order and never overlap, a read is never served before its sense could end, and every
+    /// suspension's die time is added to the die.
+    #[test]
+    fn suspensions_keep_each_dies_operations_ordered_and_disjoint() {
+        for seed in 1..=20u64 {
+            let suspend = Suspend { latency_ns: 20_000, resume_before_suspend_ns: 50_000 };
+            let mut resources = Resources::new(2, 1, 0, WriteBudget::new(0.0, 0, 0), suspend);
+            let mut state = seed;
+            let mut draw = |below: u64| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (state >> 33) % below
+            };
+            let mut now = 0;
+            for step in 0..3000 {
+                now += draw(100_000);
+                let plane = draw(2) as usize;
+                match draw(4) {
+                    0 => {
+                        resources.program(now, plane, now + draw(50_000), 500_000);
+                    }
+                    1 => {
+                        resources.erase_block(now, plane, now, 3_000_000);
+                    }
+                    _ => {
+                        let start = now + 10_000;
+                        let (sensed, suspended) = resources.sense(now, plane, start, 50_000);
+                        assert!(sensed >= start + 50_000, "seed {seed} step {step}: sensed at {sensed}");
+                        let moved = resources.channels[0].reserve(now, sensed, 4096);
+                        if suspended {
+                            let held_before = resources.suspended_reads_free[plane];
+                            let added = moved.saturating_sub(held_before.max(resources.suspension_start[plane]));
+                            let op_end = resources.last_suspended_end[plane];
+                            resources.hold_suspended(now, plane, moved);
+                            assert!(
+                                resources.planes[plane].last_end() >= op_end + added,
+                                "seed {seed} step {step}: the suspension's {added} ns are on the die after {op_end}"
+                            );
+                        } else {
+                            resources.planes[plane].reserve(now, sensed, moved - sensed);
+                        }
+                    }
+                }
+                for ops in &resources.suspendable {
+                    assert!(
+                        ops.iter().zip(ops.iter().skip(1)).all(|(a, b)| a.0 < a.1 && a.1 <= b.0),
+                        "seed {seed} step {step}: operations out of order or overlapping: {ops:?}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_steady_budget_spends_bytes_at_its_rate_in_arrival_order() {
         let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 0);
