@@ -64,6 +64,8 @@ pub(super) struct WriteBudget {
     /// What the flash absorbs of the last `buffer_bytes` taken: byte ranges with the times they start and
     /// end being absorbed, oldest first.
     absorbing: VecDeque<Absorbing>,
+    /// The unit being spent and its time factor, drawn once for the many writes that share a unit.
+    current_unit: Option<(u64, f64)>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -83,7 +85,15 @@ pub(super) struct Drained {
 
 impl WriteBudget {
     pub fn new(ns_per_byte: f64, unit_bytes: u64, buffer_bytes: u64) -> WriteBudget {
-        WriteBudget { free_ns: 0, ns_per_byte, unit_bytes, buffer_bytes, spent_bytes: 0, absorbing: VecDeque::new() }
+        WriteBudget {
+            free_ns: 0,
+            ns_per_byte,
+            unit_bytes,
+            buffer_bytes,
+            spent_bytes: 0,
+            absorbing: VecDeque::new(),
+            current_unit: None,
+        }
     }
 
     /// Takes `bytes` whose data is ready at `ready`.
@@ -96,7 +106,15 @@ impl WriteBudget {
             while left > 0 {
                 let unit = self.spent_bytes / self.unit_bytes;
                 let in_unit = (self.unit_bytes - self.spent_bytes % self.unit_bytes).min(left);
-                ns += in_unit as f64 * self.ns_per_byte * exponential(unit);
+                let factor = match self.current_unit {
+                    Some((current, factor)) if current == unit => factor,
+                    _ => {
+                        let factor = exponential(unit);
+                        self.current_unit = Some((unit, factor));
+                        factor
+                    }
+                };
+                ns += in_unit as f64 * self.ns_per_byte * factor;
                 self.spent_bytes += in_unit;
                 left -= in_unit;
             }
