@@ -114,26 +114,9 @@ mod tests {
     /// 4 groups. Expected places worked out by hand from the order `place` documents.
     #[test]
     fn units_go_round_the_planes_of_their_zones_group() {
-        let mut nand = NandConfig {
-            channels: 4,
-            dies_per_channel: 2,
-            planes_per_die: 2,
-            channels_per_zone: 2,
-            dies_per_channel_per_zone: 1,
-            program_unit_bytes: 16384,
-            block_program_units: 4,
-            read_latency_us: 50.0,
-            read_page_factors: Vec::new(),
-            program_latency_us: 500.0,
-            erase_latency_us: 3000.0,
-            seal_latency_us: 0.0,
-            suspend_latency_us: 0.0,
-            resume_before_suspend_us: 0.0,
-            channel_mib_per_s: 1000.0,
-            erase_concurrency: 0,
-            erase_timing: crate::EraseTiming::Dies,
-            stripe_start: StripeStart::FirstDie,
-        };
+        let mut nand = crate::model::tests::config().nand;
+        (nand.channels, nand.dies_per_channel, nand.planes_per_die) = (4, 2, 2);
+        (nand.channels_per_zone, nand.dies_per_channel_per_zone) = (2, 1);
         let layout = Layout::new(&nand, 1 << 30, 0, 4);
         let at = |layout: &Layout, zone: u32, unit: u64| {
             let place = layout.place(PhysicalZone(zone), ProgramUnit(unit));

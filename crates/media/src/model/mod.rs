@@ -731,7 +731,7 @@ mod tests {
     const UNIT: u64 = 16384;
 
     /// 2 channels x 2 dies, one plane each; zones stripe over all 4 dies in 16 KiB units; 4-unit blocks.
-    fn config() -> MediaConfig {
+    pub(super) fn config() -> MediaConfig {
         MediaConfig {
             nand: NandConfig {
                 channels: 2,
