@@ -522,8 +522,8 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
     let fail = |message: String| ExperimentError::Failed { id: id.to_string(), message };
     let (runtime, ramp) = if quick { ("100ms", "20ms") } else { ("2s", "500ms") };
     let clock = if experiment.real_time {
-        "Real time: Debian's RocksDB through the zonelab plugin on this machine's clock, each point one run, the \
-         points one after another, so the ratios carry this machine's noise"
+        "Real time: Debian's RocksDB through the zonelab plugin on this machine's clock, each point the median of \
+         its figure's rounds (two in a quick run), run one after another, so the ratios carry this machine's noise"
     } else {
         "Virtual time"
     };
