@@ -66,6 +66,13 @@ pub struct HostCosts {
     /// through the block layer: its lock, sort and merge, and dispatch; `none` adds nothing.
     #[serde(default)]
     pub mq_deadline_us: f64,
+    /// How long a request waits for the kblockd worker that dispatches it when Linux defers the dispatch: a
+    /// request that a scheduler (mq-deadline, ZINC) takes without a plug goes into it and the hardware queue runs
+    /// asynchronously (`blk_mq_submit_bio`), and a plug flushed because its task sleeps, as psync's writes do,
+    /// runs the queue asynchronously under any scheduler. It occupies no core of the submitter. It applies to the
+    /// kernel path (psync, libaio); io_uring's latency, measured through the block layer, already holds it.
+    #[serde(default)]
+    pub kblockd_dispatch_us: f64,
     pub spdk: HostCost,
     pub io_uring: HostCost,
     pub io_uring_cmd: HostCost,
@@ -84,9 +91,11 @@ impl HostCosts {
     }
 
     fn validate(&self) -> Result<(), PresetError> {
-        if !self.mq_deadline_us.is_finite() || self.mq_deadline_us < 0.0 {
-            let reason = format!("mq-deadline-us = {} must be a finite time of at least 0", self.mq_deadline_us);
-            return Err(PresetError::Host { path: "host".to_string(), reason });
+        for (name, us) in [("mq-deadline-us", self.mq_deadline_us), ("kblockd-dispatch-us", self.kblockd_dispatch_us)] {
+            if !us.is_finite() || us < 0.0 {
+                let reason = format!("{name} = {us} must be a finite time of at least 0");
+                return Err(PresetError::Host { path: "host".to_string(), reason });
+            }
         }
         for path in crate::HostPath::ALL {
             self.for_path(path).validate().map_err(|reason| PresetError::Host {

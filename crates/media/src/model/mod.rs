@@ -348,12 +348,21 @@ impl FlashModel {
         let data_out = if self.costs.read_ahead_bytes == 0 {
             self.read_pages(now, start, zone, offset_bytes, end)
         } else {
-            let sequential = self.zone(zone).read_ahead.next_offset == Some(offset_bytes);
-            self.zone_mut(zone).read_ahead.next_offset = Some(end);
-            if sequential {
-                self.read_ahead(now, start, zone, offset_bytes, end)
+            // A read continues the stream when it starts where the stream ends, or when its pages are among
+            // those read ahead: commands outstanding together may run out of order, and the controller serves
+            // from its memory whatever it holds.
+            let page_bytes = self.layout.page_bytes;
+            let stream = &self.zone(zone).read_ahead;
+            let at_end = stream.next_offset == Some(offset_bytes);
+            let held = stream.ready(offset_bytes / page_bytes, end.div_ceil(page_bytes)).is_some();
+            if at_end || held {
+                let stream = &mut self.zone_mut(zone).read_ahead;
+                stream.next_offset = stream.next_offset.max(Some(end));
+                self.read_ahead(now, start, zone, offset_bytes, end, at_end)
             } else {
-                self.zone_mut(zone).read_ahead.pages.clear();
+                let stream = &mut self.zone_mut(zone).read_ahead;
+                stream.next_offset = Some(end);
+                stream.pages.clear();
                 self.read_pages(now, start, zone, offset_bytes, end)
             }
         };
@@ -426,15 +435,19 @@ impl FlashModel {
 
     /// A read that continues the zone's sequential stream: the controller has its pages in memory, or senses
     /// them now, whole, together with the pages up to `read_ahead_bytes` past `end` (as far as the zone is
-    /// written), so that the stream's next reads find their data there. Returns when the read's data is in.
-    fn read_ahead(&mut self, now: u64, start: u64, zone: LogicalZone, offset: u64, end: u64) -> u64 {
+    /// written), so that the stream's next reads find their data there. A read at the stream's end (`at_end`)
+    /// passes the pages before it; one that ran ahead of an earlier read keeps them for it. Returns when the
+    /// read's data is in.
+    fn read_ahead(&mut self, now: u64, start: u64, zone: LogicalZone, offset: u64, end: u64, at_end: bool) -> u64 {
         let (page_bytes, pages_per_unit) = (self.layout.page_bytes, self.layout.pages_per_unit);
         let (first, end_page) = (offset / page_bytes, end.div_ceil(page_bytes));
         let written_pages = self.zone(zone).written_bytes.div_ceil(page_bytes);
         let horizon = (end + self.costs.read_ahead_bytes).div_ceil(page_bytes).min(written_pages).max(end_page);
         let programmed = self.zone(zone).programmed_units;
         let stream = &mut self.zone_mut(zone).read_ahead;
-        stream.consume_before(first);
+        if at_end {
+            stream.consume_before(first);
+        }
         if stream.pages.front().is_some_and(|&(front, _)| front > first) {
             stream.pages.clear();
         }
@@ -837,12 +850,18 @@ mod tests {
         assert_eq!(flash.read(at, 0, UNIT / 4, 8192) - at, 10_000 + 75_000 + 8192);
     }
 
-    #[test]
-    fn a_sequential_stream_finds_its_pages_read_ahead() {
+    /// The test model reading two program units ahead of a stream, with zone 0's first 64 units written.
+    fn read_ahead_model() -> FlashModel {
         let mut config = config();
         config.controller.read_ahead_bytes = 2 * UNIT;
         let mut flash = model(config);
         flash.precondition(0, 64 * UNIT);
+        flash
+    }
+
+    #[test]
+    fn a_sequential_stream_finds_its_pages_read_ahead() {
+        let mut flash = read_ahead_model();
         // The first read starts no stream; the second continues it, and the controller senses the read's unit
         // again, whole, and the two units after it, on their dies.
         flash.read(0, 0, 0, 4096);
@@ -859,6 +878,22 @@ mod tests {
         // A read elsewhere breaks the stream and reads from flash again.
         let elsewhere = flash.read(later, 0, 40 * UNIT, 4096);
         assert_eq!(elsewhere - later, 10_000 + 50_000 + 4096);
+    }
+
+    #[test]
+    fn reads_that_run_out_of_order_keep_the_stream_and_its_pages() {
+        let mut flash = read_ahead_model();
+        flash.read(0, 0, 0, 4096);
+        flash.read(1_000_000_000, 0, 4096, 4096);
+        // Two reads outstanding together run in the other order: the later one is in memory, and the earlier
+        // one, which the stream has not passed, still is.
+        let later = 2_000_000_000;
+        assert_eq!(flash.read(later, 0, 12288, 4096) - later, 10_000, "ahead of the stream, in memory");
+        assert_eq!(flash.read(later, 0, 8192, 4096) - later, 10_000, "behind the read that ran first");
+        assert_eq!(flash.read(later, 0, 16384, 4096) - later, 10_000, "the stream goes on after both");
+        // A read outside what the controller holds still breaks the stream.
+        assert_eq!(flash.read(later, 0, 40 * UNIT, 4096) - later, 10_000 + 50_000 + 4096);
+        assert!(flash.read(later, 0, 20480, 4096) - later > 10_000, "the controller dropped the stream's pages");
     }
 
     #[test]

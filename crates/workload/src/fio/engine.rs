@@ -294,12 +294,16 @@ struct JobState {
     ramp_end_ns: u64,
     next_issue_ns: u64,
     rng: SplitMix64,
-    /// The host path's CPU time per command on the job's thread: to submit it (fio's slat) and to reap it.
-    cpu: HostCpu,
+    /// The host path's CPU time per command on the job's thread (to submit it, fio's slat, and to reap it), and
+    /// the kblockd worker's wait where Linux defers the dispatch.
+    cost: JobHostCost,
     /// Until when the job's thread is busy on its core with the CPU work of its commands.
     core_busy_until_ns: u64,
     /// The last submission batch: the instant its commands were ready, and when they arrive.
     batch: Option<(u64, u64)>,
+    /// When the kblockd worker that dispatches this job's deferred commands runs next (or last ran): the worker
+    /// of the job's core's hardware queue.
+    dispatch_run_ns: u64,
     read: DirectionStats,
     write: DirectionStats,
     trim: DirectionStats,
@@ -955,43 +959,69 @@ impl JobState {
     }
 }
 
-/// The host path's CPU cost per command, in nanoseconds.
+/// What the host path costs a job per command, in nanoseconds: CPU time on the job's core, and the wait for the
+/// kblockd worker when Linux defers a command's dispatch to it.
 #[derive(Clone, Copy, Debug)]
-struct HostCpu {
+struct JobHostCost {
     submit_ns: u64,
     complete_ns: u64,
+    /// The kblockd worker's wait for reads and for writes on the kernel path (0: dispatched by the submitting
+    /// call). fio submits
+    /// one iocb per `io_submit` (its default `iodepth_batch_submit=1`), below the two that make Linux's aio plug
+    /// (`AIO_PLUG_THRESHOLD`), and psync's direct reads do not plug: a scheduler defers them, none issues them
+    /// directly. A block device's writes hold a plug (`blkdev_write_iter`) that psync's sleep until completion
+    /// flushes, which defers them under any scheduler.
+    read_dispatch_ns: u64,
+    write_dispatch_ns: u64,
 }
 
-impl HostCpu {
+impl JobHostCost {
     /// What `job`'s I/O engine costs per command, with the device's scheduler's own work (mq-deadline's, and
     /// ZINC's, which is built on it) on the paths through the block layer.
-    fn of(job: &JobOptions, costs: &HostCosts, scheduler: SchedulerKind) -> HostCpu {
+    fn of(job: &JobOptions, costs: &HostCosts, scheduler: SchedulerKind) -> JobHostCost {
         let path = HostSide::new(job.ioengine.host_path(), costs);
-        let scheduler_us = match scheduler {
-            SchedulerKind::MqDeadline | SchedulerKind::Zinc(_) if path.path.through_block_layer() => {
-                costs.mq_deadline_us
-            }
-            _ => 0.0,
-        };
+        let block_layer = path.path.through_block_layer();
+        let elevator = block_layer && matches!(scheduler, SchedulerKind::MqDeadline | SchedulerKind::Zinc(_));
+        let plugged_writes = job.ioengine == IoEngine::Psync;
+        // io_uring's path latency comes from measurements through the block layer (the grid's rows 18 and 28),
+        // which hold whatever its dispatch cost there: only the kernel path of psync and libaio adds the wait.
+        let kernel = path.path == HostPath::Kernel;
+        let wait = |deferred: bool| if kernel && deferred { micros_to_ns(costs.kblockd_dispatch_us) } else { 0 };
         let (submit_ns, complete_ns) = path.cpu_ns(costs);
-        HostCpu { submit_ns: submit_ns + micros_to_ns(scheduler_us), complete_ns }
+        JobHostCost {
+            submit_ns: submit_ns + if elevator { micros_to_ns(costs.mq_deadline_us) } else { 0 },
+            complete_ns,
+            read_dispatch_ns: wait(elevator),
+            write_dispatch_ns: wait(elevator || plugged_writes),
+        }
+    }
+
+    /// The kblockd worker's wait for a command going `direction`.
+    fn dispatch_ns(&self, direction: Direction) -> u64 {
+        if direction == Direction::Write {
+            self.write_dispatch_ns
+        } else {
+            self.read_dispatch_ns
+        }
     }
 }
 
 /// Submits on the job's thread: the command reaches the scheduler when its submission's CPU work ends, after
-/// what the job's core is busy with. Commands ready at the same instant go in one batch (as one `io_submit`
-/// carries what fio has queued) and arrive together, in an order the device may not keep; each still adds its
-/// CPU time to the core. Resolves at the command's arrival, and returns fio's two timestamps for it: when the
-/// core began its submission (fio prepares an I/O just before it queues it, so the time a command waits for
-/// the core before that counts in no latency) and when its submission's CPU work ended (fio's issue time).
+/// what the job's core is busy with, or when Linux defers its dispatch, when the kblockd worker runs next (a
+/// command that finds a run already due leaves with it). Commands ready at the same instant go in one batch (as one
+/// `io_submit` carries what fio has queued) and arrive together, in an order the device may not keep; each still
+/// adds its CPU time to the core. Resolves at the command's arrival, and returns fio's two timestamps for it:
+/// when the core began its submission (fio prepares an I/O just before it queues it, so the time a command waits
+/// for the core before that counts in no latency) and when its submission's CPU work ended (fio's issue time).
 async fn submit_on_job_core<S: MediaStore + 'static>(
     queue: &Scheduled<Host<S>>,
     state: &Rc<RefCell<JobState>>,
+    direction: Direction,
 ) -> SubmitTimes {
     let now = queue.now_ns();
     let (arrival, times) = {
         let mut job = state.borrow_mut();
-        let submit_ns = job.cpu.submit_ns;
+        let (submit_ns, dispatch_ns) = (job.cost.submit_ns, job.cost.dispatch_ns(direction));
         match job.batch {
             Some((ready, arrival)) if ready == now => {
                 let prepared_ns = job.core_busy_until_ns;
@@ -1000,10 +1030,18 @@ async fn submit_on_job_core<S: MediaStore + 'static>(
             }
             _ => {
                 let prepared_ns = job.core_busy_until_ns.max(now);
-                let arrival = prepared_ns + submit_ns;
-                job.core_busy_until_ns = arrival;
+                let issued_ns = prepared_ns + submit_ns;
+                job.core_busy_until_ns = issued_ns;
+                let arrival = if dispatch_ns == 0 {
+                    issued_ns
+                } else {
+                    if job.dispatch_run_ns <= issued_ns {
+                        job.dispatch_run_ns = issued_ns + dispatch_ns;
+                    }
+                    job.dispatch_run_ns
+                };
                 job.batch = Some((now, arrival));
-                (arrival, SubmitTimes { prepared_ns, issued_ns: arrival })
+                (arrival, SubmitTimes { prepared_ns, issued_ns })
             }
         }
     };
@@ -1025,7 +1063,7 @@ async fn reap_on_job_core<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, s
     let now = queue.now_ns();
     let done = {
         let mut job = state.borrow_mut();
-        job.core_busy_until_ns = job.core_busy_until_ns.max(now) + job.cpu.complete_ns;
+        job.core_busy_until_ns = job.core_busy_until_ns.max(now) + job.cost.complete_ns;
         job.core_busy_until_ns
     };
     if done > now {
@@ -1113,7 +1151,7 @@ async fn worker<S: MediaStore + 'static>(
             job.in_flight += 1;
             job.in_flight
         };
-        let times = submit_on_job_core(&queue, &state).await;
+        let times = submit_on_job_core(&queue, &state, direction).await;
         let result = queue.submit(command).await;
         reap_on_job_core(&queue, &state).await;
         let completed = queue.now_ns();
@@ -1365,7 +1403,7 @@ pub fn run_reporting(
         DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).store(store).build().map_err(FioError::Device)?;
     let seed = first.seed.unwrap_or(default_seed);
     let Built { device, config, host: host_side } = built;
-    // The path's CPU per command is spent on each job's thread (`HostCpu::of`, `submit_on_job_core`): a job, one
+    // The path's CPU per command is spent on each job's thread (`JobHostCost::of`, `submit_on_job_core`): a job, one
     // thread on one core, cannot submit and reap faster than it allows. The runtime adds only the rest of the
     // path's latency, the waits that occupy no core.
     let host_side = host_side.waits_only(&config.host);
@@ -1649,7 +1687,7 @@ impl JobState {
         geometry: Geometry,
         (start_lba, end_lba): (u64, u64),
         group_start: u64,
-        cpu: HostCpu,
+        cost: JobHostCost,
     ) -> JobState {
         let device_bytes = geometry.nsze_lba << geometry.lba_shift;
         let zone_bytes = geometry.zone_size_lba << geometry.lba_shift;
@@ -1707,9 +1745,10 @@ impl JobState {
             ramp_end_ns: group_start + job.ramp_time_ns,
             next_issue_ns: group_start,
             rng: SplitMix64::split(job.randseed, &format!("{}/{instance}", job.name)),
-            cpu,
+            cost,
             core_busy_until_ns: group_start,
             batch: None,
+            dispatch_run_ns: 0,
             read: DirectionStats::default(),
             write: DirectionStats::default(),
             trim: DirectionStats::default(),
@@ -1843,8 +1882,8 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 }
                 // fio restarts the device's reset countdown as each job opens the device (`zbd_file_reset`).
                 self.zones.borrow_mut().reset_countdown = reset_countdown_start(job.zone_reset_frequency);
-                let cpu = HostCpu::of(job, &self.host_costs, self.scheduled.kind());
-                let mut state = JobState::new(job, instance, geometry, range, group_start, cpu);
+                let cost = JobHostCost::of(job, &self.host_costs, self.scheduled.kind());
+                let mut state = JobState::new(job, instance, geometry, range, group_start, cost);
                 state.instance_id = instances.len();
                 state.max_open_zones = max_open_zones(job, &geometry)?;
                 check_verify_sizes(job, &geometry)?;
