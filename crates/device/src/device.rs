@@ -74,7 +74,7 @@ pub struct DeviceStats {
 pub struct Device<S> {
     name: String,
     namespace: ZonedNamespace<S>,
-    media: FlashModel,
+    pub(crate) media: FlashModel,
     power_loss_protection: bool,
     counters: DeviceCounters,
     trace: Option<Vec<TraceEvent>>,

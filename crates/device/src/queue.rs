@@ -21,6 +21,19 @@ pub struct QueueFull(pub QueuedCommand);
 pub(crate) struct SubmissionQueue {
     entries: Vec<(u64, QueuedCommand)>,
     reorder: Option<SplitMix64>,
+    /// Commands from the queue that reset zones and have not completed: reads that suspend their erases may
+    /// delay them.
+    awaited_resets: Vec<AwaitedReset>,
+}
+
+/// A command that resets zones: its tag, the numbers of its resets in the flash model (`first..=last`), and
+/// when it completes.
+#[derive(Debug)]
+struct AwaitedReset {
+    tag: u64,
+    first: u64,
+    last: u64,
+    complete_ns: u64,
 }
 
 impl<S: MediaStore> Device<S> {
@@ -44,19 +57,43 @@ impl<S: MediaStore> Device<S> {
     }
 
     /// Executes every queued command as submitted at `now`, in submission order or, with reordering on, in a
-    /// seeded order; `complete` gets each one's tag, completion time and result.
+    /// seeded order; `complete` gets each one's tag, completion time and result. A reset's completion may move
+    /// later afterwards (`moved_completions`).
     pub fn process_queue(&mut self, now: u64, mut complete: impl FnMut(u64, u64, Result<Output, Status>)) {
         let mut batch = std::mem::take(&mut self.queue.entries);
         if let Some(rng) = &mut self.queue.reorder {
             rng.shuffle(&mut batch);
         }
+        self.queue.awaited_resets.retain(|reset| reset.complete_ns > now);
         for (tag, command) in batch.drain(..) {
+            let issued = self.media().resets_issued();
             let (complete_ns, result) = self.execute_queued(now, command);
+            let last = self.media().resets_issued();
+            if last > issued && complete_ns > now {
+                self.queue.awaited_resets.push(AwaitedReset { tag, first: issued + 1, last, complete_ns });
+            }
             complete(tag, complete_ns, result);
         }
         // Keep the allocation for the next batch.
         if self.queue.entries.is_empty() {
             self.queue.entries = batch;
+        }
+    }
+
+    /// Hands `moved` each queued command whose completion has moved later since it was given (a reset whose
+    /// erases the reads processed since have suspended: the die works that much longer), with its new
+    /// completion time. A runtime that does not ask completes such a command at its first time.
+    pub fn moved_completions(&mut self, mut moved: impl FnMut(u64, u64)) {
+        let awaited = &mut self.queue.awaited_resets;
+        for (reset, end) in self.media.take_moved_resets() {
+            let Some(command) = awaited.iter_mut().find(|command| (command.first..=command.last).contains(&reset))
+            else {
+                continue;
+            };
+            if end > command.complete_ns {
+                command.complete_ns = end;
+                moved(command.tag, end);
+            }
         }
     }
 

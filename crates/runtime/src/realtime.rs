@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use zonelab_device::{
     BuildError, Device, DeviceBuilder, DeviceCounters, DeviceStats, HostSide, SUBMISSION_QUEUE_ENTRIES,
 };
-use zonelab_zns::{Command, Geometry, MediaStore, Status};
+use zonelab_zns::{Command, Geometry, MediaStore, Status, ZoneSendAction};
 
 use crate::api::{CommandQueue, Output, QueuedCommand};
 use crate::timers::Timers;
@@ -118,8 +118,53 @@ struct Engine {
     device: Device<Box<dyn MediaStore>>,
     host: HostSide,
     due: Timers<Due>,
+    /// The commands queued for the next `process`, by tag less the first one's (`next_tag - cells.len()`).
     cells: Vec<Option<Arc<Cell>>>,
+    /// The tag of the next command queued: tags stay unique, so the device can name a command it retimes later.
+    next_tag: u64,
+    resets: ResetsInFlight,
     pacing: Pacing,
+}
+
+/// Resets not delivered yet, by tag, and the later times the device has moved some of them to (reads that
+/// suspended their erases made the dies work longer).
+#[derive(Default)]
+struct ResetsInFlight {
+    by_tag: Vec<(u64, Arc<Cell>)>,
+    later: Vec<(Arc<Cell>, u64)>,
+}
+
+impl ResetsInFlight {
+    fn track(&mut self, tag: u64, command: &QueuedCommand, cell: &Arc<Cell>) {
+        if matches!(command, QueuedCommand::ZoneSend { action: ZoneSendAction::Reset, .. }) {
+            self.by_tag.push((tag, Arc::clone(cell)));
+        }
+    }
+
+    /// Takes the completions the device has moved since it was last asked.
+    fn take_moves(&mut self, device: &mut Device<Box<dyn MediaStore>>, host: HostSide) {
+        device.moved_completions(|tag, device_ns| {
+            let Some((_, cell)) = self.by_tag.iter().find(|(reset, _)| *reset == tag) else { return };
+            let at_ns = host.completion_ns(device_ns, device_ns);
+            match self.later.iter_mut().find(|(moved, _)| Arc::ptr_eq(moved, cell)) {
+                Some(moved) => moved.1 = moved.1.max(at_ns),
+                None => self.later.push((Arc::clone(cell), at_ns)),
+            }
+        });
+    }
+
+    /// When the completion of `cell`, due at `at_ns`, is due now that the device may have moved it; a reset due
+    /// by `at_ns` is forgotten.
+    fn due_ns(&mut self, cell: &Arc<Cell>, at_ns: u64) -> u64 {
+        let later = match self.later.iter().position(|(moved, _)| Arc::ptr_eq(moved, cell)) {
+            Some(index) => self.later.swap_remove(index).1.max(at_ns),
+            None => at_ns,
+        };
+        if later == at_ns {
+            self.by_tag.retain(|(_, reset)| !Arc::ptr_eq(reset, cell));
+        }
+        later
+    }
 }
 
 impl Engine {
@@ -128,10 +173,14 @@ impl Engine {
     fn execute_now(&mut self, now: u64, command: QueuedCommand, cell: &Arc<Cell>) -> Option<Result<Output, Status>> {
         debug_assert_eq!(self.device.queued(), 0, "a command executes on the spot only on an idle queue");
         let arrival = self.host.arrival_ns(now);
-        let queued = self.device.enqueue(0, command);
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        self.resets.track(tag, &command, cell);
+        let queued = self.device.enqueue(tag, command);
         debug_assert!(queued.is_ok(), "the queue is empty");
         let mut outcome = None;
         self.device.process_queue(arrival, |_, device_ns, result| outcome = Some((device_ns, result)));
+        self.resets.take_moves(&mut self.device, self.host);
         let (device_ns, result) = outcome.expect("the command completed");
         let at_ns = self.host.completion_ns(arrival, device_ns);
         if at_ns <= now {
@@ -207,6 +256,8 @@ impl RealTime {
             host: built.host,
             due: Timers::new(),
             cells: Vec::new(),
+            next_tag: 0,
+            resets: ResetsInFlight::default(),
             pacing: Pacing::default(),
         };
         let shared = Arc::new(Shared {
@@ -272,7 +323,7 @@ fn device_loop(shared: &Shared) -> Stopped {
     let hot_idle_ns = if std::thread::available_parallelism().map_or(1, usize::from) > 1 { IDLE_HOT_NS } else { 0 };
     loop {
         let mut engine = lock(&shared.engine);
-        let Engine { device, host, due, cells, pacing } = &mut *engine;
+        let Engine { device, host, due, cells, next_tag, resets, pacing } = &mut *engine;
         let host = *host;
         // Take what every queue pair holds; each pair's lock is held only to drain its queue.
         for pair in lock(&shared.pairs).iter() {
@@ -289,10 +340,12 @@ fn device_loop(shared: &Shared) -> Stopped {
                         continue;
                     }
                     if device.queued() == SUBMISSION_QUEUE_ENTRIES {
-                        process(device, host, now, cells, due);
+                        process(device, host, now, (cells, *next_tag, resets), due);
                     }
+                    resets.track(*next_tag, &command, &cell);
                     cells.push(Some(cell));
-                    let queued = device.enqueue(cells.len() as u64 - 1, command);
+                    let queued = device.enqueue(*next_tag, command);
+                    *next_tag += 1;
                     debug_assert!(queued.is_ok(), "the submission queue was just emptied");
                 }
                 Request::Stats(reply) => {
@@ -306,11 +359,16 @@ fn device_loop(shared: &Shared) -> Stopped {
         if !cells.is_empty() || due.next_ns().is_some() {
             last_busy_ns = now;
         }
-        process(device, host, now, cells, due);
+        process(device, host, now, (cells, *next_tag, resets), due);
         // Deliver what is due.
         let now = shared.now_ns();
         while let Some((at_ns, next)) = due.pop_due(now) {
             if next.is_command {
+                let due_ns = resets.due_ns(&next.cell, at_ns);
+                if due_ns > at_ns {
+                    due.set(due_ns, next);
+                    continue;
+                }
                 let delivered = shared.now_ns();
                 pacing.completions += 1;
                 pacing.errors_ns.push(delivered.saturating_sub(at_ns));
@@ -375,19 +433,22 @@ fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64) {
 
 /// Executes the commands queued at `now`, which reach the device after the host path's submission cost; their
 /// completions, with the path's completion cost, wait in `due` for their times.
+/// A reset whose erases these commands suspended is moved later (`ResetsInFlight`).
 fn process(
     device: &mut Device<Box<dyn MediaStore>>,
     host: HostSide,
     now: u64,
-    cells: &mut Vec<Option<Arc<Cell>>>,
+    (cells, next_tag, resets): (&mut Vec<Option<Arc<Cell>>>, u64, &mut ResetsInFlight),
     due: &mut Timers<Due>,
 ) {
     let arrival = host.arrival_ns(now);
+    let first_tag = next_tag - cells.len() as u64;
     device.process_queue(arrival, |tag, device_ns, result| {
-        let cell = cells[tag as usize].take().expect("each tag completes once");
+        let cell = cells[(tag - first_tag) as usize].take().expect("each tag completes once");
         due.set(host.completion_ns(arrival, device_ns), Due { cell, result, is_command: true });
     });
     cells.clear();
+    resets.take_moves(device, host);
 }
 
 /// A `CommandQueue` on a real-time device, with its own queue pair.

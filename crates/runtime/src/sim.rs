@@ -129,6 +129,16 @@ impl<S: MediaStore> Shared<S> {
             slots[slot] = Slot::Done { complete_ns, result, wakee };
             timers.set(complete_ns, Target::Slot(slot));
         });
+        // A reset whose erases these commands suspended completes later: its earlier timer finds it not done yet.
+        self.device.moved_completions(|tag, device_ns| {
+            if let Slot::Done { complete_ns, .. } = &mut slots[tag as usize] {
+                let later = host.completion_ns(device_ns, device_ns);
+                if later > *complete_ns {
+                    *complete_ns = later;
+                    timers.set(later, Target::Slot(tag as usize));
+                }
+            }
+        });
         for waker in std::mem::take(&mut self.queue_waiters) {
             waker.wake();
         }

@@ -96,6 +96,8 @@ pub struct FlashModel {
     renewable: Option<RenewableMap>,
     wear: Wear,
     counters: FlashCounters,
+    /// Resets so far: each reset's number, by which the device follows the ones that reads' suspensions delay.
+    resets_issued: u64,
 }
 
 impl FlashModel {
@@ -121,9 +123,21 @@ impl FlashModel {
                 .then(|| RenewableMap::new(zones, layout.units_per_zone, config.mapping.renew_above)),
             wear: Wear::new(zones as usize, layout.blocks_per_zone()),
             counters: FlashCounters::default(),
+            resets_issued: 0,
             layout,
             config,
         }
+    }
+
+    /// How many resets the model has timed: the last one's number.
+    pub fn resets_issued(&self) -> u64 {
+        self.resets_issued
+    }
+
+    /// The resets (by number) that reads' suspensions of their erases have delayed since the last call, each
+    /// with a new time by which it completes.
+    pub fn take_moved_resets(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.resources.take_moved_resets()
     }
 
     pub fn config(&self) -> &MediaConfig {
@@ -495,6 +509,7 @@ impl FlashModel {
     /// the reset waits for them. Data in the write buffer is dropped.
     pub fn reset(&mut self, now: u64, zone: u32) -> u64 {
         let zone = LogicalZone(zone);
+        self.resets_issued += 1;
         let command_done = self.management(now);
         let start = now + self.costs.reset_ns;
         let media = std::mem::take(self.zone_mut(zone));
@@ -582,6 +597,9 @@ impl FlashModel {
             let waited = block < erase.waited_blocks;
             if waited {
                 plane_done = at;
+            }
+            if block + 1 == erase.waited_blocks && !zone_latency {
+                self.resources.await_erase(now, self.resets_issued, plane, at);
             }
             let unit = ProgramUnit(block * block_units * self.layout.planes_per_zone + plane_in_zone);
             self.wear.record_erase(self.layout.block_of(physical_zone, unit), waited);

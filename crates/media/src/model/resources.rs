@@ -34,6 +34,10 @@ pub(super) struct Resources {
     suspension_start: Vec<u64>,
     suspend_ns: u64,
     resume_before_suspend_ns: u64,
+    /// Erases that resets wait for while reads may suspend them, and the resets whose erases suspensions have
+    /// moved later since the device last looked, each with its erase's new end.
+    awaited_erases: Vec<AwaitedErase>,
+    moved_resets: Vec<(u64, u64)>,
     /// Resources reserved for future instants fill gaps (see `Timeline`); the command processor, the link into
     /// the device and the write budget are reserved in arrival order.
     pub channels: Vec<Timeline>,
@@ -165,6 +169,14 @@ pub(super) struct Suspend {
     pub resume_before_suspend_ns: u64,
 }
 
+/// An erase reset number `reset` waits for: it ends on `plane` at `end`.
+#[derive(Clone, Copy, Debug)]
+struct AwaitedErase {
+    reset: u64,
+    plane: usize,
+    end: u64,
+}
+
 /// Drops the operations that ended by `now`.
 fn forget_finished(ops: &mut VecDeque<(u64, u64)>, now: u64) {
     while ops.front().is_some_and(|&(_, end)| end <= now) {
@@ -189,6 +201,8 @@ impl Resources {
             suspension_start: vec![0; planes],
             suspend_ns: suspend.latency_ns,
             resume_before_suspend_ns: suspend.resume_before_suspend_ns,
+            awaited_erases: Vec::new(),
+            moved_resets: Vec::new(),
             channels: vec![Timeline::default(); channels],
             erase_slot_free: vec![0; erase_concurrency as usize],
             command_free: 0,
@@ -233,8 +247,9 @@ impl Resources {
     /// operation resumed after a suspension runs `resume_before_suspend_ns` before it may be suspended again (its
     /// progress is guaranteed), so a read that comes in that window waits for the window's end, or for the
     /// operation's end if that is sooner. The die's time the suspension takes is added after the operation
-    /// (`hold_suspended`), but the operation's own end, and so a reset's completion, stays what it was when
-    /// reserved. Returns when the sense ends and whether an operation was suspended.
+    /// (`hold_suspended`); the operation's reservation stays, and a reset that waits for an erase the added time
+    /// delays learns its later end (`take_moved_resets`). Returns when the sense ends and whether an operation was
+    /// suspended.
     pub fn sense(&mut self, now: u64, plane: usize, start: u64, sense_ns: u64) -> (u64, bool) {
         if self.suspend_ns != 0 {
             forget_finished(&mut self.suspendable[plane], now);
@@ -285,6 +300,14 @@ impl Resources {
         }
         let op_end = self.last_suspended_end[plane];
         let end = self.planes[plane].reserve(now, op_end, added);
+        // The die works `added` longer from the suspended operation on: an awaited erase from there up to where
+        // the added time found room (no gap in between to absorb it) ends that much later.
+        for erase in &mut self.awaited_erases {
+            if erase.plane == plane && op_end <= erase.end && erase.end <= end - added {
+                erase.end += added;
+                self.moved_resets.push((erase.reset, erase.end));
+            }
+        }
         let ops = &mut self.suspendable[plane];
         match ops.iter_mut().find(|op| op.1 == op_end) {
             Some(op) if end - added == op_end => {
@@ -293,6 +316,21 @@ impl Resources {
             }
             _ => self.note_suspendable(now, plane, end - added, end),
         }
+    }
+
+    /// Notes that reset number `reset` completes once `plane`'s erase ending at `end` is done, so that the reads
+    /// that suspend the die before then move the reset's completion (when reads may suspend at all).
+    pub fn await_erase(&mut self, now: u64, reset: u64, plane: usize, end: u64) {
+        if self.suspend_ns != 0 {
+            self.awaited_erases.retain(|erase| erase.end > now);
+            self.moved_resets.retain(|&(_, end)| end > now);
+            self.awaited_erases.push(AwaitedErase { reset, plane, end });
+        }
+    }
+
+    /// The resets whose awaited erases suspensions have moved since the last call, with the erases' new ends.
+    pub fn take_moved_resets(&mut self) -> std::vec::Drain<'_, (u64, u64)> {
+        self.moved_resets.drain(..)
     }
 
     /// One block erase of `erase_ns` on `plane` from `at`, through the device's erase slots when their number
@@ -329,6 +367,8 @@ impl Resources {
         for ops in &mut self.suspendable {
             ops.retain(|&(start, _)| start < at);
         }
+        self.awaited_erases.clear();
+        self.moved_resets.clear();
         for line in self.planes.iter_mut().chain(self.channels.iter_mut()).chain([&mut self.output]) {
             line.truncate(at);
         }
