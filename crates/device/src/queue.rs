@@ -64,7 +64,9 @@ impl<S: MediaStore> Device<S> {
         if let Some(rng) = &mut self.queue.reorder {
             rng.shuffle(&mut batch);
         }
-        self.queue.awaited_resets.retain(|reset| reset.complete_ns > now);
+        if !self.queue.awaited_resets.is_empty() {
+            self.queue.awaited_resets.retain(|reset| reset.complete_ns > now);
+        }
         for (tag, command) in batch.drain(..) {
             let issued = self.media().resets_issued();
             let (complete_ns, result) = self.execute_queued(now, command);
@@ -83,7 +85,15 @@ impl<S: MediaStore> Device<S> {
     /// Hands `moved` each queued command whose completion has moved later since it was given (a reset whose
     /// erases the reads processed since have suspended: the die works that much longer), with its new
     /// completion time. A runtime that does not ask completes such a command at its first time.
-    pub fn moved_completions(&mut self, mut moved: impl FnMut(u64, u64)) {
+    #[inline]
+    pub fn moved_completions(&mut self, moved: impl FnMut(u64, u64)) {
+        // Asked at every instant of a simulation: most have no reset in flight.
+        if !self.queue.awaited_resets.is_empty() {
+            self.retime_resets(moved);
+        }
+    }
+
+    fn retime_resets(&mut self, mut moved: impl FnMut(u64, u64)) {
         let awaited = &mut self.queue.awaited_resets;
         for (reset, end) in self.media.take_moved_resets() {
             let Some(command) = awaited.iter_mut().find(|command| (command.first..=command.last).contains(&reset))
