@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use zonelab_device::{DeviceBuilder, DeviceSpec};
+use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::sync::join_all;
 use zonelab_runtime::{block_on, CommandQueue, HostExt, RealTime, Simulation};
 use zonelab_zns::ZoneSendAction;
@@ -29,10 +30,9 @@ async fn reset_beside_readers<Q: CommandQueue + Clone + 'static>(queue: Q, reads
         let queue = queue.clone();
         Box::pin(async move {
             queue.sleep(2_000_000).await;
-            let blocks = geometry.zone_cap_lba / 8;
-            let mut block = reader;
+            let mut rng = SplitMix64::new(reader);
             for _ in 0..reads {
-                block = (block * 2_862_933_555_777_941_757 + 3_037_000_493) % blocks;
+                let block = rng.below(geometry.zone_cap_lba / 8);
                 queue.read_discard(geometry.zone_start_lba(3) + block * 8, 8).await.expect("read");
             }
             0
