@@ -406,6 +406,7 @@ impl<S: MediaStore> Device<S> {
             }
             self.media.lose_power(at);
         }
+        self.forget_in_flight();
         self.namespace.power_cycle()
     }
 }

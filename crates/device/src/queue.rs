@@ -107,6 +107,12 @@ impl<S: MediaStore> Device<S> {
         }
     }
 
+    /// Forgets the resets a previous driver left in flight (a power loss, or a new runtime over this device): their
+    /// tags mean nothing any more, and nothing of theirs completes.
+    pub fn forget_in_flight(&mut self) {
+        self.queue.awaited_resets.clear();
+    }
+
     /// Runs one owned command submitted at `now`; returns when it completes and what it returns.
     pub fn execute_queued(&mut self, now: u64, command: QueuedCommand) -> (u64, Result<Output, Status>) {
         let lba_size = u64::from(self.namespace().geometry().lba_size);

@@ -316,6 +316,7 @@ impl<S: MediaStore + 'static> Simulation<S> {
     /// completion time.
     pub fn with_host(mut device: Device<S>, host: HostSide, reorder_seed: Option<u64>) -> Simulation<S> {
         device.set_reordering(reorder_seed);
+        device.forget_in_flight();
         let shared = Shared {
             device,
             host,
