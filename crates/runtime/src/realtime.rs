@@ -2,8 +2,8 @@
 //! host threads submit through queue pairs of their own (one submission queue per pair, as NVMe gives each
 //! CPU one), so submitters that queue contend only on their own pair (one that finds the device free only
 //! tries its lock, below). The device thread executes each command at the instant it sees it (model time =
-//! nanoseconds of a monotonic clock since the device was opened) and delivers the completion no earlier than its modelled time: it
-//! sleeps until shortly before, then spins. A completion whose time has already passed when the device thread
+//! nanoseconds of a monotonic clock since the device was opened) and delivers the completion no earlier than
+//! its modelled time: it sleeps until shortly before, then spins. A completion whose time has already passed when the device thread
 //! gets to it is delivered at once and counted as late. A host thread that finds the device free executes its
 //! command itself, at the instant it submits it, and takes a completion that is due at once (a device with no
 //! flash time) without a round trip through the device thread; later completions still wait for their times
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use zonelab_device::{
     BuildError, Device, DeviceBuilder, DeviceCounters, DeviceStats, HostSide, SUBMISSION_QUEUE_ENTRIES,
 };
-use zonelab_zns::{Command, Geometry, MediaStore, Status, ZoneSendAction};
+use zonelab_zns::{Command, Geometry, MediaStore, Status};
 
 use crate::api::{CommandQueue, Output, QueuedCommand};
 use crate::timers::Timers;
@@ -122,49 +122,10 @@ struct Engine {
     cells: Vec<Option<Arc<Cell>>>,
     /// The tag of the next command queued: tags stay unique, so the device can name a command it retimes later.
     next_tag: u64,
-    resets: ResetsInFlight,
+    /// Commands not delivered yet whose completions the device has moved later (a reset whose erases reads
+    /// suspended), by tag, with their new times.
+    moved: Vec<(u64, u64)>,
     pacing: Pacing,
-}
-
-/// Resets not delivered yet, by tag, and the later times the device has moved some of them to (reads that
-/// suspended their erases made the dies work longer).
-#[derive(Default)]
-struct ResetsInFlight {
-    by_tag: Vec<(u64, Arc<Cell>)>,
-    later: Vec<(Arc<Cell>, u64)>,
-}
-
-impl ResetsInFlight {
-    fn track(&mut self, tag: u64, command: &QueuedCommand, cell: &Arc<Cell>) {
-        if matches!(command, QueuedCommand::ZoneSend { action: ZoneSendAction::Reset, .. }) {
-            self.by_tag.push((tag, Arc::clone(cell)));
-        }
-    }
-
-    /// Takes the completions the device has moved since it was last asked.
-    fn take_moves(&mut self, device: &mut Device<Box<dyn MediaStore>>, host: HostSide) {
-        device.moved_completions(|tag, device_ns| {
-            let Some((_, cell)) = self.by_tag.iter().find(|(reset, _)| *reset == tag) else { return };
-            let at_ns = host.completion_ns(device_ns, device_ns);
-            match self.later.iter_mut().find(|(moved, _)| Arc::ptr_eq(moved, cell)) {
-                Some(moved) => moved.1 = moved.1.max(at_ns),
-                None => self.later.push((Arc::clone(cell), at_ns)),
-            }
-        });
-    }
-
-    /// When the completion of `cell`, due at `at_ns`, is due now that the device may have moved it; a reset due
-    /// by `at_ns` is forgotten.
-    fn due_ns(&mut self, cell: &Arc<Cell>, at_ns: u64) -> u64 {
-        let later = match self.later.iter().position(|(moved, _)| Arc::ptr_eq(moved, cell)) {
-            Some(index) => self.later.swap_remove(index).1.max(at_ns),
-            None => at_ns,
-        };
-        if later == at_ns {
-            self.by_tag.retain(|(_, reset)| !Arc::ptr_eq(reset, cell));
-        }
-        later
-    }
 }
 
 impl Engine {
@@ -175,12 +136,11 @@ impl Engine {
         let arrival = self.host.arrival_ns(now);
         let tag = self.next_tag;
         self.next_tag += 1;
-        self.resets.track(tag, &command, cell);
         let queued = self.device.enqueue(tag, command);
         debug_assert!(queued.is_ok(), "the queue is empty");
         let mut outcome = None;
         self.device.process_queue(arrival, |_, device_ns, result| outcome = Some((device_ns, result)));
-        self.resets.take_moves(&mut self.device, self.host);
+        take_moves(&mut self.device, self.host, &mut self.moved);
         let (device_ns, result) = outcome.expect("the command completed");
         let at_ns = self.host.completion_ns(arrival, device_ns);
         if at_ns <= now {
@@ -188,7 +148,7 @@ impl Engine {
             self.pacing.errors_ns.push(0);
             return Some(result);
         }
-        self.due.set(at_ns, Due { cell: Arc::clone(cell), result, is_command: true });
+        self.due.set(at_ns, Due { cell: Arc::clone(cell), result, tag: Some(tag) });
         None
     }
 }
@@ -257,7 +217,7 @@ impl RealTime {
             due: Timers::new(),
             cells: Vec::new(),
             next_tag: 0,
-            resets: ResetsInFlight::default(),
+            moved: Vec::new(),
             pacing: Pacing::default(),
         };
         let shared = Arc::new(Shared {
@@ -309,8 +269,9 @@ impl Drop for RealTime {
 struct Due {
     cell: Arc<Cell>,
     result: Result<Output, Status>,
-    /// Sleeps are not completions: they count for neither pacing nor lateness.
-    is_command: bool,
+    /// The command's tag. A sleep has none: sleeps are not completions, and count for neither pacing nor
+    /// lateness.
+    tag: Option<u64>,
 }
 
 /// The device thread: take submissions, execute them at the instant they are seen, deliver completions at
@@ -323,7 +284,7 @@ fn device_loop(shared: &Shared) -> Stopped {
     let hot_idle_ns = if std::thread::available_parallelism().map_or(1, usize::from) > 1 { IDLE_HOT_NS } else { 0 };
     loop {
         let mut engine = lock(&shared.engine);
-        let Engine { device, host, due, cells, next_tag, resets, pacing } = &mut *engine;
+        let Engine { device, host, due, cells, next_tag, moved, pacing } = &mut *engine;
         let host = *host;
         // Take what every queue pair holds; each pair's lock is held only to drain its queue.
         for pair in lock(&shared.pairs).iter() {
@@ -336,13 +297,14 @@ fn device_loop(shared: &Shared) -> Stopped {
                     if !host.carries(&command) {
                         let arrival = host.arrival_ns(now);
                         let result = Err(Status::InvalidOpcode);
-                        due.set(host.completion_ns(arrival, arrival), Due { cell, result, is_command: true });
+                        let tag = Some(*next_tag);
+                        *next_tag += 1;
+                        due.set(host.completion_ns(arrival, arrival), Due { cell, result, tag });
                         continue;
                     }
                     if device.queued() == SUBMISSION_QUEUE_ENTRIES {
-                        process(device, host, now, (cells, *next_tag, resets), due);
+                        process(device, host, now, cells, *next_tag, moved, due);
                     }
-                    resets.track(*next_tag, &command, &cell);
                     cells.push(Some(cell));
                     let queued = device.enqueue(*next_tag, command);
                     *next_tag += 1;
@@ -352,22 +314,24 @@ fn device_loop(shared: &Shared) -> Stopped {
                     let _ = reply.send(device.stats());
                 }
                 Request::Sleep(until_ns, cell) => {
-                    due.set(until_ns, Due { cell, result: Ok(Output::Done), is_command: false });
+                    due.set(until_ns, Due { cell, result: Ok(Output::Done), tag: None });
                 }
             }
         }
         if !cells.is_empty() || due.next_ns().is_some() {
             last_busy_ns = now;
         }
-        process(device, host, now, (cells, *next_tag, resets), due);
+        process(device, host, now, cells, *next_tag, moved, due);
         // Deliver what is due.
         let now = shared.now_ns();
         while let Some((at_ns, next)) = due.pop_due(now) {
-            if next.is_command {
-                let due_ns = resets.due_ns(&next.cell, at_ns);
-                if due_ns > at_ns {
-                    due.set(due_ns, next);
-                    continue;
+            if let Some(tag) = next.tag {
+                if let Some(index) = moved.iter().position(|&(moved_tag, _)| moved_tag == tag) {
+                    let (_, later) = moved.swap_remove(index);
+                    if later > at_ns {
+                        due.set(later, next);
+                        continue;
+                    }
                 }
                 let delivered = shared.now_ns();
                 pacing.completions += 1;
@@ -433,22 +397,36 @@ fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64) {
 
 /// Executes the commands queued at `now`, which reach the device after the host path's submission cost; their
 /// completions, with the path's completion cost, wait in `due` for their times.
-/// A reset whose erases these commands suspended is moved later (`ResetsInFlight`).
+/// A reset whose erases these commands suspended is moved later (`take_moves`).
 fn process(
     device: &mut Device<Box<dyn MediaStore>>,
     host: HostSide,
     now: u64,
-    (cells, next_tag, resets): (&mut Vec<Option<Arc<Cell>>>, u64, &mut ResetsInFlight),
+    cells: &mut Vec<Option<Arc<Cell>>>,
+    next_tag: u64,
+    moved: &mut Vec<(u64, u64)>,
     due: &mut Timers<Due>,
 ) {
     let arrival = host.arrival_ns(now);
     let first_tag = next_tag - cells.len() as u64;
     device.process_queue(arrival, |tag, device_ns, result| {
         let cell = cells[(tag - first_tag) as usize].take().expect("each tag completes once");
-        due.set(host.completion_ns(arrival, device_ns), Due { cell, result, is_command: true });
+        due.set(host.completion_ns(arrival, device_ns), Due { cell, result, tag: Some(tag) });
     });
     cells.clear();
-    resets.take_moves(device, host);
+    take_moves(device, host, moved);
+}
+
+/// Notes the completions the device has moved later since it was last asked, by tag: when a command's first
+/// time comes, the device thread holds it until the latest of them.
+fn take_moves(device: &mut Device<Box<dyn MediaStore>>, host: HostSide, moved: &mut Vec<(u64, u64)>) {
+    device.moved_completions(|tag, device_ns| {
+        let at_ns = host.completion_ns(device_ns, device_ns);
+        match moved.iter_mut().find(|(moved_tag, _)| *moved_tag == tag) {
+            Some(entry) => entry.1 = entry.1.max(at_ns),
+            None => moved.push((tag, at_ns)),
+        }
+    });
 }
 
 /// A `CommandQueue` on a real-time device, with its own queue pair.

@@ -966,11 +966,10 @@ struct JobHostCost {
     submit_ns: u64,
     complete_ns: u64,
     /// The kblockd worker's wait for reads and for writes on the kernel path (0: dispatched by the submitting
-    /// call). fio submits
-    /// one iocb per `io_submit` (its default `iodepth_batch_submit=1`), below the two that make Linux's aio plug
-    /// (`AIO_PLUG_THRESHOLD`), and psync's direct reads do not plug: a scheduler defers them, none issues them
-    /// directly. A block device's writes hold a plug (`blkdev_write_iter`) that psync's sleep until completion
-    /// flushes, which defers them under any scheduler.
+    /// call). fio submits one iocb per `io_submit` (its default `iodepth_batch_submit=1`), below the two that
+    /// make Linux's aio plug (`AIO_PLUG_THRESHOLD`), and psync's direct reads do not plug: a scheduler defers
+    /// them, none issues them directly. A block device's writes hold a plug (`blkdev_write_iter`) that psync's
+    /// sleep until completion flushes, which defers them under any scheduler.
     read_dispatch_ns: u64,
     write_dispatch_ns: u64,
 }
