@@ -23,6 +23,9 @@ pub(super) struct Layout {
     /// Pages (as energy is counted) in one program unit.
     pub pages_per_unit: u64,
     pub page_bytes: u64,
+    /// The place of each plane of each group of zones (`group * planes_per_zone + plane_in_zone`), worked out
+    /// once: every flash read and program asks, and the arithmetic is a chain of divisions.
+    places: Vec<Place>,
 }
 
 impl Layout {
@@ -32,6 +35,11 @@ impl Layout {
         let units_per_zone = zone_cap_bytes.div_ceil(unit_bytes);
         let planes_per_zone = u64::from(planes_per_zone);
         let page_bytes = if page_bytes == 0 { unit_bytes } else { page_bytes };
+        let groups =
+            (nand.channels / nand.channels_per_zone) * (nand.dies_per_channel / nand.dies_per_channel_per_zone);
+        let places = (0..groups)
+            .flat_map(|group| (0..planes_per_zone as u32).map(move |within| group_place(nand, group, within)))
+            .collect();
         Layout {
             nand: nand.clone(),
             zone_cap_bytes,
@@ -43,6 +51,7 @@ impl Layout {
                 .div_ceil(u64::from(nand.block_program_units)),
             pages_per_unit: unit_bytes.div_ceil(page_bytes),
             page_bytes,
+            places,
         }
     }
 
@@ -78,23 +87,13 @@ impl Layout {
     /// with one plane per die it is NVMeVirt's), from the zone's first plane or one rotated by the zone's index
     /// (`stripe-start`). Zones narrower than the device take turns over disjoint channel and die groups.
     pub fn place(&self, zone: PhysicalZone, unit: ProgramUnit) -> Place {
-        let nand = &self.nand;
-        let rotation = match nand.stripe_start {
+        let rotation = match self.nand.stripe_start {
             StripeStart::FirstDie => 0,
             StripeStart::ByZone => u64::from(zone.0),
         };
-        let within = ((unit.0 + rotation) % self.planes_per_zone) as u32;
-        let plane_in_die = within % nand.planes_per_die;
-        let stripe = within / nand.planes_per_die;
-        let channel_in_zone = stripe % nand.channels_per_zone;
-        let die_in_zone = stripe / nand.channels_per_zone;
-        let channel_groups = nand.channels / nand.channels_per_zone;
-        let die_groups = nand.dies_per_channel / nand.dies_per_channel_per_zone;
-        let group = zone.0 % (channel_groups * die_groups);
-        let channel = (group % channel_groups) * nand.channels_per_zone + channel_in_zone;
-        let die = (group / channel_groups) * nand.dies_per_channel_per_zone + die_in_zone;
-        let plane = (die * nand.channels + channel) * nand.planes_per_die + plane_in_die;
-        Place { plane: plane as usize, channel: channel as usize }
+        let within = (unit.0 + rotation) % self.planes_per_zone;
+        let groups = self.places.len() as u64 / self.planes_per_zone;
+        self.places[((u64::from(zone.0) % groups) * self.planes_per_zone + within) as usize]
     }
 
     /// The index, over every block of the device physical zone by physical zone, of the block that holds a
@@ -104,6 +103,19 @@ impl Layout {
         let block = unit.0 / self.planes_per_zone / self.block_units();
         ((u64::from(zone.0) * self.planes_per_zone + plane_in_zone) * self.blocks_per_zone_plane + block) as usize
     }
+}
+
+/// The place of the `within`-th plane of the zones of `group` (see `Layout::place`).
+fn group_place(nand: &NandConfig, group: u32, within: u32) -> Place {
+    let plane_in_die = within % nand.planes_per_die;
+    let stripe = within / nand.planes_per_die;
+    let channel_in_zone = stripe % nand.channels_per_zone;
+    let die_in_zone = stripe / nand.channels_per_zone;
+    let channel_groups = nand.channels / nand.channels_per_zone;
+    let channel = (group % channel_groups) * nand.channels_per_zone + channel_in_zone;
+    let die = (group / channel_groups) * nand.dies_per_channel_per_zone + die_in_zone;
+    let plane = (die * nand.channels + channel) * nand.planes_per_die + plane_in_die;
+    Place { plane: plane as usize, channel: channel as usize }
 }
 
 #[cfg(test)]
