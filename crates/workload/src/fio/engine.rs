@@ -5,7 +5,7 @@
 //! pointers. Jobs separated by `stonewall` or `new_group` run one group after another on the same device. With
 //! `verify`, writes carry fio's verify blocks and are read back and checked (`verify.rs`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
@@ -301,6 +301,8 @@ struct JobState {
     core_busy_until_ns: u64,
     /// The last submission batch: the instant its commands were ready, and when they arrive.
     batch: Option<(u64, u64)>,
+    /// fio's batched submission and reaping, when the job asks for it.
+    batching: Option<Batching>,
     /// When the kblockd worker that dispatches this job's deferred commands runs next (or last ran): the worker
     /// of the job's core's hardware queue.
     dispatch_run_ns: u64,
@@ -966,9 +968,9 @@ struct JobHostCost {
     submit_ns: u64,
     complete_ns: u64,
     /// The kblockd worker's wait for reads and for writes on the kernel path (0: dispatched by the submitting
-    /// call). fio submits one iocb per `io_submit` (its default `iodepth_batch_submit=1`), below the two that
-    /// make Linux's aio plug (`AIO_PLUG_THRESHOLD`), and psync's direct reads do not plug: a scheduler defers
-    /// them, none issues them directly. A block device's writes hold a plug (`blkdev_write_iter`) that psync's
+    /// call). fio submits one iocb per `io_submit` (its default `iodepth_batch_submit=1`), and Linux's aio plugs
+    /// only calls of more than two (`AIO_PLUG_THRESHOLD`, see `Submission`), and psync's direct reads do not
+    /// plug: a scheduler defers them, none issues them directly. A block device's writes hold a plug (`blkdev_write_iter`) that psync's
     /// sleep until completion flushes, which defers them under any scheduler.
     read_dispatch_ns: u64,
     write_dispatch_ns: u64,
@@ -1005,6 +1007,178 @@ impl JobHostCost {
     }
 }
 
+/// fio's batched submission and reaping (`iodepth_batch_submit`, `iodepth_batch_complete_min` and `_max`),
+/// kept only for an asynchronous job that asks for batches. fio's one thread queues I/Os and submits them in one
+/// call once it has `submit` of them or nothing else to do; with its queue full it waits until `complete_min`
+/// commands (or all it has out, if fewer) have completed, and reaps up to `complete_max` of those at once. The
+/// job's workers stand for fio's I/O units; these counts say what its thread is doing.
+struct Batching {
+    submit: u32,
+    complete_min: u32,
+    complete_max: u32,
+    /// Workers on the job's thread: started or reaped and not yet queued, nor waiting (for a zone, for their
+    /// rate) or done. When none is, the thread submits what it has queued and waits for completions.
+    runnable: u32,
+    /// Workers queued for the next submission, and the cell their submission's times will be put in.
+    queued: u32,
+    next_submission: Rc<Cell<Option<Submission>>>,
+    /// Commands submitted and not yet reaped; of them, the completed ones, oldest first, each with the cell
+    /// that admits it to a reap.
+    outstanding: u32,
+    completed: VecDeque<Rc<Cell<bool>>>,
+    /// Wakes workers waiting for their submission or their reap.
+    progress: Rc<Notify>,
+}
+
+/// One submission call: when its CPU work ended (fio's issue time of each of its I/Os), and whether Linux
+/// plugged it. `io_submit` plugs a call that carries more than two iocbs (fs/aio.c, `AIO_PLUG_THRESHOLD`), as
+/// io_uring does a submission of more than two SQEs, and the plug's flush at the end of the call dispatches the
+/// requests from the submitting thread, under a scheduler too: no kblockd worker.
+#[derive(Clone, Copy, Debug)]
+struct Submission {
+    issued_ns: u64,
+    plugged: bool,
+}
+
+impl Batching {
+    /// A job's batching, if it asks for batches: fio's sync engines submit one I/O a call.
+    fn of(job: &JobOptions) -> Option<Batching> {
+        let depth = job.iodepth;
+        let submit = if job.iodepth_batch_submit == 0 { depth } else { job.iodepth_batch_submit.min(depth) };
+        let complete_min = job.iodepth_batch_complete_min.clamp(1, depth);
+        let complete_max = match job.iodepth_batch_complete_max {
+            0 => depth,
+            max => max.clamp(complete_min, depth),
+        };
+        (job.ioengine != IoEngine::Psync && (submit > 1 || complete_min > 1)).then(|| Batching {
+            submit,
+            complete_min,
+            complete_max,
+            runnable: depth,
+            queued: 0,
+            next_submission: Rc::new(Cell::new(None)),
+            outstanding: 0,
+            completed: VecDeque::new(),
+            progress: Rc::new(Notify::new()),
+        })
+    }
+}
+
+impl JobState {
+    /// What fio's thread does next when batching: submits what it queued once the batch is full or nothing else
+    /// runs, then, with nothing running, reaps the completed commands if enough have completed.
+    fn settle_batches(&mut self) {
+        let issued_ns = self.core_busy_until_ns;
+        let Some(batching) = self.batching.as_mut() else { return };
+        if batching.queued > 0 && (batching.queued >= batching.submit || batching.runnable == 0) {
+            batching.next_submission.set(Some(Submission { issued_ns, plugged: batching.queued > 2 }));
+            batching.next_submission = Rc::new(Cell::new(None));
+            batching.outstanding += batching.queued;
+            batching.queued = 0;
+            batching.progress.notify_waiters();
+        }
+        let needed = batching.complete_min.min(batching.outstanding).max(1) as usize;
+        if batching.runnable == 0 && batching.completed.len() >= needed {
+            let reaped = batching.completed.len().min(batching.complete_max as usize);
+            for admitted in batching.completed.drain(..reaped) {
+                admitted.set(true);
+            }
+            batching.outstanding -= reaped as u32;
+            batching.runnable += reaped as u32;
+            batching.progress.notify_waiters();
+        }
+    }
+
+    /// Starts preparing an I/O on the job's core at `now` or once the core is free, and spends its submission's
+    /// CPU there; returns when the preparation began (fio's `start_time`).
+    fn prepare_on_core(&mut self, now: u64) -> u64 {
+        let prepared_ns = self.core_busy_until_ns.max(now);
+        self.core_busy_until_ns = prepared_ns + self.cost.submit_ns;
+        prepared_ns
+    }
+
+    /// When a command issued at `issued_ns` reaches the device: then, or, when Linux defers its dispatch
+    /// (`dispatch_ns` > 0), when the kblockd worker runs next; a command that finds a run already due leaves
+    /// with it.
+    fn dispatched_at(&mut self, issued_ns: u64, dispatch_ns: u64) -> u64 {
+        if dispatch_ns == 0 {
+            return issued_ns;
+        }
+        if self.dispatch_run_ns <= issued_ns {
+            self.dispatch_run_ns = issued_ns + dispatch_ns;
+        }
+        self.dispatch_run_ns
+    }
+
+    /// A worker leaves the job's thread to wait (for a zone, for its rate) or ends (`true`), or is back
+    /// (`false`).
+    fn set_waiting(&mut self, waiting: bool) {
+        if let Some(batching) = self.batching.as_mut() {
+            if waiting {
+                batching.runnable -= 1;
+            } else {
+                batching.runnable += 1;
+            }
+        }
+        if waiting {
+            self.settle_batches();
+        }
+    }
+}
+
+/// Queues a command for the job's next submission call (batching on) and waits for the call: the command
+/// reaches the scheduler when the call's CPU work ends, or, in a call Linux does not plug, when the kblockd
+/// worker runs next where Linux defers the dispatch. Returns fio's two timestamps, as `submit_on_job_core`.
+async fn submit_in_batch<S: MediaStore + 'static>(
+    queue: &Scheduled<Host<S>>,
+    state: &Rc<RefCell<JobState>>,
+    direction: Direction,
+) -> SubmitTimes {
+    let now = queue.now_ns();
+    let (prepared_ns, call, progress) = {
+        let mut job = state.borrow_mut();
+        let prepared_ns = job.prepare_on_core(now);
+        let batching = job.batching.as_mut().expect("a batched submission needs batching");
+        batching.runnable -= 1;
+        batching.queued += 1;
+        let waiting = (Rc::clone(&batching.next_submission), Rc::clone(&batching.progress));
+        job.settle_batches();
+        (prepared_ns, waiting.0, waiting.1)
+    };
+    let submission = loop {
+        if let Some(submission) = call.get() {
+            break submission;
+        }
+        progress.notified().await;
+    };
+    let arrival = {
+        let mut job = state.borrow_mut();
+        let dispatch_ns = if submission.plugged { 0 } else { job.cost.dispatch_ns(direction) };
+        job.dispatched_at(submission.issued_ns, dispatch_ns)
+    };
+    let now = queue.now_ns();
+    if arrival > now {
+        queue.sleep(arrival - now).await;
+    }
+    SubmitTimes { prepared_ns, issued_ns: submission.issued_ns }
+}
+
+/// Waits, with batching on, until fio's thread reaps this completed command (see `Batching`).
+async fn await_batched_reap(state: &Rc<RefCell<JobState>>) {
+    let (admitted, progress) = {
+        let mut job = state.borrow_mut();
+        let Some(batching) = job.batching.as_mut() else { return };
+        let admitted = Rc::new(Cell::new(false));
+        batching.completed.push_back(Rc::clone(&admitted));
+        let progress = Rc::clone(&batching.progress);
+        job.settle_batches();
+        (admitted, progress)
+    };
+    while !admitted.get() {
+        progress.notified().await;
+    }
+}
+
 /// Submits on the job's thread: the command reaches the scheduler when its submission's CPU work ends, after
 /// what the job's core is busy with, or when Linux defers its dispatch, when the kblockd worker runs next (a
 /// command that finds a run already due leaves with it). Commands ready at the same instant go in one batch (as one
@@ -1028,17 +1202,9 @@ async fn submit_on_job_core<S: MediaStore + 'static>(
                 (arrival, SubmitTimes { prepared_ns, issued_ns: job.core_busy_until_ns })
             }
             _ => {
-                let prepared_ns = job.core_busy_until_ns.max(now);
+                let prepared_ns = job.prepare_on_core(now);
                 let issued_ns = prepared_ns + submit_ns;
-                job.core_busy_until_ns = issued_ns;
-                let arrival = if dispatch_ns == 0 {
-                    issued_ns
-                } else {
-                    if job.dispatch_run_ns <= issued_ns {
-                        job.dispatch_run_ns = issued_ns + dispatch_ns;
-                    }
-                    job.dispatch_run_ns
-                };
+                let arrival = job.dispatched_at(issued_ns, dispatch_ns);
                 job.batch = Some((now, arrival));
                 (arrival, SubmitTimes { prepared_ns, issued_ns })
             }
@@ -1092,14 +1258,21 @@ async fn worker<S: MediaStore + 'static>(
         let io = match next {
             Next::Issue(io) => io,
             Next::WaitForZone => {
+                state.borrow_mut().set_waiting(true);
                 zone_released.notified().await;
+                state.borrow_mut().set_waiting(false);
                 continue;
             }
             Next::WaitForWrites(drained) => {
+                state.borrow_mut().set_waiting(true);
                 drained.notified().await;
+                state.borrow_mut().set_waiting(false);
                 continue;
             }
-            Next::Done => return,
+            Next::Done => {
+                state.borrow_mut().set_waiting(true);
+                return;
+            }
         };
         let wait = {
             let mut job = state.borrow_mut();
@@ -1112,7 +1285,9 @@ async fn worker<S: MediaStore + 'static>(
             wait
         };
         if wait > 0 {
+            state.borrow_mut().set_waiting(true);
             queue.sleep(wait).await;
+            state.borrow_mut().set_waiting(false);
         }
         let (direction, mut command, lba) = io.command(lba_shift);
         let mut logged_write = None;
@@ -1150,8 +1325,14 @@ async fn worker<S: MediaStore + 'static>(
             job.in_flight += 1;
             job.in_flight
         };
-        let times = submit_on_job_core(&queue, &state, direction).await;
+        let batched = state.borrow().batching.is_some();
+        let times = if batched {
+            submit_in_batch(&queue, &state, direction).await
+        } else {
+            submit_on_job_core(&queue, &state, direction).await
+        };
         let result = queue.submit(command).await;
+        await_batched_reap(&state).await;
         reap_on_job_core(&queue, &state).await;
         let completed = queue.now_ns();
         if zoned && zones.borrow_mut().release(queue.geometry().zone_of(lba)) {
@@ -1199,6 +1380,7 @@ async fn worker<S: MediaStore + 'static>(
             }
             let len_bytes = io.data_bytes(&job.geometry);
             job.error.get_or_insert(IoFailure { status, direction, lba, len_bytes });
+            job.set_waiting(true);
             return;
         }
         if let Io::Reset { .. } = io {
@@ -1747,6 +1929,7 @@ impl JobState {
             cost,
             core_busy_until_ns: group_start,
             batch: None,
+            batching: Batching::of(job),
             dispatch_run_ns: 0,
             read: DirectionStats::default(),
             write: DirectionStats::default(),

@@ -73,6 +73,23 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
         ..doc("iodepth", INT, "Number of IO buffers to keep in flight", "8")
     },
     OptionDoc {
+        alias: Some("iodepth_batch"),
+        default: Some("1"),
+        range: Some("min=0, max=65535"),
+        ..doc("iodepth_batch_submit", INT, "I/Os queued before they are submitted in one call (0: iodepth)", "4")
+    },
+    OptionDoc {
+        alias: Some("iodepth_batch_complete"),
+        default: Some("1"),
+        range: Some("min=0, max=65535"),
+        ..doc("iodepth_batch_complete_min", INT, "Completions waited for at least when the queue is full", "4")
+    },
+    OptionDoc {
+        default: Some("0"),
+        range: Some("min=0, max=65535"),
+        ..doc("iodepth_batch_complete_max", INT, "Completions reaped at most at once (0: iodepth)", "8")
+    },
+    OptionDoc {
         default: Some("1"),
         range: Some("min=1, max=4096"),
         ..doc("numjobs", INT, "Duplicate this job this many times", "2")

@@ -365,6 +365,13 @@ pub struct JobOptions {
     pub offset_increment: SizeSpec,
     pub io_size: Option<SizeSpec>,
     pub iodepth: u32,
+    /// `iodepth_batch_submit` (`iodepth_batch`): I/Os fio queues before it submits them in one call; 0 means
+    /// `iodepth`. fio also submits what it has queued when it has nothing else to do but wait for completions.
+    pub iodepth_batch_submit: u32,
+    /// `iodepth_batch_complete_min` (`iodepth_batch_complete`) and `iodepth_batch_complete_max`: the completions
+    /// fio waits for, at least and at most, each time its queue is full (0 for the most: `iodepth`).
+    pub iodepth_batch_complete_min: u32,
+    pub iodepth_batch_complete_max: u32,
     pub numjobs: u32,
     pub ioengine: IoEngine,
     pub direct: bool,
@@ -475,6 +482,9 @@ impl Default for JobOptions {
             offset_increment: SizeSpec::Bytes(0),
             io_size: None,
             iodepth: 1,
+            iodepth_batch_submit: 1,
+            iodepth_batch_complete_min: 1,
+            iodepth_batch_complete_max: 0,
             numjobs: 1,
             ioengine: IoEngine::Psync,
             direct: false,
@@ -551,9 +561,6 @@ const IGNORED: &[&str] = &[
     "exitall",
     "gtod_reduce",
     "refill_buffers",
-    "iodepth_batch",
-    "iodepth_batch_submit",
-    "iodepth_batch_complete",
     "iodepth_low",
     "fixedbufs",
     "hipri",
@@ -590,6 +597,15 @@ impl JobOptions {
             "offset_increment" => self.offset_increment = parse_fio_size(&key, need(value)?, self.kb_base)?,
             "io_size" | "io_limit" => self.io_size = Some(parse_fio_size(&key, need(value)?, self.kb_base)?),
             "iodepth" => self.iodepth = parse_bounded(&key, need(value)?, 1, 65_535)?,
+            "iodepth_batch" | "iodepth_batch_submit" => {
+                self.iodepth_batch_submit = parse_bounded(&key, need(value)?, 0, 65_535)?;
+            }
+            "iodepth_batch_complete" | "iodepth_batch_complete_min" => {
+                self.iodepth_batch_complete_min = parse_bounded(&key, need(value)?, 0, 65_535)?;
+            }
+            "iodepth_batch_complete_max" => {
+                self.iodepth_batch_complete_max = parse_bounded(&key, need(value)?, 0, 65_535)?;
+            }
             "numjobs" => self.numjobs = parse_bounded(&key, need(value)?, 1, 4_096)?,
             "ioengine" => self.ioengine = IoEngine::parse(need(value)?.trim())?,
             "direct" => self.direct = parse_bool(&key, value)?,
