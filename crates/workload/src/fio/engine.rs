@@ -1023,9 +1023,9 @@ struct Batching {
     queued: u32,
     next_submission: Rc<Cell<Option<Submission>>>,
     /// Commands submitted and not yet reaped; of them, the completed ones, oldest first, each with the cell
-    /// that admits it to a reap.
+    /// that its reap's end will be put in.
     outstanding: u32,
-    completed: VecDeque<Rc<Cell<bool>>>,
+    completed: VecDeque<Rc<Cell<Option<u64>>>>,
     /// Wakes workers waiting for their submission or their reap.
     progress: Rc<Notify>,
 }
@@ -1065,10 +1065,13 @@ impl Batching {
 }
 
 impl JobState {
-    /// What fio's thread does next when batching: submits what it queued once the batch is full or nothing else
-    /// runs, then, with nothing running, reaps the completed commands if enough have completed.
-    fn settle_batches(&mut self) {
+    /// What fio's thread does next when batching, at `now`: submits what it queued once the batch is full or
+    /// nothing else runs, then, with nothing running, reaps the completed commands if enough have completed. A
+    /// round is reaped at once, as one `io_getevents` returns it: the core does the completion work of all its
+    /// commands, and fio stamps them all with the time the call returned.
+    fn settle_batches(&mut self, now: u64) {
         let issued_ns = self.core_busy_until_ns;
+        let complete_ns = self.cost.complete_ns;
         let Some(batching) = self.batching.as_mut() else { return };
         if batching.queued > 0 && (batching.queued >= batching.submit || batching.runnable == 0) {
             batching.next_submission.set(Some(Submission { issued_ns, plugged: batching.queued > 2 }));
@@ -1080,9 +1083,11 @@ impl JobState {
         let needed = batching.complete_min.min(batching.outstanding).max(1) as usize;
         if batching.runnable == 0 && batching.completed.len() >= needed {
             let reaped = batching.completed.len().min(batching.complete_max as usize);
+            let reaped_ns = issued_ns.max(now) + reaped as u64 * complete_ns;
             for admitted in batching.completed.drain(..reaped) {
-                admitted.set(true);
+                admitted.set(Some(reaped_ns));
             }
+            self.core_busy_until_ns = reaped_ns;
             batching.outstanding -= reaped as u32;
             batching.runnable += reaped as u32;
             batching.progress.notify_waiters();
@@ -1110,9 +1115,9 @@ impl JobState {
         self.dispatch_run_ns
     }
 
-    /// A worker leaves the job's thread to wait (for a zone, for its rate) or ends (`true`), or is back
-    /// (`false`).
-    fn set_waiting(&mut self, waiting: bool) {
+    /// A worker leaves the job's thread at `now` to wait (for a zone, for its rate) or ends (`true`), or is
+    /// back (`false`).
+    fn set_waiting(&mut self, now: u64, waiting: bool) {
         if let Some(batching) = self.batching.as_mut() {
             if waiting {
                 batching.runnable -= 1;
@@ -1121,7 +1126,7 @@ impl JobState {
             }
         }
         if waiting {
-            self.settle_batches();
+            self.settle_batches(now);
         }
     }
 }
@@ -1142,7 +1147,7 @@ async fn submit_in_batch<S: MediaStore + 'static>(
         batching.runnable -= 1;
         batching.queued += 1;
         let waiting = (Rc::clone(&batching.next_submission), Rc::clone(&batching.progress));
-        job.settle_batches();
+        job.settle_batches(now);
         (prepared_ns, waiting.0, waiting.1)
     };
     let submission = loop {
@@ -1163,19 +1168,35 @@ async fn submit_in_batch<S: MediaStore + 'static>(
     SubmitTimes { prepared_ns, issued_ns: submission.issued_ns }
 }
 
-/// Waits, with batching on, until fio's thread reaps this completed command (see `Batching`).
-async fn await_batched_reap(state: &Rc<RefCell<JobState>>) {
-    let (admitted, progress) = {
+/// Reaps a completed command on the job's thread: with batching on, in the round fio's thread reaps it in (see
+/// `Batching`), otherwise on its own, its CPU work after what the core is busy with. Resolves when the reap ends.
+async fn reap<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, state: &Rc<RefCell<JobState>>) {
+    let now = queue.now_ns();
+    let waiting = {
         let mut job = state.borrow_mut();
-        let Some(batching) = job.batching.as_mut() else { return };
-        let admitted = Rc::new(Cell::new(false));
-        batching.completed.push_back(Rc::clone(&admitted));
-        let progress = Rc::clone(&batching.progress);
-        job.settle_batches();
-        (admitted, progress)
+        match job.batching.as_mut() {
+            Some(batching) => {
+                let reaped = Rc::new(Cell::new(None));
+                batching.completed.push_back(Rc::clone(&reaped));
+                let progress = Rc::clone(&batching.progress);
+                job.settle_batches(now);
+                Some((reaped, progress))
+            }
+            None => None,
+        }
     };
-    while !admitted.get() {
+    let Some((reaped, progress)) = waiting else {
+        return reap_on_job_core(queue, state).await;
+    };
+    let reaped_ns = loop {
+        if let Some(at) = reaped.get() {
+            break at;
+        }
         progress.notified().await;
+    };
+    let now = queue.now_ns();
+    if reaped_ns > now {
+        queue.sleep(reaped_ns - now).await;
     }
 }
 
@@ -1258,19 +1279,19 @@ async fn worker<S: MediaStore + 'static>(
         let io = match next {
             Next::Issue(io) => io,
             Next::WaitForZone => {
-                state.borrow_mut().set_waiting(true);
+                state.borrow_mut().set_waiting(queue.now_ns(), true);
                 zone_released.notified().await;
-                state.borrow_mut().set_waiting(false);
+                state.borrow_mut().set_waiting(queue.now_ns(), false);
                 continue;
             }
             Next::WaitForWrites(drained) => {
-                state.borrow_mut().set_waiting(true);
+                state.borrow_mut().set_waiting(queue.now_ns(), true);
                 drained.notified().await;
-                state.borrow_mut().set_waiting(false);
+                state.borrow_mut().set_waiting(queue.now_ns(), false);
                 continue;
             }
             Next::Done => {
-                state.borrow_mut().set_waiting(true);
+                state.borrow_mut().set_waiting(queue.now_ns(), true);
                 return;
             }
         };
@@ -1285,9 +1306,9 @@ async fn worker<S: MediaStore + 'static>(
             wait
         };
         if wait > 0 {
-            state.borrow_mut().set_waiting(true);
+            state.borrow_mut().set_waiting(queue.now_ns(), true);
             queue.sleep(wait).await;
-            state.borrow_mut().set_waiting(false);
+            state.borrow_mut().set_waiting(queue.now_ns(), false);
         }
         let (direction, mut command, lba) = io.command(lba_shift);
         let mut logged_write = None;
@@ -1332,8 +1353,7 @@ async fn worker<S: MediaStore + 'static>(
             submit_on_job_core(&queue, &state, direction).await
         };
         let result = queue.submit(command).await;
-        await_batched_reap(&state).await;
-        reap_on_job_core(&queue, &state).await;
+        reap(&queue, &state).await;
         let completed = queue.now_ns();
         if zoned && zones.borrow_mut().release(queue.geometry().zone_of(lba)) {
             zone_released.notify_waiters();
@@ -1380,7 +1400,7 @@ async fn worker<S: MediaStore + 'static>(
             }
             let len_bytes = io.data_bytes(&job.geometry);
             job.error.get_or_insert(IoFailure { status, direction, lba, len_bytes });
-            job.set_waiting(true);
+            job.set_waiting(completed, true);
             return;
         }
         if let Io::Reset { .. } = io {
