@@ -681,3 +681,22 @@ fn batch_options_are_checked_and_take_fios_defaults() {
         .expect("runs");
     assert_eq!(to_json(&result, false)["jobs"][0]["write"]["total_ios"].as_u64(), Some(256));
 }
+
+/// With batches, I/Os that wait for a zone or for their rate leave fio's thread free to submit and reap: a zbd
+/// write job held to fewer open zones than its queue depth, a verified one and a rate-bound reader all finish
+/// with every I/O done.
+#[test]
+fn batched_jobs_that_wait_for_zones_or_their_rate_finish() {
+    let batched = "--ioengine=libaio --iodepth_batch_submit=4 --iodepth_batch_complete_min=3 --scheduler=mq-deadline";
+    for (args, direction, ios) in [
+        ("--rw=write --iodepth=8 --size=4z --io_size=8m --max_open_zones=2", "write", 2048),
+        ("--rw=randwrite --iodepth=16 --size=4z --io_size=4m --max_open_zones=2", "write", 1024),
+        ("--rw=write --iodepth=8 --size=1z --io_size=4m --verify=crc32c --verify_backlog=64", "read", 1024),
+        ("--rw=randread --iodepth=32 --size=2z --prefill=full --rate_iops=20000 --io_size=2m", "read", 512),
+    ] {
+        let result = fio(&format!("{DEVICE} --name=j --bs=4k {batched} {args}")).expect("runs");
+        let json = to_json(&result, false);
+        assert_eq!(json["jobs"][0]["error"], 0, "{args}");
+        assert_eq!(json["jobs"][0][direction]["total_ios"].as_u64(), Some(ios), "{args}");
+    }
+}
