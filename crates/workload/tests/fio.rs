@@ -700,3 +700,23 @@ fn batched_jobs_that_wait_for_zones_or_their_rate_finish() {
         assert_eq!(json["jobs"][0][direction]["total_ios"].as_u64(), Some(ios), "{args}");
     }
 }
+
+/// `iodepth_low`: once its queue is full, fio lets it drain to the low-water mark before it fills it again, so
+/// fewer commands are out on average; at the queue depth (and by default) the queue is kept full.
+#[test]
+fn iodepth_low_lets_the_queue_drain_before_it_is_filled() {
+    let job = |extra: &str| {
+        let result = fio(&format!(
+            "{DEVICE} --prefill=full --name=j --rw=randread --bs=4k --size=1z --io_size=8m --ioengine=libaio \
+             --iodepth=8 --scheduler=none {extra}"
+        ))
+        .expect("runs");
+        to_json(&result, false)["jobs"][0].clone()
+    };
+    let (full, kept, drained) = (job(""), job("--iodepth_low=8"), job("--iodepth_low=2"));
+    let iops = |job: &Value| job["read"]["iops"].as_f64().expect("iops");
+    let at_depth_8 = |job: &Value| job["iodepth_level"]["8"].as_f64().expect("depth share");
+    assert_eq!(iops(&kept), iops(&full), "a low-water mark at the queue depth keeps the queue full");
+    assert!(iops(&drained) < 0.85 * iops(&full), "draining to 2: {} IOPS against {}", iops(&drained), iops(&full));
+    assert!(at_depth_8(&drained) < 50.0, "draining to 2 keeps 8 out {} % of the time", at_depth_8(&drained));
+}

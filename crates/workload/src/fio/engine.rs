@@ -1007,25 +1007,29 @@ impl JobHostCost {
     }
 }
 
-/// fio's batched submission and reaping (`iodepth_batch_submit`, `iodepth_batch_complete_min` and `_max`),
-/// kept only for an asynchronous job that asks for batches. fio's one thread queues I/Os and submits them in one
-/// call once it has `submit` of them or nothing else to do; with its queue full it waits until `complete_min`
-/// commands (or all it has out, if fewer) have completed, and reaps up to `complete_max` of those at once. The
-/// job's workers stand for fio's I/O units; these counts say what its thread is doing.
+/// fio's batched submission and reaping (`iodepth_batch_submit`, `iodepth_batch_complete_min` and `_max`,
+/// `iodepth_low`), kept only for an asynchronous job that asks for batches or a low-water mark. fio's one thread
+/// queues I/Os and submits them in one call once it has `submit` of them or nothing else to do; with its queue
+/// full it waits until `complete_min` commands (or all it has out, if fewer) have completed, reaps up to
+/// `complete_max` of those at once, and goes on reaping until no more than `low` are out before it queues
+/// again. The job's workers stand for fio's I/O units; these counts say what its thread is doing.
 struct Batching {
     submit: u32,
     complete_min: u32,
     complete_max: u32,
+    low: u32,
+    /// Reaped workers that wait for the queue to drain to `low` before they queue again.
+    held: Vec<Rc<Reaped>>,
     /// Workers on the job's thread: started or reaped and not yet queued, nor waiting (for a zone, for their
     /// rate) or done. When none is, the thread submits what it has queued and waits for completions.
     runnable: u32,
     /// Workers queued for the next submission, and the cell their submission's times will be put in.
     queued: u32,
     next_submission: Rc<Cell<Option<Submission>>>,
-    /// Commands submitted and not yet reaped; of them, the completed ones, oldest first, each with the cell
-    /// that its reap's end will be put in.
+    /// Commands submitted and not yet reaped; of them, the completed ones, oldest first, each with what its reap
+    /// will say.
     outstanding: u32,
-    completed: VecDeque<Rc<Cell<Option<u64>>>>,
+    completed: VecDeque<Rc<Reaped>>,
     /// Wakes workers waiting for their submission or their reap.
     progress: Rc<Notify>,
 }
@@ -1034,6 +1038,14 @@ struct Batching {
 /// plugged it. `io_submit` plugs a call that carries more than two iocbs (fs/aio.c, `AIO_PLUG_THRESHOLD`), as
 /// io_uring does a submission of more than two SQEs, and the plug's flush at the end of the call dispatches the
 /// requests from the submitting thread, under a scheduler too: no kblockd worker.
+/// A completed command's reap, as fio's thread does it: when the reap ends, and whether the worker must then
+/// wait for the queue to drain to its low-water mark before it queues again.
+#[derive(Default)]
+struct Reaped {
+    at: Cell<Option<u64>>,
+    held: Cell<bool>,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Submission {
     issued_ns: u64,
@@ -1050,10 +1062,13 @@ impl Batching {
             0 => depth,
             max => max.clamp(complete_min, depth),
         };
-        (job.ioengine != IoEngine::Psync && (submit > 1 || complete_min > 1)).then(|| Batching {
+        let low = if job.iodepth_low == 0 { depth } else { job.iodepth_low.min(depth) };
+        (job.ioengine != IoEngine::Psync && (submit > 1 || complete_min > 1 || low < depth)).then(|| Batching {
             submit,
             complete_min,
             complete_max,
+            low,
+            held: Vec::new(),
             runnable: depth,
             queued: 0,
             next_submission: Rc::new(Cell::new(None)),
@@ -1084,12 +1099,23 @@ impl JobState {
         if batching.runnable == 0 && batching.completed.len() >= needed {
             let reaped = batching.completed.len().min(batching.complete_max as usize);
             let reaped_ns = issued_ns.max(now) + reaped as u64 * complete_ns;
+            batching.outstanding -= reaped as u32;
+            // Above the low-water mark the thread goes on reaping; the reaped wait to queue again.
+            let drained = batching.outstanding <= batching.low;
             for admitted in batching.completed.drain(..reaped) {
-                admitted.set(Some(reaped_ns));
+                admitted.at.set(Some(reaped_ns));
+                if !drained {
+                    admitted.held.set(true);
+                    batching.held.push(admitted);
+                }
             }
             self.core_busy_until_ns = reaped_ns;
-            batching.outstanding -= reaped as u32;
-            batching.runnable += reaped as u32;
+            if drained {
+                batching.runnable += (reaped + batching.held.len()) as u32;
+                for released in batching.held.drain(..) {
+                    released.held.set(false);
+                }
+            }
             batching.progress.notify_waiters();
         }
     }
@@ -1169,14 +1195,18 @@ async fn submit_in_batch<S: MediaStore + 'static>(
 }
 
 /// Reaps a completed command on the job's thread: with batching on, in the round fio's thread reaps it in (see
-/// `Batching`), otherwise on its own, its CPU work after what the core is busy with. Resolves when the reap ends.
-async fn reap<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, state: &Rc<RefCell<JobState>>) {
+/// `Batching`), otherwise on its own, its CPU work after what the core is busy with. Resolves when the reap ends,
+/// with the reap when the worker may have to wait before it queues again (`wait_to_queue`).
+async fn reap<S: MediaStore + 'static>(
+    queue: &Scheduled<Host<S>>,
+    state: &Rc<RefCell<JobState>>,
+) -> Option<Rc<Reaped>> {
     let now = queue.now_ns();
     let waiting = {
         let mut job = state.borrow_mut();
         match job.batching.as_mut() {
             Some(batching) => {
-                let reaped = Rc::new(Cell::new(None));
+                let reaped = Rc::new(Reaped::default());
                 batching.completed.push_back(Rc::clone(&reaped));
                 let progress = Rc::clone(&batching.progress);
                 job.settle_batches(now);
@@ -1186,10 +1216,11 @@ async fn reap<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, state: &Rc<Re
         }
     };
     let Some((reaped, progress)) = waiting else {
-        return reap_on_job_core(queue, state).await;
+        reap_on_job_core(queue, state).await;
+        return None;
     };
     let reaped_ns = loop {
-        if let Some(at) = reaped.get() {
+        if let Some(at) = reaped.at.get() {
             break at;
         }
         progress.notified().await;
@@ -1197,6 +1228,18 @@ async fn reap<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, state: &Rc<Re
     let now = queue.now_ns();
     if reaped_ns > now {
         queue.sleep(reaped_ns - now).await;
+    }
+    Some(reaped)
+}
+
+/// Waits until fio's thread has drained its queue to the low-water mark, if `reaped` is held for it.
+async fn wait_to_queue(state: &Rc<RefCell<JobState>>, reaped: Option<Rc<Reaped>>) {
+    let Some(reaped) = reaped else { return };
+    let Some(progress) = state.borrow().batching.as_ref().map(|batching| Rc::clone(&batching.progress)) else {
+        return;
+    };
+    while reaped.held.get() {
+        progress.notified().await;
     }
 }
 
@@ -1273,7 +1316,9 @@ async fn worker<S: MediaStore + 'static>(
     if started > now {
         queue.sleep(started - now).await;
     }
+    let mut last_reap = None;
     loop {
+        wait_to_queue(&state, last_reap.take()).await;
         let now = queue.now_ns();
         let next = state.borrow_mut().next_io(now, &mut zones.borrow_mut());
         let io = match next {
@@ -1353,7 +1398,7 @@ async fn worker<S: MediaStore + 'static>(
             submit_on_job_core(&queue, &state, direction).await
         };
         let result = queue.submit(command).await;
-        reap(&queue, &state).await;
+        last_reap = reap(&queue, &state).await;
         let completed = queue.now_ns();
         if zoned && zones.borrow_mut().release(queue.geometry().zone_of(lba)) {
             zone_released.notify_waiters();
@@ -1400,8 +1445,8 @@ async fn worker<S: MediaStore + 'static>(
             }
             let len_bytes = io.data_bytes(&job.geometry);
             job.error.get_or_insert(IoFailure { status, direction, lba, len_bytes });
-            job.set_waiting(completed, true);
-            return;
+            // The job has failed: the next turn finds it done.
+            continue;
         }
         if let Io::Reset { .. } = io {
             job.zone_resets += 1;

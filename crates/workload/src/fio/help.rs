@@ -90,6 +90,11 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
         ..doc("iodepth_batch_complete_max", INT, "Completions reaped at most at once (0: iodepth)", "8")
     },
     OptionDoc {
+        default: Some("0"),
+        range: Some("min=0, max=65535"),
+        ..doc("iodepth_low", INT, "Low water mark for queuing depth (0: iodepth)", "2")
+    },
+    OptionDoc {
         default: Some("1"),
         range: Some("min=1, max=4096"),
         ..doc("numjobs", INT, "Duplicate this job this many times", "2")

@@ -372,6 +372,9 @@ pub struct JobOptions {
     /// fio waits for, at least and at most, each time its queue is full (0 for the most: `iodepth`).
     pub iodepth_batch_complete_min: u32,
     pub iodepth_batch_complete_max: u32,
+    /// `iodepth_low`: once its queue is full, fio lets it drain to this depth before it fills it again (0 or
+    /// more than `iodepth`: `iodepth`, the queue kept full).
+    pub iodepth_low: u32,
     pub numjobs: u32,
     pub ioengine: IoEngine,
     pub direct: bool,
@@ -485,6 +488,7 @@ impl Default for JobOptions {
             iodepth_batch_submit: 1,
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
+            iodepth_low: 0,
             numjobs: 1,
             ioengine: IoEngine::Psync,
             direct: false,
@@ -561,7 +565,6 @@ const IGNORED: &[&str] = &[
     "exitall",
     "gtod_reduce",
     "refill_buffers",
-    "iodepth_low",
     "fixedbufs",
     "hipri",
     "registerfiles",
@@ -603,6 +606,7 @@ impl JobOptions {
             "iodepth_batch_complete" | "iodepth_batch_complete_min" => {
                 self.iodepth_batch_complete_min = parse_bounded(&key, need(value)?, 0, 65_535)?;
             }
+            "iodepth_low" => self.iodepth_low = parse_bounded(&key, need(value)?, 0, 65_535)?,
             "iodepth_batch_complete_max" => {
                 self.iodepth_batch_complete_max = parse_bounded(&key, need(value)?, 0, 65_535)?;
             }
