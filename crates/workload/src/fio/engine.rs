@@ -1034,10 +1034,6 @@ struct Batching {
     progress: Rc<Notify>,
 }
 
-/// One submission call: when its CPU work ended (fio's issue time of each of its I/Os), and whether Linux
-/// plugged it. `io_submit` plugs a call that carries more than two iocbs (fs/aio.c, `AIO_PLUG_THRESHOLD`), as
-/// io_uring does a submission of more than two SQEs, and the plug's flush at the end of the call dispatches the
-/// requests from the submitting thread, under a scheduler too: no kblockd worker.
 /// A completed command's reap, as fio's thread does it: when the reap ends, and whether the worker must then
 /// wait for the queue to drain to its low-water mark before it queues again.
 #[derive(Default)]
@@ -1046,6 +1042,10 @@ struct Reaped {
     held: Cell<bool>,
 }
 
+/// One submission call: when its CPU work ended (fio's issue time of each of its I/Os), and whether Linux
+/// plugged it. `io_submit` plugs a call that carries more than two iocbs (fs/aio.c, `AIO_PLUG_THRESHOLD`), as
+/// io_uring does a submission of more than two SQEs, and the plug's flush at the end of the call dispatches the
+/// requests from the submitting thread, under a scheduler too: no kblockd worker.
 #[derive(Clone, Copy, Debug)]
 struct Submission {
     issued_ns: u64,
@@ -1053,7 +1053,7 @@ struct Submission {
 }
 
 impl Batching {
-    /// A job's batching, if it asks for batches: fio's sync engines submit one I/O a call.
+    /// A job's batching, if it asks for batches or a low-water mark: fio's sync engines submit one I/O a call.
     fn of(job: &JobOptions) -> Option<Batching> {
         let depth = job.iodepth;
         let submit = if job.iodepth_batch_submit == 0 { depth } else { job.iodepth_batch_submit.min(depth) };
@@ -1095,10 +1095,12 @@ impl JobState {
             batching.queued = 0;
             batching.progress.notify_waiters();
         }
-        let needed = batching.complete_min.min(batching.outstanding).max(1) as usize;
-        if batching.runnable == 0 && batching.completed.len() >= needed {
+        // Rounds follow each other while the thread has nothing else to do (it drains towards `low`).
+        while batching.runnable == 0
+            && batching.completed.len() >= batching.complete_min.min(batching.outstanding).max(1) as usize
+        {
             let reaped = batching.completed.len().min(batching.complete_max as usize);
-            let reaped_ns = issued_ns.max(now) + reaped as u64 * complete_ns;
+            let reaped_ns = self.core_busy_until_ns.max(now) + reaped as u64 * complete_ns;
             batching.outstanding -= reaped as u32;
             // Above the low-water mark the thread goes on reaping; the reaped wait to queue again.
             let drained = batching.outstanding <= batching.low;
