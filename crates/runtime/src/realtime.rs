@@ -3,11 +3,11 @@
 //! CPU one), so submitters that queue contend only on their own pair (one that finds the device free only
 //! tries its lock, below). The device thread executes each command at the instant it sees it (model time =
 //! nanoseconds of a monotonic clock since the device was opened) and delivers the completion no earlier than
-//! its modelled time: it sleeps until shortly before, then spins. A completion whose time has already passed when the device thread
-//! gets to it is delivered at once and counted as late. A host thread that finds the device free executes its
-//! command itself, at the instant it submits it, and takes a completion that is due at once (a device with no
-//! flash time) without a round trip through the device thread; later completions still wait for their times
-//! there.
+//! its modelled time: it sleeps until shortly before, then spins. A completion whose time has already passed
+//! when the device thread gets to it is delivered at once and counted as late. A host thread that finds the
+//! device free executes its command itself, at the instant it submits it, and takes a completion that is due
+//! at once (a device with no flash time) without a round trip through the device thread; later completions
+//! still wait for their times there.
 //!
 //! Host code written against `CommandQueue` runs here unchanged: the futures complete through wakers, and
 //! `block_on` drives one on the calling thread.

@@ -26,6 +26,8 @@ pub(super) struct Layout {
     /// The place of each plane of each group of zones (`group * planes_per_zone + plane_in_zone`), worked out
     /// once: every flash read and program asks, and the arithmetic is a chain of divisions.
     places: Vec<Place>,
+    /// Groups of channels and dies that zones take turns over.
+    zone_groups: u64,
 }
 
 impl Layout {
@@ -52,6 +54,7 @@ impl Layout {
             pages_per_unit: unit_bytes.div_ceil(page_bytes),
             page_bytes,
             places,
+            zone_groups: u64::from(groups),
         }
     }
 
@@ -92,8 +95,7 @@ impl Layout {
             StripeStart::ByZone => u64::from(zone.0),
         };
         let within = (unit.0 + rotation) % self.planes_per_zone;
-        let groups = self.places.len() as u64 / self.planes_per_zone;
-        self.places[((u64::from(zone.0) % groups) * self.planes_per_zone + within) as usize]
+        self.places[((u64::from(zone.0) % self.zone_groups) * self.planes_per_zone + within) as usize]
     }
 
     /// The index, over every block of the device physical zone by physical zone, of the block that holds a

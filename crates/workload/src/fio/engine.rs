@@ -7,6 +7,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -970,8 +971,8 @@ struct JobHostCost {
     /// The kblockd worker's wait for reads and for writes on the kernel path (0: dispatched by the submitting
     /// call). fio submits one iocb per `io_submit` (its default `iodepth_batch_submit=1`), and Linux's aio plugs
     /// only calls of more than two (`AIO_PLUG_THRESHOLD`, see `Submission`), and psync's direct reads do not
-    /// plug: a scheduler defers them, none issues them directly. A block device's writes hold a plug (`blkdev_write_iter`) that psync's
-    /// sleep until completion flushes, which defers them under any scheduler.
+    /// plug: a scheduler defers them, none issues them directly. A block device's writes hold a plug
+    /// (`blkdev_write_iter`) that psync's sleep until completion flushes, which defers them under any scheduler.
     read_dispatch_ns: u64,
     write_dispatch_ns: u64,
 }
@@ -1178,21 +1179,13 @@ async fn submit_in_batch<S: MediaStore + 'static>(
         job.settle_batches(now);
         (prepared_ns, waiting.0, waiting.1)
     };
-    let submission = loop {
-        if let Some(submission) = call.get() {
-            break submission;
-        }
-        progress.notified().await;
-    };
+    let submission = wait_for(&progress, || call.get()).await;
     let arrival = {
         let mut job = state.borrow_mut();
         let dispatch_ns = if submission.plugged { 0 } else { job.cost.dispatch_ns(direction) };
         job.dispatched_at(submission.issued_ns, dispatch_ns)
     };
-    let now = queue.now_ns();
-    if arrival > now {
-        queue.sleep(arrival - now).await;
-    }
+    sleep_until(queue, arrival).await;
     SubmitTimes { prepared_ns, issued_ns: submission.issued_ns }
 }
 
@@ -1221,16 +1214,8 @@ async fn reap<S: MediaStore + 'static>(
         reap_on_job_core(queue, state).await;
         return None;
     };
-    let reaped_ns = loop {
-        if let Some(at) = reaped.at.get() {
-            break at;
-        }
-        progress.notified().await;
-    };
-    let now = queue.now_ns();
-    if reaped_ns > now {
-        queue.sleep(reaped_ns - now).await;
-    }
+    let reaped_ns = wait_for(&progress, || reaped.at.get()).await;
+    sleep_until(queue, reaped_ns).await;
     Some(reaped)
 }
 
@@ -1240,9 +1225,37 @@ async fn wait_to_queue(state: &Rc<RefCell<JobState>>, reaped: Option<Rc<Reaped>>
     let Some(progress) = state.borrow().batching.as_ref().map(|batching| Rc::clone(&batching.progress)) else {
         return;
     };
-    while reaped.held.get() {
+    wait_for(&progress, || (!reaped.held.get()).then_some(())).await;
+}
+
+/// Waits on fio's thread's `progress` until `ready` has a value.
+async fn wait_for<T>(progress: &Notify, ready: impl Fn() -> Option<T>) -> T {
+    loop {
+        if let Some(value) = ready() {
+            return value;
+        }
         progress.notified().await;
     }
+}
+
+/// Sleeps until device time `at` (not at all if it has passed).
+async fn sleep_until<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, at: u64) {
+    let now = queue.now_ns();
+    if at > now {
+        queue.sleep(at - now).await;
+    }
+}
+
+/// Runs `wait` with the worker off fio's thread (waiting for a zone, for written blocks to verify, for its
+/// rate), so that with batching on the thread may submit and reap meanwhile.
+async fn off_the_thread<S: MediaStore + 'static>(
+    queue: &Scheduled<Host<S>>,
+    state: &Rc<RefCell<JobState>>,
+    wait: impl Future<Output = ()>,
+) {
+    state.borrow_mut().set_waiting(queue.now_ns(), true);
+    wait.await;
+    state.borrow_mut().set_waiting(queue.now_ns(), false);
 }
 
 /// Submits on the job's thread: the command reaches the scheduler when its submission's CPU work ends, after
@@ -1276,9 +1289,7 @@ async fn submit_on_job_core<S: MediaStore + 'static>(
             }
         }
     };
-    if arrival > now {
-        queue.sleep(arrival - now).await;
-    }
+    sleep_until(queue, arrival).await;
     times
 }
 
@@ -1297,9 +1308,7 @@ async fn reap_on_job_core<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, s
         job.core_busy_until_ns = job.core_busy_until_ns.max(now) + job.cost.complete_ns;
         job.core_busy_until_ns
     };
-    if done > now {
-        queue.sleep(done - now).await;
-    }
+    sleep_until(queue, done).await;
 }
 
 /// One worker: issue, wait, record, until the job is done.
@@ -1314,10 +1323,7 @@ async fn worker<S: MediaStore + 'static>(
         let job = state.borrow();
         (job.options.zonemode_zbd, job.started_ns)
     };
-    let now = queue.now_ns();
-    if started > now {
-        queue.sleep(started - now).await;
-    }
+    sleep_until(&queue, started).await;
     let mut last_reap = None;
     loop {
         wait_to_queue(&state, last_reap.take()).await;
@@ -1326,15 +1332,11 @@ async fn worker<S: MediaStore + 'static>(
         let io = match next {
             Next::Issue(io) => io,
             Next::WaitForZone => {
-                state.borrow_mut().set_waiting(queue.now_ns(), true);
-                zone_released.notified().await;
-                state.borrow_mut().set_waiting(queue.now_ns(), false);
+                off_the_thread(&queue, &state, zone_released.notified()).await;
                 continue;
             }
             Next::WaitForWrites(drained) => {
-                state.borrow_mut().set_waiting(queue.now_ns(), true);
-                drained.notified().await;
-                state.borrow_mut().set_waiting(queue.now_ns(), false);
+                off_the_thread(&queue, &state, drained.notified()).await;
                 continue;
             }
             Next::Done => {
@@ -1353,9 +1355,7 @@ async fn worker<S: MediaStore + 'static>(
             wait
         };
         if wait > 0 {
-            state.borrow_mut().set_waiting(queue.now_ns(), true);
-            queue.sleep(wait).await;
-            state.borrow_mut().set_waiting(queue.now_ns(), false);
+            off_the_thread(&queue, &state, queue.sleep(wait)).await;
         }
         let (direction, mut command, lba) = io.command(lba_shift);
         let mut logged_write = None;
