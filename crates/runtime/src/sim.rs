@@ -68,11 +68,21 @@ enum Wakee {
     Waker(Waker),
 }
 
-/// A command's place between its submission and the moment its future sees the result.
-enum Slot {
-    Free,
-    Queued { wakee: Wakee },
-    Done { complete_ns: u64, result: Result<Output, Status>, wakee: Wakee },
+/// A command's place between its submission and the moment its future sees the result: whom its completion
+/// wakes (none while the slot is free), and the completion once the device has it. The completion is written
+/// beside the wakee, which stays in place.
+struct Slot {
+    wakee: Option<Wakee>,
+    done: Option<Done>,
+}
+
+struct Done {
+    complete_ns: u64,
+    result: Result<Output, Status>,
+}
+
+impl Slot {
+    const FREE: Slot = Slot { wakee: None, done: None };
 }
 
 /// What a timer wakes when the clock reaches it: a task, a command's slot, or a foreign waker kept in
@@ -131,15 +141,16 @@ impl<S: MediaStore> Shared<S> {
         self.device.process_queue(arrival, |tag, device_ns, result| {
             let complete_ns = host.completion_ns(arrival, device_ns);
             let slot = tag as usize;
-            let Slot::Queued { wakee } = std::mem::replace(&mut slots[slot], Slot::Free) else {
-                unreachable!("only queued slots reach the device")
-            };
-            slots[slot] = Slot::Done { complete_ns, result, wakee };
+            debug_assert!(
+                slots[slot].wakee.is_some() && slots[slot].done.is_none(),
+                "only queued slots reach the device"
+            );
+            slots[slot].done = Some(Done { complete_ns, result });
             timers.set(complete_ns, Target::Slot(index32(slot)));
         });
         // A reset whose erases these commands suspended completes later: its earlier timer finds it not done yet.
         self.device.moved_completions(|tag, device_ns| {
-            if let Slot::Done { complete_ns, .. } = &mut slots[tag as usize] {
+            if let Some(Done { complete_ns, .. }) = &mut slots[tag as usize].done {
                 let later = host.completion_ns(device_ns, device_ns);
                 if later > *complete_ns {
                     *complete_ns = later;
@@ -191,21 +202,22 @@ impl<S: MediaStore> Future for CommandFuture<S> {
         let mut shared = this.shared.borrow_mut();
         if let Some(command) = this.command.take() {
             let slot = shared.free_slots.pop().unwrap_or_else(|| {
-                shared.slots.push(Slot::Free);
+                shared.slots.push(Slot::FREE);
                 shared.slots.len() - 1
             });
             if !shared.host.carries(&command) {
                 let arrival = shared.host.arrival_ns(shared.now_ns);
                 let complete_ns = shared.host.completion_ns(arrival, arrival);
                 let wakee = shared.wakee(context);
-                shared.slots[slot] = Slot::Done { complete_ns, result: Err(Status::InvalidOpcode), wakee };
+                shared.slots[slot] =
+                    Slot { wakee: Some(wakee), done: Some(Done { complete_ns, result: Err(Status::InvalidOpcode) }) };
                 shared.set_timer(complete_ns, Target::Slot(index32(slot)));
                 this.slot = Some(slot);
                 return Poll::Pending;
             }
             match shared.device.enqueue(slot as u64, command) {
                 Ok(()) => {
-                    shared.slots[slot] = Slot::Queued { wakee: shared.wakee(context) };
+                    shared.slots[slot].wakee = Some(shared.wakee(context));
                     this.slot = Some(slot);
                 }
                 Err(QueueFull(command)) => {
@@ -218,24 +230,15 @@ impl<S: MediaStore> Future for CommandFuture<S> {
         }
         let Some(slot) = this.slot else { return Poll::Pending };
         let now = shared.now_ns;
-        match &mut shared.slots[slot] {
-            Slot::Done { complete_ns, .. } if *complete_ns <= now => {
-                let Slot::Done { result, .. } = std::mem::replace(&mut shared.slots[slot], Slot::Free) else {
-                    unreachable!("matched Done above")
-                };
-                shared.free_slots.push(slot);
-                this.slot = None;
-                Poll::Ready(result)
-            }
-            Slot::Done { .. } | Slot::Queued { .. } => {
-                let wakee = shared.wakee(context);
-                if let Slot::Done { wakee: held, .. } | Slot::Queued { wakee: held } = &mut shared.slots[slot] {
-                    *held = wakee;
-                }
-                Poll::Pending
-            }
-            Slot::Free => unreachable!("a slot is freed only by its own future"),
+        if let Some(done) = shared.slots[slot].done.take_if(|done| done.complete_ns <= now) {
+            shared.slots[slot].wakee = None;
+            shared.free_slots.push(slot);
+            this.slot = None;
+            return Poll::Ready(done.result);
         }
+        let wakee = shared.wakee(context);
+        shared.slots[slot].wakee = Some(wakee);
+        Poll::Pending
     }
 }
 
@@ -407,16 +410,16 @@ impl<S: MediaStore + 'static> Simulation<S> {
                         shared.free_sleepers.push(index);
                         true
                     }
-                    Target::Slot(slot) => match &shared.slots[slot as usize] {
-                        Slot::Done { wakee: Wakee::Task(task), .. } => {
+                    Target::Slot(slot) => match &shared.slots[slot as usize].wakee {
+                        Some(Wakee::Task(task)) => {
                             self.ready.push_back(*task);
                             false
                         }
-                        Slot::Done { wakee: Wakee::Waker(waker), .. } => {
+                        Some(Wakee::Waker(waker)) => {
                             waker.wake_by_ref();
                             true
                         }
-                        _ => unreachable!("a completion timer points at a done slot"),
+                        None => unreachable!("a completion timer points at a slot in use"),
                     },
                 };
                 if woke_a_waker {
@@ -428,11 +431,17 @@ impl<S: MediaStore + 'static> Simulation<S> {
         self.shared.borrow().now_ns
     }
 
+    /// Takes in the tasks spawned since the last call. Inlined for its usual answer, none; the adoption is not.
+    #[inline]
     fn adopt_spawned(&mut self) {
-        let mut shared = self.shared.borrow_mut();
-        if shared.spawned.is_empty() {
-            return;
+        if !self.shared.borrow().spawned.is_empty() {
+            self.adopt_spawned_tasks();
         }
+    }
+
+    #[inline(never)]
+    fn adopt_spawned_tasks(&mut self) {
+        let mut shared = self.shared.borrow_mut();
         // Drained, not taken, so that the list keeps its allocation for the next spawns.
         let mut spawned = std::mem::take(&mut shared.spawned);
         for task in spawned.drain(..) {
