@@ -98,6 +98,11 @@ pub struct ControllerConfig {
     pub implicit_open_extra_us: f64,
     /// Time the (single) command processor is busy per command, which bounds commands per second.
     pub read_command_us: f64,
+    /// Extra command-processor time of a read per 4 KiB it returns (the controller's per-sector work on the
+    /// way out, such as ECC decoding), so that larger reads bound commands per second lower. Images written
+    /// before this key existed have none.
+    #[serde(default)]
+    pub read_command_per_4k_us: f64,
     pub write_command_us: f64,
     pub append_command_us: f64,
     pub management_command_us: f64,
@@ -271,6 +276,7 @@ impl MediaConfig {
             ("media.controller.append-extra-us", self.controller.append_extra_us),
             ("media.controller.implicit-open-extra-us", self.controller.implicit_open_extra_us),
             ("media.controller.read-command-us", self.controller.read_command_us),
+            ("media.controller.read-command-per-4k-us", self.controller.read_command_per_4k_us),
             ("media.controller.write-command-us", self.controller.write_command_us),
             ("media.controller.append-command-us", self.controller.append_command_us),
             ("media.controller.management-command-us", self.controller.management_command_us),

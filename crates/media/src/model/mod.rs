@@ -356,7 +356,8 @@ impl FlashModel {
     /// written, needs no flash read.
     pub fn read(&mut self, now: u64, zone: u32, offset_bytes: u64, len_bytes: u64) -> u64 {
         let zone = LogicalZone(zone);
-        let command_done = self.resources.command(now, self.costs.read_command_ns);
+        let command_ns = self.costs.read_command_ns + self.costs.read_command_per_4k_ns * len_bytes.div_ceil(4096);
+        let command_done = self.resources.command(now, command_ns);
         let start = now + self.costs.read_firmware_ns;
         let end = offset_bytes + len_bytes;
         let data_out = if self.costs.read_ahead_bytes == 0 {
@@ -792,6 +793,7 @@ mod tests {
                 append_extra_us: 2.0,
                 implicit_open_extra_us: 0.0,
                 read_command_us: 1.0,
+                read_command_per_4k_us: 0.0,
                 write_command_us: 4.0,
                 append_command_us: 6.0,
                 management_command_us: 0.0,
