@@ -51,6 +51,17 @@ pub struct NandConfig {
     /// die of its group.
     #[serde(default)]
     pub stripe_start: StripeStart,
+    /// Every read senses its pages, even those its plane's register still holds from the read before: the
+    /// emulators keep no register state (ConfZNS's `znsssd_read` and NVMeVirt's read charge the page read
+    /// latency every time). Off, a read of held pages only moves them (a drive's cache read). Images written
+    /// before this key existed read from the register.
+    #[serde(default)]
+    pub sense_every_read: bool,
+    /// A read moves whole pages over its channel however few of their bytes it returns, as ConfZNS charges its
+    /// page transfer time (`ch_xfer_lat`) per page touched. Off, only the bytes read move. Images written before
+    /// this key existed move the bytes.
+    #[serde(default)]
+    pub transfer_whole_pages: bool,
 }
 
 /// See `NandConfig::stripe_start`.

@@ -34,6 +34,9 @@ pub(super) struct Costs {
     pub suspend_ns: u64,
     pub resume_before_suspend_ns: u64,
     pub channel_ns_per_byte: f64,
+    /// `NandConfig::sense_every_read` and `transfer_whole_pages`.
+    pub sense_every_read: bool,
+    pub transfer_whole_pages: bool,
     pub link_ns_per_byte: f64,
     pub read_budget_ns_per_byte: f64,
     pub read_firmware_ns: u64,
@@ -75,6 +78,8 @@ impl Costs {
             suspend_ns: ns(nand.suspend_latency_us),
             resume_before_suspend_ns: ns(nand.resume_before_suspend_us),
             channel_ns_per_byte: ns_per_byte(nand.channel_mib_per_s),
+            sense_every_read: nand.sense_every_read,
+            transfer_whole_pages: nand.transfer_whole_pages,
             link_ns_per_byte: ns_per_byte(controller.host_link_mib_per_s),
             read_budget_ns_per_byte: ns_per_byte(controller.read_mib_per_s),
             read_firmware_ns: ns(controller.read_firmware_us),

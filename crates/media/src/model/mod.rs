@@ -401,12 +401,20 @@ impl FlashModel {
                 let (physical_zone, physical_unit) = self.lookup(zone, unit);
                 let place = self.layout.place(physical_zone, physical_unit);
                 let (first_page, end_page) = (offset / page_bytes, (offset + piece).div_ceil(page_bytes));
-                let moved = match self.resources.page_register[place.plane] {
-                    Some(held) if held.zone == zone && held.first_page <= first_page && end_page <= held.end_page => {
-                        let channel_ns = transfer_ns(piece, self.costs.channel_ns_per_byte);
+                let moved_bytes =
+                    if self.costs.transfer_whole_pages { (end_page - first_page) * page_bytes } else { piece };
+                let held = self.resources.page_register[place.plane].filter(|held| {
+                    !self.costs.sense_every_read
+                        && held.zone == zone
+                        && held.first_page <= first_page
+                        && end_page <= held.end_page
+                });
+                let moved = match held {
+                    Some(held) => {
+                        let channel_ns = transfer_ns(moved_bytes, self.costs.channel_ns_per_byte);
                         self.resources.channels[place.channel].reserve(now, held.ready_ns.max(start), channel_ns)
                     }
-                    _ => self.sense_and_move(now, start, zone, place, first_page..end_page, piece),
+                    None => self.sense_and_move(now, start, zone, place, first_page..end_page, moved_bytes),
                 };
                 data_out = data_out.max(moved);
             }
@@ -784,6 +792,8 @@ mod tests {
                 erase_concurrency: 0,
                 erase_timing: crate::EraseTiming::Dies,
                 stripe_start: crate::StripeStart::FirstDie,
+                sense_every_read: false,
+                transfer_whole_pages: false,
             },
             controller: ControllerConfig {
                 host_link_mib_per_s: 0.0,
@@ -849,6 +859,32 @@ mod tests {
         flash.precondition(0, 64 * UNIT);
         let after_erase = flash.read(10_000_000_000, 0, 4096, 4096);
         assert_eq!(after_erase - 10_000_000_000, 10_000 + 50_000 + 4096, "an erase empties the register");
+    }
+
+    /// The emulators' reads (ConfZNS, NVMeVirt): every read senses, and ConfZNS moves whole pages.
+    #[test]
+    fn an_emulators_read_senses_every_time_and_may_move_whole_pages() {
+        let mut config = config();
+        config.nand.sense_every_read = true;
+        let mut flash = model(config.clone());
+        flash.precondition(0, 64 * UNIT);
+        let first = flash.read(0, 0, 0, 4096);
+        let same_page = flash.read(first, 0, 4096, 4096);
+        assert_eq!(same_page - first, 10_000 + 50_000 + 4096, "sensed again");
+        assert_eq!(flash.counters().get(FlashOp::PageRead, OpSource::HostRead), 2);
+
+        config.nand.transfer_whole_pages = true;
+        config.energy.page_bytes = UNIT / 4;
+        let mut flash = model(config);
+        flash.precondition(0, 64 * UNIT);
+        let page = UNIT / 4;
+        assert_eq!(flash.read(0, 0, 0, 4096), 10_000 + 50_000 + page, "a 4 KiB read moves its whole page");
+        let at = 1_000_000_000;
+        assert_eq!(
+            flash.read(at, 0, page - 4096, 8192) - at,
+            10_000 + 50_000 + 2 * page,
+            "two pages touched, two moved"
+        );
     }
 
     #[test]
