@@ -62,6 +62,11 @@ pub struct NandConfig {
     /// this key existed move the bytes.
     #[serde(default)]
     pub transfer_whole_pages: bool,
+    /// Read retries a read needs on average per 1000 program/erase cycles of its block: worn cells drift, the
+    /// first sense fails ECC, and the controller senses again with shifted read voltages (each retry a sense and
+    /// a transfer more). 0 for none; images written before this key existed have none.
+    #[serde(default)]
+    pub read_retries_per_1000_pe: f64,
 }
 
 /// See `NandConfig::stripe_start`.
@@ -280,6 +285,7 @@ impl MediaConfig {
             ("media.nand.seal-latency-us", nand.seal_latency_us),
             ("media.nand.suspend-latency-us", nand.suspend_latency_us),
             ("media.nand.resume-before-suspend-us", nand.resume_before_suspend_us),
+            ("media.nand.read-retries-per-1000-pe", nand.read_retries_per_1000_pe),
             ("media.controller.host-link-mib-per-s", self.controller.host_link_mib_per_s),
             ("media.controller.read-firmware-us", self.controller.read_firmware_us),
             ("media.controller.write-firmware-us", self.controller.write_firmware_us),

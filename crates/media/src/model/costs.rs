@@ -37,6 +37,8 @@ pub(super) struct Costs {
     /// `NandConfig::sense_every_read` and `transfer_whole_pages`.
     pub sense_every_read: bool,
     pub transfer_whole_pages: bool,
+    /// `NandConfig::read_retries_per_1000_pe`, per cycle.
+    pub read_retries_per_pe: f64,
     pub link_ns_per_byte: f64,
     pub read_budget_ns_per_byte: f64,
     pub read_firmware_ns: u64,
@@ -80,6 +82,7 @@ impl Costs {
             channel_ns_per_byte: ns_per_byte(nand.channel_mib_per_s),
             sense_every_read: nand.sense_every_read,
             transfer_whole_pages: nand.transfer_whole_pages,
+            read_retries_per_pe: nand.read_retries_per_1000_pe / 1000.0,
             link_ns_per_byte: ns_per_byte(controller.host_link_mib_per_s),
             read_budget_ns_per_byte: ns_per_byte(controller.read_mib_per_s),
             read_firmware_ns: ns(controller.read_firmware_us),

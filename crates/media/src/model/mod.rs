@@ -414,7 +414,10 @@ impl FlashModel {
                         let channel_ns = transfer_ns(moved_bytes, self.costs.channel_ns_per_byte);
                         self.resources.channels[place.channel].reserve(now, held.ready_ns.max(start), channel_ns)
                     }
-                    None => self.sense_and_move(now, start, zone, place, first_page..end_page, moved_bytes),
+                    None => {
+                        let retries = self.read_retries(physical_zone, physical_unit);
+                        self.sense_and_move(now, start, zone, place, first_page..end_page, moved_bytes, retries)
+                    }
                 };
                 data_out = data_out.max(moved);
             }
@@ -429,6 +432,10 @@ impl FlashModel {
     /// NVMeVirt's read sets `lun.next_avail = chnl_end` (docs/calibration.md a.1): a random read that lands on a
     /// die another read holds waits for that transfer too. With it, 4 KiB random reads at QD 64 on the ZN540
     /// model 400 K/s against 365 K/s measured, where a die free after tR gave 435 K/s (docs/calibration.md c.1).
+    ///
+    /// Each of `retries` read retries senses and moves the pages once more before the read that succeeds: the
+    /// die is busy that much longer (the retries' transfers are counted on the die, not on the channel).
+    #[allow(clippy::too_many_arguments)]
     fn sense_and_move(
         &mut self,
         now: u64,
@@ -437,23 +444,36 @@ impl FlashModel {
         place: Place,
         pages: std::ops::Range<u64>,
         bytes: u64,
+        retries: u64,
     ) -> u64 {
         let read_ns = self.costs.read_ns(pages.start % self.layout.pages_per_unit, pages.end - pages.start);
-        let (sensed, suspended) = self.resources.sense(now, place.plane, start, read_ns);
+        let move_ns = transfer_ns(bytes, self.costs.channel_ns_per_byte);
+        let sense_ns = read_ns + retries * (read_ns + move_ns);
+        let (sensed, suspended) = self.resources.sense(now, place.plane, start, sense_ns);
         self.resources.page_register[place.plane] =
             Some(HeldPages { zone, first_page: pages.start, end_page: pages.end, ready_ns: sensed });
-        self.counters.add(FlashOp::PageRead, OpSource::HostRead, pages.end - pages.start);
-        let moved = self.resources.channels[place.channel].reserve(
-            now,
-            sensed,
-            transfer_ns(bytes, self.costs.channel_ns_per_byte),
-        );
+        self.counters.add(FlashOp::PageRead, OpSource::HostRead, (pages.end - pages.start) * (1 + retries));
+        let moved = self.resources.channels[place.channel].reserve(now, sensed, move_ns);
         if suspended {
             self.resources.hold_suspended(now, place.plane, moved);
         } else {
             self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
         }
         moved
+    }
+
+    /// The read retries a sense of `unit` of `physical_zone` needs: on average `read_retries_per_pe` times its
+    /// block's erase count, the fraction drawn with the device's count of page reads so far as the seed, so that
+    /// a run is reproducible. None on a device whose blocks were never erased.
+    fn read_retries(&self, physical_zone: PhysicalZone, unit: ProgramUnit) -> u64 {
+        if self.costs.read_retries_per_pe == 0.0 || !self.wear.any_erased() {
+            return 0;
+        }
+        let erases = self.wear.erase_counts()[self.layout.block_of(physical_zone, unit)];
+        let expected = self.costs.read_retries_per_pe * f64::from(erases);
+        let whole = expected.floor();
+        let draw = resources::uniform(self.counters.get(FlashOp::PageRead, OpSource::HostRead));
+        whole as u64 + u64::from(draw < expected - whole)
     }
 
     /// A read that continues the zone's sequential stream: the controller has its pages in memory, or senses
@@ -480,7 +500,8 @@ impl FlashModel {
             let ready = if unit.0 < programmed {
                 let (physical_zone, physical_unit) = self.lookup(zone, unit);
                 let place = self.layout.place(physical_zone, physical_unit);
-                self.sense_and_move(now, start, zone, place, page..page + 1, page_bytes)
+                let retries = self.read_retries(physical_zone, physical_unit);
+                self.sense_and_move(now, start, zone, place, page..page + 1, page_bytes, retries)
             } else {
                 start
             };
@@ -794,6 +815,7 @@ mod tests {
                 stripe_start: crate::StripeStart::FirstDie,
                 sense_every_read: false,
                 transfer_whole_pages: false,
+                read_retries_per_1000_pe: 0.0,
             },
             controller: ControllerConfig {
                 host_link_mib_per_s: 0.0,
@@ -859,6 +881,29 @@ mod tests {
         flash.precondition(0, 64 * UNIT);
         let after_erase = flash.read(10_000_000_000, 0, 4096, 4096);
         assert_eq!(after_erase - 10_000_000_000, 10_000 + 50_000 + 4096, "an erase empties the register");
+    }
+
+    /// A fresh device reads without retries; blocks erased 2,500 times at one retry per 1000 cycles need 2 or 3
+    /// retries a read, 2.5 on average, each a sense and a transfer more.
+    #[test]
+    fn worn_blocks_need_read_retries() {
+        let mut config = config();
+        config.nand.read_retries_per_1000_pe = 1.0;
+        let mut flash = model(config);
+        flash.precondition(0, 64 * UNIT);
+        assert_eq!(flash.read(0, 0, 0, 4096), 10_000 + 50_000 + 4096, "never erased: no retry");
+        let blocks = flash.wear.erase_counts().len();
+        flash.wear.restore(&vec![2_500; blocks], 2_500 * blocks as u64, 0).expect("counts of this geometry");
+        let reads = 1_000u64;
+        let mut retries = Vec::new();
+        for read in 0..reads {
+            let at = 1_000_000_000 * (read + 1);
+            let took = flash.read(at, 0, (read % 63 + 1) * UNIT, 4096) - at;
+            retries.push((took - 10_000 - 50_000 - 4096) as f64 / (50_000.0 + 4096.0));
+        }
+        assert!(retries.iter().all(|&r| r == 2.0 || r == 3.0), "whole retries of tR and a transfer: {retries:?}");
+        let mean = retries.iter().sum::<f64>() / reads as f64;
+        assert!((mean - 2.5).abs() < 0.1, "mean retries {mean}");
     }
 
     /// The emulators' reads (ConfZNS, NVMeVirt): every read senses, and ConfZNS moves whole pages.

@@ -151,14 +151,18 @@ impl WriteBudget {
     }
 }
 
-/// A draw of the exponential distribution with mean 1, fixed by `index` (SplitMix64's finalizer as the hash).
+/// A draw of the exponential distribution with mean 1, fixed by `index`.
 fn exponential(index: u64) -> f64 {
+    -uniform(index).ln()
+}
+
+/// A draw of the uniform distribution on (0, 1), fixed by `index` (SplitMix64's finalizer as the hash).
+pub(super) fn uniform(index: u64) -> f64 {
     let mut z = index.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
-    let uniform = ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-    -uniform.ln()
+    ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
 }
 
 /// Program/erase suspend: how long a suspension takes (0: reads wait for the operation instead) and how long

@@ -57,6 +57,11 @@ impl Wear {
         &self.erase_counts
     }
 
+    /// Whether any block has been erased, in this life of the device or an earlier one.
+    pub fn any_erased(&self) -> bool {
+        self.inline + self.deferred > 0
+    }
+
     /// Erases a reset waited for, and erases that ran after it.
     pub fn timing_counts(&self) -> (u64, u64) {
         (self.inline, self.deferred)
