@@ -415,8 +415,8 @@ impl FlashModel {
                         self.resources.channels[place.channel].reserve(now, held.ready_ns.max(start), channel_ns)
                     }
                     None => {
-                        let retries = self.read_retries(physical_zone, physical_unit);
-                        self.sense_and_move(now, start, zone, place, first_page..end_page, moved_bytes, retries)
+                        let physical = (physical_zone, physical_unit, place);
+                        self.sense_and_move(now, start, zone, physical, first_page..end_page, moved_bytes)
                     }
                 };
                 data_out = data_out.max(moved);
@@ -433,19 +433,20 @@ impl FlashModel {
     /// die another read holds waits for that transfer too. With it, 4 KiB random reads at QD 64 on the ZN540
     /// model 400 K/s against 365 K/s measured, where a die free after tR gave 435 K/s (docs/calibration.md c.1).
     ///
-    /// Each of `retries` read retries senses and moves the pages once more before the read that succeeds: the
-    /// die is busy that much longer (the retries' transfers are counted on the die, not on the channel).
-    #[allow(clippy::too_many_arguments)]
+    /// `physical` is where the pages are: their unit of a physical zone, and its place. Each read retry the unit's
+    /// block needs (`read_retries`) senses and moves the pages once more before the read that succeeds: the die
+    /// is busy that much longer (the retries' transfers are counted on the die, not on the channel).
     fn sense_and_move(
         &mut self,
         now: u64,
         start: u64,
         zone: LogicalZone,
-        place: Place,
+        physical: (PhysicalZone, ProgramUnit, Place),
         pages: std::ops::Range<u64>,
         bytes: u64,
-        retries: u64,
     ) -> u64 {
+        let (physical_zone, unit, place) = physical;
+        let retries = self.read_retries(physical_zone, unit);
         let read_ns = self.costs.read_ns(pages.start % self.layout.pages_per_unit, pages.end - pages.start);
         let move_ns = transfer_ns(bytes, self.costs.channel_ns_per_byte);
         let sense_ns = read_ns + retries * (read_ns + move_ns);
@@ -500,8 +501,7 @@ impl FlashModel {
             let ready = if unit.0 < programmed {
                 let (physical_zone, physical_unit) = self.lookup(zone, unit);
                 let place = self.layout.place(physical_zone, physical_unit);
-                let retries = self.read_retries(physical_zone, physical_unit);
-                self.sense_and_move(now, start, zone, place, page..page + 1, page_bytes, retries)
+                self.sense_and_move(now, start, zone, (physical_zone, physical_unit, place), page..page + 1, page_bytes)
             } else {
                 start
             };
