@@ -45,6 +45,12 @@ impl HostPath {
     pub fn carries_append(self) -> bool {
         matches!(self, HostPath::Spdk | HostPath::IoUringCmd)
     }
+
+    /// Whether a thread on this path busy-polls for its completions and so never leaves its core: SPDK's. The
+    /// others sleep in the kernel until an interrupt wakes them.
+    pub fn polls(self) -> bool {
+        self == HostPath::Spdk
+    }
 }
 
 /// Microseconds, as a preset gives them, in whole nanoseconds.
@@ -105,5 +111,85 @@ impl HostSide {
     /// others it fails as an invalid opcode.
     pub fn carries(&self, command: &QueuedCommand) -> bool {
         !matches!(command, QueuedCommand::Append { .. }) || self.path.carries_append()
+    }
+}
+
+/// Polling threads taking turns on fewer cores than there are of them, as Linux's scheduler shares cores among
+/// threads that never sleep: time is cut into slices, and in each slice the next `cores` threads of a circle
+/// run, so that each runs `cores / threads` of the time and is off its core one slice at a time. A polling
+/// thread off its core reaps nothing and submits nothing: a command that completes then waits for its turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoreShare {
+    threads: u64,
+    cores: u64,
+    slice_ns: u64,
+}
+
+impl CoreShare {
+    /// `threads` polling threads on `cores` cores, each turn `slice_ns` long; None when each has a core.
+    pub fn new(threads: u32, cores: u32, slice_ns: u64) -> Option<CoreShare> {
+        (cores > 0 && threads > cores && slice_ns > 0).then_some(CoreShare {
+            threads: u64::from(threads),
+            cores: u64::from(cores),
+            slice_ns,
+        })
+    }
+
+    /// Whether `thread` runs in slice `slice`: the slice's turns go to the `cores` threads of the circle from
+    /// where the last slice's ended.
+    fn runs_in(&self, thread: u32, slice: u64) -> bool {
+        let first = slice % self.threads * self.cores % self.threads;
+        (u64::from(thread) + self.threads - first) % self.threads < self.cores
+    }
+
+    /// When `work` nanoseconds of CPU that `thread` begins at `start` end: the work waits for the thread's turn
+    /// and stops while the thread is off its core. With no work, when the thread is next on its core.
+    pub fn run_ns(&self, thread: u32, start: u64, work: u64) -> u64 {
+        let (mut at, mut left) = (start, work);
+        loop {
+            let mut slice = at / self.slice_ns;
+            while !self.runs_in(thread, slice) {
+                slice += 1;
+            }
+            at = at.max(slice * self.slice_ns);
+            let turn_end = (slice + 1) * self.slice_ns;
+            if at + left <= turn_end {
+                return at + left;
+            }
+            left -= turn_end - at;
+            at = turn_end;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_beyond_the_cores_take_turns_one_slice_at_a_time() {
+        assert_eq!(CoreShare::new(10, 10, 1000), None, "a core each: no turns");
+        assert_eq!(CoreShare::new(14, 0, 1000), None, "no core count: a core each");
+        let share = CoreShare::new(14, 10, 1000).expect("14 threads on 10 cores share");
+        let slices = 7 * 20;
+        for slice in 0..slices {
+            let running = (0..14).filter(|&thread| share.runs_in(thread, slice)).count();
+            assert_eq!(running, 10, "every core busy in slice {slice}");
+        }
+        for thread in 0..14 {
+            let turns = (0..slices).filter(|&slice| share.runs_in(thread, slice)).count();
+            assert_eq!(turns, 100, "thread {thread} runs 10/14 of the time");
+            let mut off_run = 0;
+            for slice in 0..slices {
+                off_run = if share.runs_in(thread, slice) { 0 } else { off_run + 1 };
+                assert!(off_run <= 1, "thread {thread} off two slices running at {slice}");
+            }
+        }
+        // Thread 10 first runs in slice 1; work crossing the end of a turn it does not keep resumes at its next.
+        assert_eq!(share.run_ns(10, 200, 0), 1000);
+        assert_eq!(share.run_ns(0, 200, 50), 250);
+        let off = (0..slices).find(|&slice| !share.runs_in(0, slice)).expect("thread 0 waits once in a while");
+        let end_of_turn = off * 1000;
+        assert_eq!(share.run_ns(0, end_of_turn - 30, 100), end_of_turn + 1000 + 70);
     }
 }

@@ -19,6 +19,6 @@ pub mod rng;
 pub use build::{BuildError, Built, DeviceBuilder, DeviceSpec, StoreChoice};
 pub use command::{IoData, Output, QueuedCommand};
 pub use device::{Device, DeviceCounters, DeviceStats, Submitted, TraceEvent};
-pub use host::{micros_to_ns, HostPath, HostSide};
+pub use host::{micros_to_ns, CoreShare, HostPath, HostSide};
 pub use preset::{apply_override, DeviceConfig, HostCost, HostCosts, PresetError, PRESETS};
 pub use queue::{QueueFull, SUBMISSION_QUEUE_ENTRIES};

@@ -73,6 +73,13 @@ pub struct HostCosts {
     /// kernel path (psync, libaio); io_uring's latency, measured through the block layer, already holds it.
     #[serde(default)]
     pub kblockd_dispatch_us: f64,
+    /// Cores the host's polling threads (SPDK's, which never sleep) run on. With more such threads than cores
+    /// they take turns of `time-slice-ms` (`CoreShare`). 0: each thread has a core of its own.
+    #[serde(default)]
+    pub cores: u32,
+    /// How long a polling thread keeps a core before a waiting one takes it, when they share.
+    #[serde(default)]
+    pub time_slice_ms: f64,
     pub spdk: HostCost,
     pub io_uring: HostCost,
     pub io_uring_cmd: HostCost,
@@ -90,12 +97,27 @@ impl HostCosts {
         }
     }
 
+    /// How `threads` threads on `path` share the host's cores: None unless they poll and outnumber the cores.
+    pub fn core_share(&self, path: crate::HostPath, threads: u32) -> Option<crate::CoreShare> {
+        let slice_ns = (self.time_slice_ms * 1e6).round() as u64;
+        crate::CoreShare::new(threads, self.cores, slice_ns).filter(|_| path.polls())
+    }
+
     fn validate(&self) -> Result<(), PresetError> {
-        for (name, us) in [("mq-deadline-us", self.mq_deadline_us), ("kblockd-dispatch-us", self.kblockd_dispatch_us)] {
-            if !us.is_finite() || us < 0.0 {
-                let reason = format!("{name} = {us} must be a finite time of at least 0");
+        let times = [
+            ("mq-deadline-us", self.mq_deadline_us),
+            ("kblockd-dispatch-us", self.kblockd_dispatch_us),
+            ("time-slice-ms", self.time_slice_ms),
+        ];
+        for (name, time) in times {
+            if !time.is_finite() || time < 0.0 {
+                let reason = format!("{name} = {time} must be a finite time of at least 0");
                 return Err(PresetError::Host { path: "host".to_string(), reason });
             }
+        }
+        if self.cores > 0 && self.time_slice_ms <= 0.0 {
+            let reason = format!("cores = {} needs a time-slice-ms above 0 for threads to take turns", self.cores);
+            return Err(PresetError::Host { path: "host".to_string(), reason });
         }
         for path in crate::HostPath::ALL {
             self.for_path(path).validate().map_err(|reason| PresetError::Host {

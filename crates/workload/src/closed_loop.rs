@@ -1,10 +1,11 @@
-//! A closed-loop generator: `zones x qd_per_zone` jobs, each submitting its next operation as soon as the
+//! A closed-loop generator: `zones x qd_per_zone` workers, each submitting its next operation as soon as the
 //! previous one completes, over the async command API.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use serde::Serialize;
+use zonelab_device::CoreShare;
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, Host, HostExt, IoData, Simulation};
 use zonelab_zns::{MediaStore, Status};
@@ -40,7 +41,8 @@ pub struct LoopSpec {
     pub qd_per_zone: u32,
     /// Operations completed before measuring starts.
     pub warmup: u64,
-    /// Operations measured after the warmup.
+    /// Operations measured after the warmup. Workers go on issuing until that many have completed, so up to
+    /// `zones x qd_per_zone` more are issued than are measured.
     pub measured: u64,
     pub seed: u64,
 }
@@ -60,7 +62,6 @@ pub struct LoopStats {
 
 #[derive(Default)]
 struct Tally {
-    issued: u64,
     completed: u64,
     window_start_ns: u64,
     window_end_ns: u64,
@@ -73,10 +74,13 @@ struct Tally {
 }
 
 /// Runs `spec` on the simulation's device. Reads need the zones written first (`Device::precondition`);
-/// writes and appends must fit in the zones' remaining capacity. The first failure ends the run.
+/// writes and appends (with the last ones in flight) must fit in the zones' remaining capacity. The first failure ends the run. Each zone's
+/// commands come from one thread (zone `z` is thread `z` of `cores`, when the threads take turns on the host's
+/// cores): a command that completes while its thread is off its core is seen when the thread runs again.
 pub fn run_closed_loop<S: MediaStore + 'static>(
     simulation: &mut Simulation<S>,
     spec: &LoopSpec,
+    cores: Option<CoreShare>,
 ) -> Result<LoopStats, Status> {
     let host = simulation.host();
     let geometry = host.with_device(|device| *device.namespace().geometry());
@@ -101,11 +105,10 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
                 let readable = geometry.zone_cap_lba.saturating_sub(blocks) / blocks.max(1) + 1;
                 loop {
                     {
-                        let mut tally = tally.borrow_mut();
-                        if tally.issued >= total || tally.failure.is_some() {
+                        let tally = tally.borrow();
+                        if tally.completed >= total || tally.failure.is_some() {
                             return;
                         }
-                        tally.issued += 1;
                     }
                     let submitted = host.now_ns();
                     let result = match spec.operation {
@@ -121,7 +124,11 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
                         Operation::Append => host.append(start, IoData::Zeros(spec.bs_bytes)).await.map(|_| ()),
                         Operation::RandRead => host.read_discard(start + rng.below(readable) * blocks, blocks).await,
                     };
-                    let now = host.now_ns();
+                    let mut now = host.now_ns();
+                    if let Some(turn) = cores.map(|cores| cores.run_ns(zone, now, 0)).filter(|&turn| turn > now) {
+                        host.sleep(turn - now).await;
+                        now = turn;
+                    }
                     let mut tally = tally.borrow_mut();
                     if let Err(status) = result {
                         tally.failure.get_or_insert(status);
@@ -131,7 +138,9 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
                     if tally.completed == spec.warmup {
                         tally.window_start_ns = now;
                     }
-                    if tally.completed > spec.warmup {
+                    // As fio counts a timed run: what is still in flight at the end is not measured, so that a
+                    // straggler (a command whose thread is off its core) does not stretch the window.
+                    if tally.completed > spec.warmup && tally.completed <= total {
                         let latency = now - submitted;
                         tally.measured += 1;
                         tally.latency_sum_ns += u128::from(latency);

@@ -12,6 +12,13 @@ fn zn540_meets_its_targets() {
     let summary = &calibration.summary;
     assert!(summary.iops_err_pct_median <= 10.0 && summary.iops_err_pct_p90 <= 25.0, "IOPS: {summary:?}");
     assert!(summary.lat_err_pct_median <= 10.0 && summary.lat_err_pct_p90 <= 25.0, "latency: {summary:?}");
+    // 14 SPDK jobs on the grid machine's 10 cores took turns: their random reads came out 26-35 % slower than
+    // 14 jobs with a core each would have made them.
+    let turns: Vec<_> = calibration.points.iter().filter(|point| point.zones == 14 && point.op == "randread").collect();
+    assert_eq!(turns.len(), 3);
+    for point in turns {
+        assert!(point.iops_err_pct.abs() <= 10.0, "14 polling jobs on 10 cores: {point:?}");
+    }
     for point in &calibration.management {
         assert!(point.err_pct.abs() <= 15.0, "{} at {}: {:+.1} %", point.op, point.occupancy, point.err_pct);
     }

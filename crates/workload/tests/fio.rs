@@ -101,6 +101,27 @@ fn reads_stay_below_write_pointers() {
     assert_ne!(empty.jobs[0].error, 0, "nothing written, nothing to read");
 }
 
+/// SPDK's threads poll and never sleep: more of them than the zn540 host's 10 cores take turns, so 14 jobs at
+/// QD 1 complete about as much as 10 would, and a read whose thread is off its core waits for the thread's next
+/// turn. libaio's threads sleep while they wait and keep no core.
+#[test]
+fn polling_jobs_beyond_the_hosts_cores_take_turns() {
+    let reads = |engine: &str, jobs: u32| {
+        let args = format!("{DEVICE} --prefill=full --name=r --rw=randread --bs=4k --size=1z --offset_increment=1z --numjobs={jobs} --ioengine={engine} --runtime=100ms --ramp_time=10ms --time_based --group_reporting");
+        let json = to_json(&fio(&args).expect("runs"), false);
+        let read = &json["jobs"][0]["read"];
+        (read["iops"].as_f64().expect("iops"), read["clat_ns"]["max"].as_u64().expect("max clat"))
+    };
+    let (eight, eight_max) = reads("spdk", 8);
+    let (fourteen, fourteen_max) = reads("spdk", 14);
+    assert!(eight_max < 1_000_000, "eight threads, each on its own core, never wait for one: {eight_max} ns");
+    assert!(fourteen_max >= 10_000_000, "a read waited for its thread's next turn (14.7 ms): {fourteen_max} ns");
+    let ratio = fourteen / eight;
+    assert!(ratio < 1.35, "14 polling jobs on 10 cores complete about what 10 do: {fourteen:.0} against {eight:.0}");
+    let (_, sleeping_max) = reads("libaio", 14);
+    assert!(sleeping_max < 1_000_000, "libaio's threads sleep, so 14 take no turns: {sleeping_max} ns");
+}
+
 #[test]
 fn schedulers_decide_whether_deep_writes_in_a_zone_fail() {
     let none = fio(&format!(

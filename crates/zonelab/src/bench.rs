@@ -185,8 +185,9 @@ fn hold_the_writes(
     let needed = workloads
         .iter()
         .filter(|(_, operation, ..)| *operation != Operation::RandRead)
-        .map(|&(_, _, bs_bytes, zones, _)| {
-            commands.div_ceil(u64::from(zones.min(geometry.zones))).saturating_mul(bs_bytes)
+        .map(|&(_, _, bs_bytes, zones, qd_per_zone)| {
+            // A closed loop issues up to its queue depth beyond the commands it measures.
+            (commands.div_ceil(u64::from(zones.min(geometry.zones))) + u64::from(qd_per_zone)).saturating_mul(bs_bytes)
         })
         .max()
         .unwrap_or(0);
@@ -237,9 +238,10 @@ fn sim(preset: &str, runs: usize, commands: u64, json: bool, out: &mut impl Writ
                 device.precondition(0, geometry.zone_cap_lba << geometry.lba_shift)?;
             }
             let spec = LoopSpec { operation, bs_bytes, zones, qd_per_zone, warmup: 0, measured: commands, seed: 1 };
+            let cores = config.host.core_share(built.host.path, zones);
             let mut simulation = Simulation::over(built, None);
             let started = Instant::now();
-            run_closed_loop(&mut simulation, &spec)?;
+            run_closed_loop(&mut simulation, &spec, cores)?;
             let wall = started.elapsed().as_secs_f64();
             rates.push(commands as f64 / wall);
             speedup = simulation.now_ns() as f64 / 1e9 / wall;

@@ -12,7 +12,8 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use zonelab_device::{
-    micros_to_ns, Built, DeviceBuilder, DeviceCounters, DeviceSpec, HostCosts, HostPath, HostSide, StoreChoice,
+    micros_to_ns, Built, CoreShare, DeviceBuilder, DeviceCounters, DeviceSpec, HostCosts, HostPath, HostSide,
+    StoreChoice,
 };
 use zonelab_host::{Scheduled, SchedulerCounters, SchedulerKind};
 use zonelab_media::FlashCounters;
@@ -300,6 +301,8 @@ struct JobState {
     cost: JobHostCost,
     /// Until when the job's thread is busy on its core with the CPU work of its commands.
     core_busy_until_ns: u64,
+    /// When the group's polling threads outnumber the host's cores: how they take turns, and this one's place.
+    turns: Option<(CoreShare, u32)>,
     /// The last submission batch: the instant its commands were ready, and when they arrive.
     batch: Option<(u64, u64)>,
     /// fio's batched submission and reaping, when the job asks for it.
@@ -1087,7 +1090,7 @@ impl JobState {
     /// commands, and fio stamps them all with the time the call returned.
     fn settle_batches(&mut self, now: u64) {
         let issued_ns = self.core_busy_until_ns;
-        let complete_ns = self.cost.complete_ns;
+        let (complete_ns, turns) = (self.cost.complete_ns, self.turns);
         let Some(batching) = self.batching.as_mut() else { return };
         if batching.queued > 0 && (batching.queued >= batching.submit || batching.runnable == 0) {
             batching.next_submission.set(Some(Submission { issued_ns, plugged: batching.queued > 2 }));
@@ -1101,7 +1104,7 @@ impl JobState {
             && batching.completed.len() >= batching.complete_min.min(batching.outstanding).max(1) as usize
         {
             let reaped = batching.completed.len().min(batching.complete_max as usize);
-            let reaped_ns = self.core_busy_until_ns.max(now) + reaped as u64 * complete_ns;
+            let reaped_ns = on_core(turns, self.core_busy_until_ns.max(now), reaped as u64 * complete_ns);
             batching.outstanding -= reaped as u32;
             // Above the low-water mark the thread goes on reaping; the reaped wait to queue again.
             let drained = batching.outstanding <= batching.low;
@@ -1126,8 +1129,8 @@ impl JobState {
     /// Starts preparing an I/O on the job's core at `now` or once the core is free, and spends its submission's
     /// CPU there; returns when the preparation began (fio's `start_time`).
     fn prepare_on_core(&mut self, now: u64) -> u64 {
-        let prepared_ns = self.core_busy_until_ns.max(now);
-        self.core_busy_until_ns = prepared_ns + self.cost.submit_ns;
+        let prepared_ns = on_core(self.turns, self.core_busy_until_ns.max(now), 0);
+        self.core_busy_until_ns = on_core(self.turns, prepared_ns, self.cost.submit_ns);
         prepared_ns
     }
 
@@ -1157,6 +1160,15 @@ impl JobState {
         if waiting {
             self.settle_batches(now);
         }
+    }
+}
+
+/// When `work` nanoseconds of CPU that a job's thread begins at `start` end: at once on a core of its own, after
+/// the turns it is off its core when it takes `turns` on shared ones. With no work, when it can begin.
+fn on_core(turns: Option<(CoreShare, u32)>, start: u64, work: u64) -> u64 {
+    match turns {
+        Some((share, thread)) => share.run_ns(thread, start, work),
+        None => start + work,
     }
 }
 
@@ -1277,12 +1289,12 @@ async fn submit_on_job_core<S: MediaStore + 'static>(
         match job.batch {
             Some((ready, arrival)) if ready == now => {
                 let prepared_ns = job.core_busy_until_ns;
-                job.core_busy_until_ns += submit_ns;
+                job.core_busy_until_ns = on_core(job.turns, prepared_ns, submit_ns);
                 (arrival, SubmitTimes { prepared_ns, issued_ns: job.core_busy_until_ns })
             }
             _ => {
                 let prepared_ns = job.prepare_on_core(now);
-                let issued_ns = prepared_ns + submit_ns;
+                let issued_ns = job.core_busy_until_ns;
                 let arrival = job.dispatched_at(issued_ns, dispatch_ns);
                 job.batch = Some((now, arrival));
                 (arrival, SubmitTimes { prepared_ns, issued_ns })
@@ -1305,7 +1317,7 @@ async fn reap_on_job_core<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, s
     let now = queue.now_ns();
     let done = {
         let mut job = state.borrow_mut();
-        job.core_busy_until_ns = job.core_busy_until_ns.max(now) + job.cost.complete_ns;
+        job.core_busy_until_ns = on_core(job.turns, job.core_busy_until_ns.max(now), job.cost.complete_ns);
         job.core_busy_until_ns
     };
     sleep_until(queue, done).await;
@@ -1995,6 +2007,7 @@ impl JobState {
             rng: SplitMix64::split(job.randseed, &format!("{}/{instance}", job.name)),
             cost,
             core_busy_until_ns: group_start,
+            turns: None,
             batch: None,
             batching: Batching::of(job),
             dispatch_run_ns: 0,
@@ -2123,6 +2136,10 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         let counters_before =
             self.simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
         let mut instances = Vec::new();
+        // Polling threads (SPDK jobs) never leave their cores: when they outnumber the host's, they take turns.
+        let polls = |job: &JobOptions| job.ioengine.host_path().polls();
+        let polling_threads = group.iter().filter(|job| polls(job)).map(|job| job.numjobs).sum();
+        let mut polling_thread = 0;
         for &job in group {
             for instance in 0..job.numjobs {
                 let range = instance_range(job, instance, &geometry)?;
@@ -2134,6 +2151,11 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 let cost = JobHostCost::of(job, &self.host_costs, self.scheduled.kind());
                 let mut state = JobState::new(job, instance, geometry, range, group_start, cost);
                 state.instance_id = instances.len();
+                if polls(job) {
+                    let share = self.host_costs.core_share(job.ioengine.host_path(), polling_threads);
+                    state.turns = share.map(|share| (share, polling_thread));
+                    polling_thread += 1;
+                }
                 state.max_open_zones = max_open_zones(job, &geometry)?;
                 check_verify_sizes(job, &geometry)?;
                 check_zone_options(job, &geometry)?;
