@@ -721,12 +721,20 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 .collect();
             let _ = writeln!(report, "| {x} | {} |", cells.join(" | "));
         }
+        // Series read from one run (a run's read, write and reset energy) share its file system's figures: each
+        // is said once, with every series it holds for.
+        let mut file_systems: Vec<(u32, &str, Vec<&str>)> = Vec::new();
         for (label, points) in &lines {
             for point in points {
-                if let Some(file_system) = &point.file_system {
-                    let _ = writeln!(report, "\n{label} at {}: {file_system}.", point.x);
+                let Some(file_system) = point.file_system.as_deref() else { continue };
+                match file_systems.iter_mut().find(|(x, text, _)| *x == point.x && *text == file_system) {
+                    Some((_, _, labels)) => labels.push(label),
+                    None => file_systems.push((point.x, file_system, vec![label])),
                 }
             }
+        }
+        for (x, file_system, labels) in file_systems {
+            let _ = writeln!(report, "\n{} at {x}: {file_system}.", labels.join(", "));
         }
         let tails: Vec<u64> = lines.iter().flat_map(|(_, points)| points.iter().filter_map(|p| p.events)).collect();
         if let (Some(fewest), Some(most)) = (tails.iter().min(), tails.iter().max()) {
