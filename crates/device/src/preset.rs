@@ -97,10 +97,10 @@ impl HostCosts {
         }
     }
 
-    /// How `threads` threads on `path` share the host's cores: None unless they poll and outnumber the cores.
-    pub fn core_share(&self, path: crate::HostPath, threads: u32) -> Option<crate::CoreShare> {
+    /// How `threads` threads share the host's cores: None unless they poll (`polling`) and outnumber the cores.
+    pub fn core_share(&self, polling: bool, threads: u32) -> Option<crate::CoreShare> {
         let slice_ns = (self.time_slice_ms * 1e6).round() as u64;
-        crate::CoreShare::new(threads, self.cores, slice_ns).filter(|_| path.polls())
+        crate::CoreShare::new(threads, self.cores, slice_ns).filter(|_| polling)
     }
 
     fn validate(&self) -> Result<(), PresetError> {

@@ -166,7 +166,7 @@ fn replay(config: &DeviceConfig, host: HostPath, row: &GridRow, scale: f64) -> R
         seed: 1,
     };
     // The grid ran one fio job, one thread, per zone.
-    let cores = config.host.core_share(host, row.zones);
+    let cores = config.host.core_share(host.polls(), row.zones);
     let mut simulation = Simulation::over(built, None);
     let stats = run_closed_loop(&mut simulation, &spec, cores).map_err(device_error)?;
     let model_lat_us = stats.mean_latency_ns / 1000.0;

@@ -103,7 +103,8 @@ fn reads_stay_below_write_pointers() {
 
 /// SPDK's threads poll and never sleep: more of them than the zn540 host's 10 cores take turns, so 14 jobs at
 /// QD 1 complete about as much as 10 would, and a read whose thread is off its core waits for the thread's next
-/// turn. libaio's threads sleep while they wait and keep no core.
+/// turn. libaio's and io_uring's threads sleep while they wait and keep no core, unless io_uring is told to poll
+/// (`sqthread_poll`: fio then spins on the completion ring).
 #[test]
 fn polling_jobs_beyond_the_hosts_cores_take_turns() {
     let reads = |engine: &str, jobs: u32| {
@@ -120,6 +121,10 @@ fn polling_jobs_beyond_the_hosts_cores_take_turns() {
     assert!(ratio < 1.35, "14 polling jobs on 10 cores complete about what 10 do: {fourteen:.0} against {eight:.0}");
     let (_, sleeping_max) = reads("libaio", 14);
     assert!(sleeping_max < 1_000_000, "libaio's threads sleep, so 14 take no turns: {sleeping_max} ns");
+    let (_, io_uring_max) = reads("io_uring --scheduler=none", 14);
+    assert!(io_uring_max < 1_000_000, "io_uring's threads sleep in io_uring_enter: {io_uring_max} ns");
+    let (_, spinning_max) = reads("io_uring --scheduler=none --sqthread_poll=1", 14);
+    assert!(spinning_max >= 10_000_000, "with sqthread_poll fio spins, so 14 take turns: {spinning_max} ns");
 }
 
 #[test]

@@ -238,7 +238,7 @@ fn sim(preset: &str, runs: usize, commands: u64, json: bool, out: &mut impl Writ
                 device.precondition(0, geometry.zone_cap_lba << geometry.lba_shift)?;
             }
             let spec = LoopSpec { operation, bs_bytes, zones, qd_per_zone, warmup: 0, measured: commands, seed: 1 };
-            let cores = config.host.core_share(built.host.path, zones);
+            let cores = config.host.core_share(built.host.path.polls(), zones);
             let mut simulation = Simulation::over(built, None);
             let started = Instant::now();
             run_closed_loop(&mut simulation, &spec, cores)?;

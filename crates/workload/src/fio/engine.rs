@@ -2136,9 +2136,8 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         let counters_before =
             self.simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
         let mut instances = Vec::new();
-        // Polling threads (SPDK jobs) never leave their cores: when they outnumber the host's, they take turns.
-        let polls = |job: &JobOptions| job.ioengine.host_path().polls();
-        let polling_threads = group.iter().filter(|job| polls(job)).map(|job| job.numjobs).sum();
+        // Polling threads never leave their cores: when they outnumber the host's, they take turns.
+        let polling_threads = group.iter().filter(|job| job.polls()).map(|job| job.numjobs).sum();
         let mut polling_thread = 0;
         for &job in group {
             for instance in 0..job.numjobs {
@@ -2151,8 +2150,8 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 let cost = JobHostCost::of(job, &self.host_costs, self.scheduled.kind());
                 let mut state = JobState::new(job, instance, geometry, range, group_start, cost);
                 state.instance_id = instances.len();
-                if polls(job) {
-                    let share = self.host_costs.core_share(job.ioengine.host_path(), polling_threads);
+                if job.polls() {
+                    let share = self.host_costs.core_share(true, polling_threads);
                     state.turns = share.map(|share| (share, polling_thread));
                     polling_thread += 1;
                 }

@@ -413,6 +413,11 @@ pub struct JobOptions {
     pub stonewall: bool,
     pub new_group: bool,
     pub zone_append: bool,
+    /// io_uring's `hipri` (the kernel polls the device for completions) and `sqthread_poll` (a kernel thread
+    /// submits and fio spins on the completion ring, never calling `io_uring_enter` to wait: `fio_ioring_getevents`
+    /// in engines/io_uring.c): with either, the job's thread never sleeps (`JobOptions::polls`).
+    pub hipri: bool,
+    pub sqthread_poll: bool,
     pub scheduler: SchedulerKind,
     /// No `scheduler` was given: the job gets the one Linux gives a zoned block device (see
     /// `IoEngine::default_scheduler`).
@@ -516,6 +521,8 @@ impl Default for JobOptions {
             stonewall: false,
             new_group: false,
             zone_append: false,
+            hipri: false,
+            sqthread_poll: false,
             scheduler: SchedulerKind::None,
             scheduler_defaulted: true,
             prefill: None,
@@ -566,9 +573,7 @@ const IGNORED: &[&str] = &[
     "gtod_reduce",
     "refill_buffers",
     "fixedbufs",
-    "hipri",
     "registerfiles",
-    "sqthread_poll",
     "unified_rw_reporting",
     "disable_slat",
     "disable_clat",
@@ -580,6 +585,13 @@ const IGNORED: &[&str] = &[
 ];
 
 impl JobOptions {
+    /// Whether the job's thread busy-polls for its completions and so never leaves its core: SPDK's always,
+    /// io_uring's with `hipri` or `sqthread_poll`.
+    pub fn polls(&self) -> bool {
+        let io_uring = matches!(self.ioengine, IoEngine::IoUring | IoEngine::IoUringCmd);
+        self.ioengine.host_path().polls() || (io_uring && (self.hipri || self.sqthread_poll))
+    }
+
     /// Sets one option; `value` is None for a bare flag.
     pub fn set<'a>(&mut self, raw_key: &str, value: Option<&'a str>) -> Result<(), FioError> {
         let key = raw_key.trim().replace('-', "_");
@@ -657,6 +669,8 @@ impl JobOptions {
             "stonewall" | "wait_for_previous" => self.stonewall = parse_bool(&key, value)?,
             "new_group" => self.new_group = parse_bool(&key, value)?,
             "zone_append" => self.zone_append = parse_bool(&key, value)?,
+            "hipri" => self.hipri = parse_bool(&key, value)?,
+            "sqthread_poll" => self.sqthread_poll = parse_bool(&key, value)?,
             "scheduler" => {
                 self.scheduler_defaulted = false;
                 let name = need(value)?.trim();
