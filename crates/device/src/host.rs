@@ -160,6 +160,23 @@ impl CoreShare {
             at = turn_end;
         }
     }
+
+    /// How long `thread` is on a core in `[from, to)`, and how many times it is taken off one there.
+    pub fn on_core_ns(&self, thread: u32, from: u64, to: u64) -> (u64, u64) {
+        let (mut on_ns, mut preempted) = (0, 0);
+        if from >= to {
+            return (0, 0);
+        }
+        for slice in from / self.slice_ns..=(to - 1) / self.slice_ns {
+            let (start, end) = (slice * self.slice_ns, (slice + 1) * self.slice_ns);
+            if self.runs_in(thread, slice) {
+                on_ns += end.min(to) - start.max(from);
+            } else if slice > 0 && start > from && self.runs_in(thread, slice - 1) {
+                preempted += 1;
+            }
+        }
+        (on_ns, preempted)
+    }
 }
 
 #[cfg(test)]
@@ -191,5 +208,8 @@ mod tests {
         let off = (0..slices).find(|&slice| !share.runs_in(0, slice)).expect("thread 0 waits once in a while");
         let end_of_turn = off * 1000;
         assert_eq!(share.run_ns(0, end_of_turn - 30, 100), end_of_turn + 1000 + 70);
+        // Over whole cycles of 7 slices each thread is on for 5 and taken off twice.
+        assert_eq!(share.on_core_ns(3, 0, 7_000 * 20), (5_000 * 20, 2 * 20));
+        assert_eq!(share.on_core_ns(0, end_of_turn - 30, end_of_turn + 10), (30, 1));
     }
 }

@@ -107,11 +107,13 @@ fn reads_stay_below_write_pointers() {
 /// (`sqthread_poll`: fio then spins on the completion ring).
 #[test]
 fn polling_jobs_beyond_the_hosts_cores_take_turns() {
-    let reads = |engine: &str, jobs: u32| {
+    let run = |engine: &str, jobs: u32| {
         let args = format!("{DEVICE} --prefill=full --name=r --rw=randread --bs=4k --size=1z --offset_increment=1z --numjobs={jobs} --ioengine={engine} --runtime=100ms --ramp_time=10ms --time_based --group_reporting");
-        let json = to_json(&fio(&args).expect("runs"), false);
-        let read = &json["jobs"][0]["read"];
-        (read["iops"].as_f64().expect("iops"), read["clat_ns"]["max"].as_u64().expect("max clat"))
+        to_json(&fio(&args).expect("runs"), false)["jobs"][0].clone()
+    };
+    let reads = |engine: &str, jobs: u32| {
+        let job = run(engine, jobs);
+        (job["read"]["iops"].as_f64().expect("iops"), job["read"]["clat_ns"]["max"].as_u64().expect("max clat"))
     };
     let (eight, eight_max) = reads("spdk", 8);
     let (fourteen, fourteen_max) = reads("spdk", 14);
@@ -125,6 +127,41 @@ fn polling_jobs_beyond_the_hosts_cores_take_turns() {
     assert!(io_uring_max < 1_000_000, "io_uring's threads sleep in io_uring_enter: {io_uring_max} ns");
     let (_, spinning_max) = reads("io_uring --scheduler=none --sqthread_poll=1", 14);
     assert!(spinning_max >= 10_000_000, "with sqthread_poll fio spins, so 14 take turns: {spinning_max} ns");
+}
+
+/// fio's `usr_cpu`, `sys_cpu` and `ctx` come from the model's threads: a polling thread is busy whenever it is
+/// on its core, a sleeping one only for its commands' CPU, in the kernel.
+#[test]
+fn cpu_figures_follow_the_threads() {
+    // Long enough (34 turns of 14.7 ms) that a partly run cycle of turns moves the share by less than a point.
+    let job = |engine: &str, jobs: u32| {
+        let args = format!("{DEVICE} --prefill=full --name=r --rw=randread --bs=4k --size=1z --offset_increment=1z --numjobs={jobs} --ioengine={engine} --runtime=500ms --ramp_time=10ms --time_based --group_reporting");
+        let json = to_json(&fio(&args).expect("runs"), false);
+        let job = &json["jobs"][0];
+        let figure = |key: &str| job[key].as_f64().expect("a number");
+        (
+            figure("usr_cpu"),
+            figure("sys_cpu"),
+            figure("ctx"),
+            figure("job_runtime"),
+            job["read"]["total_ios"].as_f64().expect("ios"),
+        )
+    };
+    let (usr, sys, ctx, runtime_ms, _) = job("spdk", 8);
+    assert!(
+        (usr - 100.0).abs() < 0.01 && sys == 0.0 && ctx == 0.0,
+        "8 polling threads, a core each: {usr} {sys} {ctx}"
+    );
+    assert!((runtime_ms - 4000.0).abs() <= 8.0, "job_runtime sums the threads' run times, as fio's: {runtime_ms} ms");
+    let (usr, _, ctx, _, _) = job("spdk", 14);
+    assert!((usr - 100.0 * 10.0 / 14.0).abs() < 1.5, "14 polling threads on 10 cores: {usr} % of their time");
+    assert!(ctx > 0.0, "taking turns switches them");
+    let (usr, sys, ctx, _, ios) = job("psync --scheduler=none", 1);
+    assert_eq!(usr, 0.0, "fio's own user-space work is not modelled");
+    // 1.65 + 1.65 us of kernel CPU per read (none adds no scheduler's), over a read's latency of about 75 us.
+    let per_read_us = sys / 100.0 * 500_000.0 / ios;
+    assert!((per_read_us - 3.3).abs() < 0.1, "psync's kernel CPU per read: {per_read_us} us");
+    assert!((ctx - ios).abs() <= 1.0, "a psync thread sleeps once per read: {ctx} switches, {ios} reads");
 }
 
 #[test]

@@ -125,6 +125,12 @@ pub struct JobResult {
     pub sync: DirectionStats,
     /// The measured window (after ramp_time), in device nanoseconds.
     pub runtime_ns: u64,
+    /// Summed over the instances folded in, as fio sums its threads': each one's measured window, the user and
+    /// system CPU time its thread used there, and its context switches (`JobState::cpu`).
+    pub thread_ns: u64,
+    pub usr_ns: u64,
+    pub sys_ns: u64,
+    pub ctx: u64,
     pub zone_resets: u64,
     pub scheduler: SchedulerCounters,
     pub distribution: IoDistribution,
@@ -303,6 +309,10 @@ struct JobState {
     core_busy_until_ns: u64,
     /// When the group's polling threads outnumber the host's cores: how they take turns, and this one's place.
     turns: Option<(CoreShare, u32)>,
+    /// CPU time of the commands' work begun in the measured window, and how many times the thread (one that
+    /// sleeps while it waits) was woken by a completion there.
+    cpu_ns: u64,
+    wakeups: u64,
     /// The last submission batch: the instant its commands were ready, and when they arrive.
     batch: Option<(u64, u64)>,
     /// fio's batched submission and reaping, when the job asks for it.
@@ -1104,7 +1114,12 @@ impl JobState {
             && batching.completed.len() >= batching.complete_min.min(batching.outstanding).max(1) as usize
         {
             let reaped = batching.completed.len().min(batching.complete_max as usize);
-            let reaped_ns = on_core(turns, self.core_busy_until_ns.max(now), reaped as u64 * complete_ns);
+            let work_ns = reaped as u64 * complete_ns;
+            if now >= self.ramp_end_ns {
+                self.cpu_ns += work_ns;
+                self.wakeups += u64::from(now > self.core_busy_until_ns);
+            }
+            let reaped_ns = on_core(turns, self.core_busy_until_ns.max(now), work_ns);
             batching.outstanding -= reaped as u32;
             // Above the low-water mark the thread goes on reaping; the reaped wait to queue again.
             let drained = batching.outstanding <= batching.low;
@@ -1130,8 +1145,36 @@ impl JobState {
     /// CPU there; returns when the preparation began (fio's `start_time`).
     fn prepare_on_core(&mut self, now: u64) -> u64 {
         let prepared_ns = on_core(self.turns, self.core_busy_until_ns.max(now), 0);
-        self.core_busy_until_ns = on_core(self.turns, prepared_ns, self.cost.submit_ns);
+        self.core_busy_until_ns = self.work_on_core(prepared_ns, self.cost.submit_ns);
         prepared_ns
+    }
+
+    /// Spends `work` nanoseconds of CPU on the job's thread from `start` on; returns when it ends.
+    fn work_on_core(&mut self, start: u64, work: u64) -> u64 {
+        if start >= self.ramp_end_ns {
+            self.cpu_ns += work;
+        }
+        on_core(self.turns, start, work)
+    }
+
+    /// The thread's CPU time in the measured window and its context switches there: a polling thread is busy
+    /// whenever it is on its core (in user space, spinning on its queue, for SPDK and `sqthread_poll`; in the
+    /// kernel for `hipri`, which polls inside `io_uring_enter`) and is switched out only to let another take
+    /// its turn; a thread that sleeps works only for its commands (in the kernel, on the kernel's paths) and is
+    /// switched out each time it waits. Returns (user, system, context switches).
+    fn cpu(&self, window: (u64, u64)) -> (u64, u64, u64) {
+        if !self.options.polls() {
+            return (0, self.cpu_ns, self.wakeups);
+        }
+        let (on_ns, preempted) = match self.turns {
+            Some((share, thread)) => share.on_core_ns(thread, window.0, window.1),
+            None => (window.1 - window.0, 0),
+        };
+        if self.options.ioengine.host_path().polls() || self.options.sqthread_poll {
+            (on_ns, 0, preempted)
+        } else {
+            (0, on_ns, preempted)
+        }
     }
 
     /// When a command issued at `issued_ns` reaches the device: then, or, when Linux defers its dispatch
@@ -1289,7 +1332,7 @@ async fn submit_on_job_core<S: MediaStore + 'static>(
         match job.batch {
             Some((ready, arrival)) if ready == now => {
                 let prepared_ns = job.core_busy_until_ns;
-                job.core_busy_until_ns = on_core(job.turns, prepared_ns, submit_ns);
+                job.core_busy_until_ns = job.work_on_core(prepared_ns, submit_ns);
                 (arrival, SubmitTimes { prepared_ns, issued_ns: job.core_busy_until_ns })
             }
             _ => {
@@ -1317,7 +1360,11 @@ async fn reap_on_job_core<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, s
     let now = queue.now_ns();
     let done = {
         let mut job = state.borrow_mut();
-        job.core_busy_until_ns = on_core(job.turns, job.core_busy_until_ns.max(now), job.cost.complete_ns);
+        if now >= job.ramp_end_ns {
+            job.wakeups += u64::from(now > job.core_busy_until_ns);
+        }
+        let (start, complete_ns) = (job.core_busy_until_ns.max(now), job.cost.complete_ns);
+        job.core_busy_until_ns = job.work_on_core(start, complete_ns);
         job.core_busy_until_ns
     };
     sleep_until(queue, done).await;
@@ -2008,6 +2055,8 @@ impl JobState {
             cost,
             core_busy_until_ns: group_start,
             turns: None,
+            cpu_ns: 0,
+            wakeups: 0,
             batch: None,
             batching: Batching::of(job),
             dispatch_run_ns: 0,
@@ -2064,6 +2113,8 @@ impl JobState {
                 None => (0, None),
             },
         };
+        let runtime_ns = self.last_completion_ns.saturating_sub(self.ramp_end_ns).max(1);
+        let (usr_ns, sys_ns, ctx) = self.cpu((self.ramp_end_ns, self.ramp_end_ns + runtime_ns));
         JobResult {
             options: self.options.clone(),
             groupid,
@@ -2074,7 +2125,11 @@ impl JobState {
             write: self.write.clone(),
             trim: self.trim.clone(),
             sync: self.sync.clone(),
-            runtime_ns: self.last_completion_ns.saturating_sub(self.ramp_end_ns).max(1),
+            runtime_ns,
+            thread_ns: runtime_ns,
+            usr_ns,
+            sys_ns,
+            ctx,
             zone_resets: self.zone_resets,
             scheduler,
             distribution: self.distribution.clone(),
@@ -2093,6 +2148,10 @@ impl JobResult {
         self.trim.merge(&other.trim);
         self.sync.merge(&other.sync);
         self.runtime_ns = self.runtime_ns.max(other.runtime_ns);
+        self.thread_ns += other.thread_ns;
+        self.usr_ns += other.usr_ns;
+        self.sys_ns += other.sys_ns;
+        self.ctx += other.ctx;
         self.zone_resets += other.zone_resets;
         self.distribution.merge(&other.distribution);
         self.total_errors += other.total_errors;

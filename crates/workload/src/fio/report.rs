@@ -82,6 +82,11 @@ fn stats_json(stats: &LatencyStats, percentiles: Option<&[f64]>) -> Value {
     object
 }
 
+/// CPU time as fio gives it: a percentage of the threads' summed run time.
+fn cpu_pct(cpu_ns: u64, thread_ns: u64) -> f64 {
+    cpu_ns as f64 * 100.0 / thread_ns.max(1) as f64
+}
+
 fn direction_json(stats: &DirectionStats, runtime_ns: u64, job: &JobResult, group_bw_bytes: f64, bins: bool) -> Value {
     let seconds = runtime_ns as f64 / 1e9;
     let (bw_bytes, iops) =
@@ -179,10 +184,10 @@ pub fn to_json(result: &FioResult, bins: bool) -> Value {
                     "total_ios": job.sync.ios,
                     "lat_ns": stats_json(&job.sync.lat, (job.sync.ios > 0).then_some(job.options.percentile_list.as_slice())),
                 },
-                "job_runtime": (job.runtime_ns as f64 / 1e6).round() as u64,
-                "usr_cpu": 0.0,
-                "sys_cpu": 0.0,
-                "ctx": 0,
+                "job_runtime": (job.thread_ns as f64 / 1e6).round() as u64,
+                "usr_cpu": cpu_pct(job.usr_ns, job.thread_ns),
+                "sys_cpu": cpu_pct(job.sys_ns, job.thread_ns),
+                "ctx": job.ctx,
                 "majf": 0,
                 "minf": 0,
                 "zonelab": {
@@ -586,7 +591,12 @@ fn job_text(result: &FioResult, job: &JobResult) -> String {
         }
     }
     out.push_str(&latency_distribution(&job.distribution));
-    out.push_str("  cpu          : usr=0.00%, sys=0.00%, ctx=0, majf=0, minf=0\n");
+    out.push_str(&format!(
+        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={}, majf=0, minf=0\n",
+        cpu_pct(job.usr_ns, job.thread_ns),
+        cpu_pct(job.sys_ns, job.thread_ns),
+        job.ctx
+    ));
     let depth = percentages(&job.distribution.depth);
     out.push_str(&format!("  IO depths    : {}\n", bucket_line(&["1", "2", "4", "8", "16", "32", ">=64"], &depth)));
     let any = job.read.ios + job.write.ios + job.trim.ios > 0;
