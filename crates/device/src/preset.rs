@@ -73,7 +73,8 @@ pub struct HostCosts {
     /// kernel path (psync, libaio); io_uring's latency, measured through the block layer, already holds it.
     #[serde(default)]
     pub kblockd_dispatch_us: f64,
-    /// Cores the host's polling threads (SPDK's, which never sleep) run on. With more such threads than cores
+    /// Cores the host's polling threads (which never sleep: SPDK's, io_uring's with `hipri` or `sqthread_poll`)
+    /// run on. With more such threads than cores
     /// they take turns of `time-slice-ms` (`CoreShare`). 0: each thread has a core of its own.
     #[serde(default)]
     pub cores: u32,

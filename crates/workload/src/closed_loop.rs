@@ -74,9 +74,10 @@ struct Tally {
 }
 
 /// Runs `spec` on the simulation's device. Reads need the zones written first (`Device::precondition`);
-/// writes and appends (with the last ones in flight) must fit in the zones' remaining capacity. The first failure ends the run. Each zone's
-/// commands come from one thread (zone `z` is thread `z` of `cores`, when the threads take turns on the host's
-/// cores): a command that completes while its thread is off its core is seen when the thread runs again.
+/// writes and appends (with the last ones in flight) must fit in the zones' remaining capacity. The first
+/// failure ends the run. Each zone's commands come from one thread (zone `z` is thread `z` of `cores`, when the
+/// threads take turns on the host's cores): a command that completes while its thread is off its core is seen
+/// when the thread runs again.
 pub fn run_closed_loop<S: MediaStore + 'static>(
     simulation: &mut Simulation<S>,
     spec: &LoopSpec,

@@ -307,12 +307,8 @@ struct JobState {
     cost: JobHostCost,
     /// Until when the job's thread is busy on its core with the CPU work of its commands.
     core_busy_until_ns: u64,
-    /// When the group's polling threads outnumber the host's cores: how they take turns, and this one's place.
-    turns: Option<(CoreShare, u32)>,
-    /// CPU time of the commands' work begun in the measured window, and how many times the thread (one that
-    /// sleeps while it waits) was woken by a completion there.
-    cpu_ns: u64,
-    wakeups: u64,
+    /// The job's thread on the host's cores.
+    thread: JobThread,
     /// The last submission batch: the instant its commands were ready, and when they arrive.
     batch: Option<(u64, u64)>,
     /// fio's batched submission and reaping, when the job asks for it.
@@ -1100,7 +1096,7 @@ impl JobState {
     /// commands, and fio stamps them all with the time the call returned.
     fn settle_batches(&mut self, now: u64) {
         let issued_ns = self.core_busy_until_ns;
-        let (complete_ns, turns) = (self.cost.complete_ns, self.turns);
+        let (complete_ns, measured) = (self.cost.complete_ns, now >= self.ramp_end_ns);
         let Some(batching) = self.batching.as_mut() else { return };
         if batching.queued > 0 && (batching.queued >= batching.submit || batching.runnable == 0) {
             batching.next_submission.set(Some(Submission { issued_ns, plugged: batching.queued > 2 }));
@@ -1114,12 +1110,7 @@ impl JobState {
             && batching.completed.len() >= batching.complete_min.min(batching.outstanding).max(1) as usize
         {
             let reaped = batching.completed.len().min(batching.complete_max as usize);
-            let work_ns = reaped as u64 * complete_ns;
-            if now >= self.ramp_end_ns {
-                self.cpu_ns += work_ns;
-                self.wakeups += u64::from(now > self.core_busy_until_ns);
-            }
-            let reaped_ns = on_core(turns, self.core_busy_until_ns.max(now), work_ns);
+            let reaped_ns = self.thread.reap(now, self.core_busy_until_ns, reaped as u64 * complete_ns, measured);
             batching.outstanding -= reaped as u32;
             // Above the low-water mark the thread goes on reaping; the reaped wait to queue again.
             let drained = batching.outstanding <= batching.low;
@@ -1144,17 +1135,14 @@ impl JobState {
     /// Starts preparing an I/O on the job's core at `now` or once the core is free, and spends its submission's
     /// CPU there; returns when the preparation began (fio's `start_time`).
     fn prepare_on_core(&mut self, now: u64) -> u64 {
-        let prepared_ns = on_core(self.turns, self.core_busy_until_ns.max(now), 0);
+        let prepared_ns = self.thread.work(self.core_busy_until_ns.max(now), 0, false);
         self.core_busy_until_ns = self.work_on_core(prepared_ns, self.cost.submit_ns);
         prepared_ns
     }
 
     /// Spends `work` nanoseconds of CPU on the job's thread from `start` on; returns when it ends.
     fn work_on_core(&mut self, start: u64, work: u64) -> u64 {
-        if start >= self.ramp_end_ns {
-            self.cpu_ns += work;
-        }
-        on_core(self.turns, start, work)
+        self.thread.work(start, work, start >= self.ramp_end_ns)
     }
 
     /// The thread's CPU time in the measured window and its context switches there: a polling thread is busy
@@ -1164,9 +1152,9 @@ impl JobState {
     /// switched out each time it waits. Returns (user, system, context switches).
     fn cpu(&self, window: (u64, u64)) -> (u64, u64, u64) {
         if !self.options.polls() {
-            return (0, self.cpu_ns, self.wakeups);
+            return (0, self.thread.cpu_ns, self.thread.wakeups);
         }
-        let (on_ns, preempted) = match self.turns {
+        let (on_ns, preempted) = match self.thread.turns {
             Some((share, thread)) => share.on_core_ns(thread, window.0, window.1),
             None => (window.1 - window.0, 0),
         };
@@ -1206,12 +1194,36 @@ impl JobState {
     }
 }
 
-/// When `work` nanoseconds of CPU that a job's thread begins at `start` end: at once on a core of its own, after
-/// the turns it is off its core when it takes `turns` on shared ones. With no work, when it can begin.
-fn on_core(turns: Option<(CoreShare, u32)>, start: u64, work: u64) -> u64 {
-    match turns {
-        Some((share, thread)) => share.run_ns(thread, start, work),
-        None => start + work,
+/// A job's thread on the host's cores: how it takes turns when the group's polling threads outnumber the cores
+/// (the share and its place in it), and, for fio's CPU figures, the CPU time of the work it began in the measured
+/// window and how many times a completion woke it there (a thread that sleeps while it waits).
+#[derive(Default)]
+struct JobThread {
+    turns: Option<(CoreShare, u32)>,
+    cpu_ns: u64,
+    wakeups: u64,
+}
+
+impl JobThread {
+    /// When `work` nanoseconds of CPU begun at `start` end: at once on a core of its own, after the turns it is
+    /// off its core when it takes turns. With no work, when it can begin. `measured` counts the work.
+    fn work(&mut self, start: u64, work: u64, measured: bool) -> u64 {
+        if measured {
+            self.cpu_ns += work;
+        }
+        match self.turns {
+            Some((share, thread)) => share.run_ns(thread, start, work),
+            None => start + work,
+        }
+    }
+
+    /// Reaps at `now` with `work` of CPU after what keeps the core busy until `busy_until`; a thread idle before
+    /// `now` was asleep and the completion woke it. Returns when the reap ends.
+    fn reap(&mut self, now: u64, busy_until: u64, work: u64, measured: bool) -> u64 {
+        if measured {
+            self.wakeups += u64::from(now > busy_until);
+        }
+        self.work(busy_until.max(now), work, measured)
     }
 }
 
@@ -1360,11 +1372,9 @@ async fn reap_on_job_core<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, s
     let now = queue.now_ns();
     let done = {
         let mut job = state.borrow_mut();
-        if now >= job.ramp_end_ns {
-            job.wakeups += u64::from(now > job.core_busy_until_ns);
-        }
-        let (start, complete_ns) = (job.core_busy_until_ns.max(now), job.cost.complete_ns);
-        job.core_busy_until_ns = job.work_on_core(start, complete_ns);
+        let (busy_until, complete_ns, measured) =
+            (job.core_busy_until_ns, job.cost.complete_ns, now >= job.ramp_end_ns);
+        job.core_busy_until_ns = job.thread.reap(now, busy_until, complete_ns, measured);
         job.core_busy_until_ns
     };
     sleep_until(queue, done).await;
@@ -2054,9 +2064,7 @@ impl JobState {
             rng: SplitMix64::split(job.randseed, &format!("{}/{instance}", job.name)),
             cost,
             core_busy_until_ns: group_start,
-            turns: None,
-            cpu_ns: 0,
-            wakeups: 0,
+            thread: JobThread::default(),
             batch: None,
             batching: Batching::of(job),
             dispatch_run_ns: 0,
@@ -2211,7 +2219,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 state.instance_id = instances.len();
                 if job.polls() {
                     let share = self.host_costs.core_share(true, polling_threads);
-                    state.turns = share.map(|share| (share, polling_thread));
+                    state.thread.turns = share.map(|share| (share, polling_thread));
                     polling_thread += 1;
                 }
                 state.max_open_zones = max_open_zones(job, &geometry)?;
