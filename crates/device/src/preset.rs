@@ -268,4 +268,16 @@ mod tests {
         let error = DeviceConfig::load("zn540", &["host.kernel.complete-us=-1.0".into()]).expect_err("negative");
         assert!(error.to_string().contains("host.kernel: complete-us = -1"), "{error}");
     }
+
+    #[test]
+    fn polling_threads_share_the_cores_a_preset_gives_them() {
+        let config = DeviceConfig::load("zn540", &[]).expect("zn540");
+        assert!(config.host.core_share(true, 10).is_none(), "10 polling threads on 10 cores: a core each");
+        assert!(config.host.core_share(true, 14).is_some(), "14 take turns");
+        assert!(config.host.core_share(false, 14).is_none(), "sleeping threads take no turns");
+        let error = DeviceConfig::load("zn540", &["host.time-slice-ms=0".into()]).expect_err("cores without turns");
+        assert!(error.to_string().contains("time-slice-ms"), "{error}");
+        let none = DeviceConfig::load("zn540", &["host.cores=0".into(), "host.time-slice-ms=0".into()]).expect("off");
+        assert!(none.host.core_share(true, 64).is_none(), "no core count: a core each");
+    }
 }
