@@ -173,6 +173,14 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
         ..doc("zone_append", BOOL, "zonelab: write with Zone Append (io_uring_cmd and spdk carry it)", "1")
     },
     OptionDoc {
+        default: Some("0"),
+        ..doc("hipri", BOOL, "Use polled IO completions (io_uring; the job's thread polls, never sleeps)", "1")
+    },
+    OptionDoc {
+        default: Some("0"),
+        ..doc("sqthread_poll", BOOL, "Offload submission/completion to kernel thread (io_uring; fio spins)", "1")
+    },
+    OptionDoc {
         help: "zonelab: the host's I/O scheduler: none, mq-deadline or zinc (default: mq-deadline through the \
                block layer, as Linux sets for a zoned device; none for spdk and io_uring_cmd)",
         ..doc("scheduler", STR, "", "mq-deadline")
