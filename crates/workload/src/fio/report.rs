@@ -688,7 +688,9 @@ pub fn to_terse(result: &FioResult) -> String {
         ] {
             terse_direction(job, stats, group_bandwidth(result, job.groupid, pick), &mut fields);
         }
-        fields.extend(["0.00%", "0.00%", "0", "0", "0"].map(str::to_string));
+        fields.push(format!("{:.6}%", cpu_pct(job.usr_ns, job.thread_ns)));
+        fields.push(format!("{:.6}%", cpu_pct(job.sys_ns, job.thread_ns)));
+        fields.extend([job.ctx.to_string(), "0".to_string(), "0".to_string()]);
         fields.extend(percentages(&job.distribution.depth).iter().map(|share| format!("{share:3.1}%")));
         let latency = percentages(&job.distribution.latency);
         fields.extend(latency[10..32].iter().map(|share| format!("{share:3.2}%")));
