@@ -29,7 +29,8 @@ pub enum BenchCommand {
     },
     /// Simulated commands per wall-clock second of the whole virtual-time stack (runtime, device, flash model,
     /// zns layer, null store) on a preset: 4 KiB writes over 14 zones at QD 1 per zone, 4 KiB random reads at
-    /// QD 64, and 8 KiB appends over 14 zones at QD 4 per zone. Also prints the process's peak memory.
+    /// QD 64, and 8 KiB appends over 14 zones at QD 4 per zone, one SPDK thread per zone (taking turns on the
+    /// preset's cores when they outnumber them). Also prints the process's peak memory.
     Sim {
         #[arg(long, default_value = "zn540")]
         preset: String,
