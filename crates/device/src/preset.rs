@@ -251,6 +251,8 @@ mod tests {
         assert!(error.to_string().contains("channels-per-zone"), "{error}");
         let error = DeviceConfig::load("zn540", &["media.nand.read-page-factors=[1.0, 0.0]".into()]).expect_err("zero");
         assert!(error.to_string().contains("read-page-factors"), "{error}");
+        let error = DeviceConfig::load("zn540", &["media.controller.command-time-cv=1.5".into()]).expect_err("cv > 1");
+        assert!(error.to_string().contains("command-time-cv"), "{error}");
         assert!(DeviceConfig::load("zn999", &[]).is_err());
     }
 

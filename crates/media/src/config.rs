@@ -122,6 +122,11 @@ pub struct ControllerConfig {
     pub write_command_us: f64,
     pub append_command_us: f64,
     pub management_command_us: f64,
+    /// How much the command processor's time varies from command to command, as its coefficient of variation
+    /// (0: every command takes exactly its mean; at most 1): each takes `1 - cv` of its mean plus an
+    /// exponentially distributed rest with mean `cv` of it. Images written before this key existed have none.
+    #[serde(default)]
+    pub command_time_cv: f64,
     /// Device-wide budgets in MiB/s, shared by host writes, appends and finish padding (write) and by reads;
     /// 0 means no limit.
     pub write_mib_per_s: f64,
@@ -317,6 +322,10 @@ impl MediaConfig {
         }
         if let Some(factor) = nand.read_page_factors.iter().find(|factor| !factor.is_finite() || **factor <= 0.0) {
             return Err(refuse("media.nand.read-page-factors", format!("{factor} is not a finite number above 0")));
+        }
+        let cv = self.controller.command_time_cv;
+        if !(0.0..=1.0).contains(&cv) {
+            return Err(refuse("media.controller.command-time-cv", format!("{cv} is not a fraction in [0, 1]")));
         }
         let renew_above = self.mapping.renew_above;
         if !(0.0..1.0).contains(&renew_above) {

@@ -43,7 +43,7 @@ pub(super) struct Resources {
     pub channels: Vec<Timeline>,
     /// When each of the device's erase slots is next free; empty when erases are not bounded device-wide.
     erase_slot_free: Vec<u64>,
-    command_free: u64,
+    command: CommandProcessor,
     link_to_device_free: u64,
     /// The way out to the host: the read budget and the host link, whichever is narrower, as one resource.
     pub output: Timeline,
@@ -151,6 +151,47 @@ impl WriteBudget {
     }
 }
 
+/// The controller's command processor: one command at a time, in arrival order. A command's time there varies
+/// around its mean (firmware paths differ from command to command, and the controller's cores also run
+/// background work): a fixed `1 - cv` of the mean plus an exponentially distributed rest with mean `cv` of it,
+/// so that `cv` is the coefficient of variation.
+#[derive(Clone, Debug)]
+struct CommandProcessor {
+    free_ns: u64,
+    /// The share of its mean a command takes, in 1/2^16ths, at the midpoints of `SHARE_STEPS` equal steps of
+    /// probability; a draw picks one. A table, because a logarithm per command would cost the simulation 5 %
+    /// of its speed. Empty when every command takes its mean.
+    shares: Vec<u64>,
+    /// A linear congruential sequence (Knuth's MMIX constants), whose top bits pick the next draw.
+    state: u64,
+}
+
+/// Steps of the table of shares: its largest holds the exponential's -ln(0.5 / 1024) = 7.6, a 1-in-2048 draw.
+const SHARE_STEPS: u32 = 1024;
+
+impl CommandProcessor {
+    fn new(cv: f64) -> CommandProcessor {
+        let shares = if cv == 0.0 {
+            Vec::new()
+        } else {
+            let steps = f64::from(SHARE_STEPS);
+            let share = |step: u32| 1.0 - cv - cv * ((f64::from(step) + 0.5) / steps).ln();
+            (0..SHARE_STEPS).map(|step| (share(step) * 65536.0).round() as u64).collect()
+        };
+        CommandProcessor { free_ns: 0, shares, state: 0 }
+    }
+
+    /// The time of the next command whose mean time is `mean_ns`.
+    fn time_ns(&mut self, mean_ns: u64) -> u64 {
+        if self.shares.is_empty() {
+            return mean_ns;
+        }
+        self.state = self.state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let share = self.shares[(self.state >> 54) as usize];
+        (mean_ns * share + (1 << 15)) >> 16
+    }
+}
+
 /// A draw of the exponential distribution with mean 1, fixed by `index`.
 fn exponential(index: u64) -> f64 {
     -uniform(index).ln()
@@ -195,6 +236,7 @@ impl Resources {
         erase_concurrency: u32,
         write_budget: WriteBudget,
         suspend: Suspend,
+        command_time_cv: f64,
     ) -> Resources {
         Resources {
             planes: vec![Timeline::default(); planes],
@@ -209,18 +251,19 @@ impl Resources {
             moved_resets: Vec::new(),
             channels: vec![Timeline::default(); channels],
             erase_slot_free: vec![0; erase_concurrency as usize],
-            command_free: 0,
+            command: CommandProcessor::new(command_time_cv),
             link_to_device_free: 0,
             output: Timeline::default(),
             write_budget,
         }
     }
 
-    /// Reserves the controller's command processor for `busy_ns` from `now`; returns when it is done.
-    pub fn command(&mut self, now: u64, busy_ns: u64) -> u64 {
-        let start = self.command_free.max(now);
-        self.command_free = start + busy_ns;
-        self.command_free
+    /// Reserves the controller's command processor for a command whose mean time there is `mean_ns`, from
+    /// `now` on; returns when it is done.
+    pub fn command(&mut self, now: u64, mean_ns: u64) -> u64 {
+        let busy_ns = self.command.time_ns(mean_ns);
+        self.command.free_ns = self.command.free_ns.max(now) + busy_ns;
+        self.command.free_ns
     }
 
     /// Moves data into the device over the host link from `ready`; returns when it is in.
@@ -383,7 +426,7 @@ impl Resources {
         let timelines = self.planes.iter().chain(self.channels.iter()).chain([&self.output]).map(Timeline::last_end);
         self.erase_slot_free
             .iter()
-            .chain([&self.command_free, &self.link_to_device_free, &self.write_budget.free_ns])
+            .chain([&self.command.free_ns, &self.link_to_device_free, &self.write_budget.free_ns])
             .copied()
             .chain(timelines)
             .max()
@@ -405,7 +448,7 @@ mod tests {
     fn suspensions_keep_each_dies_operations_ordered_and_disjoint() {
         for seed in 1..=20u64 {
             let suspend = Suspend { latency_ns: 20_000, resume_before_suspend_ns: 50_000 };
-            let mut resources = Resources::new(2, 1, 0, WriteBudget::new(0.0, 0, 0), suspend);
+            let mut resources = Resources::new(2, 1, 0, WriteBudget::new(0.0, 0, 0), suspend, 0.0);
             let mut state = seed;
             let mut draw = |below: u64| {
                 state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -509,5 +552,37 @@ mod tests {
         };
         let ratio = spread(64) / spread(4);
         assert!((3.2..4.8).contains(&ratio), "spread ratio {ratio} for 16x the bytes");
+    }
+
+    /// Back-to-back commands on the command processor: the time of each.
+    fn command_times(cv: f64, mean_ns: u64, commands: usize) -> Vec<u64> {
+        let mut processor = CommandProcessor::new(cv);
+        (0..commands).map(|_| processor.time_ns(mean_ns)).collect()
+    }
+
+    #[test]
+    fn command_times_vary_by_their_coefficient_of_variation_around_their_mean() {
+        let mean_ns = 7_100;
+        assert!(command_times(0.0, mean_ns, 1000).iter().all(|&time| time == mean_ns), "cv 0 is exact");
+        let times = command_times(0.4, mean_ns, 200_000);
+        assert_eq!(times, command_times(0.4, mean_ns, 200_000), "the same commands take the same times");
+        let mean = times.iter().sum::<u64>() as f64 / times.len() as f64;
+        assert!((mean / mean_ns as f64 - 1.0).abs() < 0.01, "mean {mean} ns against {mean_ns}");
+        let variance = times.iter().map(|&time| (time as f64 - mean).powi(2)).sum::<f64>() / times.len() as f64;
+        let cv = variance.sqrt() / mean;
+        assert!((cv - 0.4).abs() < 0.02, "coefficient of variation {cv}");
+        let shortest = *times.iter().min().expect("times");
+        assert!(shortest >= (0.6 * mean_ns as f64) as u64, "never under the fixed 60 %: {shortest}");
+        assert!(times.iter().any(|&time| time > 3 * mean_ns), "an exponential tail reaches past 3x the mean");
+    }
+
+    #[test]
+    fn a_varying_command_time_keeps_the_processors_rate() {
+        // Commands all queued at 0: the processor ends the last when the sum of their times is spent.
+        let suspend = Suspend { latency_ns: 0, resume_before_suspend_ns: 0 };
+        let mut resources = Resources::new(1, 1, 0, WriteBudget::new(0.0, 0, 0), suspend, 0.4);
+        let done = (0..100_000).map(|_| resources.command(0, 5_400)).last().expect("commands");
+        let per_command = done as f64 / 100_000.0;
+        assert!((per_command / 5_400.0 - 1.0).abs() < 0.01, "{per_command} ns a command");
     }
 }
