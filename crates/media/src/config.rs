@@ -112,6 +112,14 @@ pub struct ControllerConfig {
     pub append_extra_us: f64,
     /// Extra latency of the first write to a zone that the write opens implicitly.
     pub implicit_open_extra_us: f64,
+    /// The controller fetches a write's data from host memory with PCIe reads: a setup, then the data at
+    /// `write-fetch-mib-per-s`, for each command on its own and beside its firmware work (commands fetch
+    /// theirs concurrently: this bounds a write's latency, the host link their throughput). 0 MiB/s: no fetch
+    /// beyond the host link. Images written before these keys existed have none.
+    #[serde(default)]
+    pub write_fetch_setup_us: f64,
+    #[serde(default)]
+    pub write_fetch_mib_per_s: f64,
     /// Time the (single) command processor is busy per command, which bounds commands per second.
     pub read_command_us: f64,
     /// Extra command-processor time of a read per 4 KiB it returns (the controller's per-sector work on the
@@ -297,6 +305,8 @@ impl MediaConfig {
             ("media.controller.write-firmware-per-4k-us", self.controller.write_firmware_per_4k_us),
             ("media.controller.append-extra-us", self.controller.append_extra_us),
             ("media.controller.implicit-open-extra-us", self.controller.implicit_open_extra_us),
+            ("media.controller.write-fetch-setup-us", self.controller.write_fetch_setup_us),
+            ("media.controller.write-fetch-mib-per-s", self.controller.write_fetch_mib_per_s),
             ("media.controller.read-command-us", self.controller.read_command_us),
             ("media.controller.read-command-per-4k-us", self.controller.read_command_per_4k_us),
             ("media.controller.write-command-us", self.controller.write_command_us),

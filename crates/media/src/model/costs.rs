@@ -46,6 +46,9 @@ pub(super) struct Costs {
     pub write_firmware_per_4k_ns: u64,
     pub append_extra_ns: u64,
     pub implicit_open_extra_ns: u64,
+    /// 0 per byte: no fetch of write data beyond the host link.
+    pub write_fetch_setup_ns: u64,
+    pub write_fetch_ns_per_byte: f64,
     pub read_command_ns: u64,
     pub read_command_per_4k_ns: u64,
     pub write_command_ns: u64,
@@ -90,6 +93,8 @@ impl Costs {
             write_firmware_per_4k_ns: ns(controller.write_firmware_per_4k_us),
             append_extra_ns: ns(controller.append_extra_us),
             implicit_open_extra_ns: ns(controller.implicit_open_extra_us),
+            write_fetch_setup_ns: ns(controller.write_fetch_setup_us),
+            write_fetch_ns_per_byte: ns_per_byte(controller.write_fetch_mib_per_s),
             read_command_ns: ns(controller.read_command_us),
             read_command_per_4k_ns: ns(controller.read_command_per_4k_us),
             write_command_ns: ns(controller.write_command_us),

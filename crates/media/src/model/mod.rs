@@ -273,8 +273,13 @@ impl FlashModel {
         let mut data_in = data_ready;
         if kind != WriteKind::Zeroes {
             data_in = self.resources.link_to_device(data_ready, link_ns);
+            if self.costs.write_fetch_ns_per_byte != 0.0 {
+                let fetch_ns = transfer_ns(len_bytes, self.costs.write_fetch_ns_per_byte);
+                data_in = data_in.max(data_ready + self.costs.write_fetch_setup_ns + fetch_ns);
+            }
         }
-        data_in = data_in.max(self.resources.write_budget.take(data_ready, len_bytes).in_device_ns);
+        // Flash absorbs data the controller has fetched.
+        data_in = data_in.max(self.resources.write_budget.take(data_in, len_bytes).in_device_ns);
 
         let source = if append { OpSource::Append } else { OpSource::HostWrite };
         let end_bytes = offset_bytes + len_bytes;
@@ -825,6 +830,8 @@ mod tests {
                 write_firmware_per_4k_us: 0.0,
                 append_extra_us: 2.0,
                 implicit_open_extra_us: 0.0,
+                write_fetch_setup_us: 0.0,
+                write_fetch_mib_per_s: 0.0,
                 read_command_us: 1.0,
                 read_command_per_4k_us: 0.0,
                 write_command_us: 4.0,
@@ -1048,6 +1055,22 @@ mod tests {
         assert!(last >= 10 * 4_000, "10 writes at 4 us each through one command processor: {last}");
         let append = flash.write(last, 3, 4096 * 3, 4096, WriteKind::Append, false);
         assert_eq!(append - last, 7_000, "append: firmware 5 us + append extra 2 us");
+    }
+
+    #[test]
+    fn a_writes_data_fetch_shows_once_it_outlasts_the_firmware() {
+        let mut fetching = config();
+        // 1000 MB/s: one nanosecond per byte, after a 2 us setup.
+        (fetching.controller.write_fetch_setup_us, fetching.controller.write_fetch_mib_per_s) =
+            (2.0, 1000.0 * 1_000_000.0 / 1_048_576.0);
+        let mut flash = model(fetching);
+        let small = flash.write(0, 0, 0, 2048, WriteKind::Write, false);
+        assert_eq!(small, 5_000, "2 + 2.048 us of fetch hide under the 5 us of firmware");
+        let start = 1_000_000;
+        let large = flash.write(start, 1, 0, 8192, WriteKind::Write, false);
+        assert_eq!(large - start, 2_000 + 8_192, "the fetch outlasts the firmware");
+        let zeroes = flash.write(2 * start, 2, 0, 8192, WriteKind::Zeroes, false);
+        assert_eq!(zeroes - 2 * start, 5_000, "write zeroes carry no data to fetch");
     }
 
     #[test]
