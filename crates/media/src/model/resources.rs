@@ -166,7 +166,7 @@ struct CommandProcessor {
     state: u64,
 }
 
-/// Steps of the table of shares: its largest holds the exponential's -ln(0.5 / 1024) = 7.6, a 1-in-2048 draw.
+/// Steps of the table of shares: the largest holds the exponential's quantile at 1 - 1/2048, -ln(0.5 / 1024) = 7.6.
 const SHARE_STEPS: u32 = 1024;
 
 impl CommandProcessor {
