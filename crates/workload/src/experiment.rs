@@ -1109,17 +1109,20 @@ fn run_calibration(experiment: &Experiment, quick: bool, out: &Path) -> Result<O
     .map_err(fail)?;
     let summary = &calibration.summary;
     let mut report = format!(
-        "# {}\n\nSource: {}.\n\nDevice: {}. {} run.\n\n| | median abs. error | p90 abs. error |\n|---|---|---|\n| IOPS | {:.1} % | {:.1} % |\n| mean latency | {:.1} % | {:.1} % |\n| p99 latency of the slowest job | {:.1} % | {:.1} % |\n\nEvery figure here is fitted (in-sample): the model's constants were set from these measurements (presets/zn540.toml names the row each comes from), so the errors are the fit's residuals, not predictions.\n\nZone management, worst error: {:.1} %.\n\n![IOPS](iops.png)\n\n![latency](latency.png)\n\n![zone management](zone-management.png)\n\n## Zone management\n\n| op | occupancy | measured ms | model ms | error |\n|---|---|---|---|---|\n",
+        "# {}\n\nSource: {}.\n\nDevice: {}. {} run.\n\n| | median abs. error | p90 abs. error | mean abs. error |\n|---|---|---|---|\n| IOPS | {:.1} % | {:.1} % | {:.2} % |\n| mean latency | {:.1} % | {:.1} % | {:.2} % |\n| p99 latency of the slowest job | {:.1} % | {:.1} % | {:.2} % |\n\nEvery figure here is fitted (in-sample): the model's constants were set from these measurements (presets/zn540.toml names the row each comes from), so the errors are the fit's residuals, not predictions.\n\nZone management, worst error: {:.1} %.\n\n![IOPS](iops.png)\n\n![latency](latency.png)\n\n![zone management](zone-management.png)\n\n## Zone management\n\n| op | occupancy | measured ms | model ms | error |\n|---|---|---|---|---|\n",
         experiment.title,
         experiment.source,
         experiment.device,
         if quick { "Quick" } else { "Full" },
         summary.iops_err_pct_median,
         summary.iops_err_pct_p90,
+        summary.iops_err_pct_mean,
         summary.lat_err_pct_median,
         summary.lat_err_pct_p90,
+        summary.lat_err_pct_mean,
         summary.p99_err_pct_median,
         summary.p99_err_pct_p90,
+        summary.p99_err_pct_mean,
         summary.management_err_pct_max.unwrap_or(0.0)
     );
     for point in &calibration.management {

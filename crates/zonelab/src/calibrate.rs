@@ -118,14 +118,17 @@ pub fn run(args: &CalibrateArgs, out: &mut impl Write) -> Result<(), CliError> {
     write(
         out,
         format!(
-            "summary: IOPS error median {:.1} %, p90 {:.1} %; latency error median {:.1} %, p90 {:.1} %; p99 latency \
-             error median {:.1} %, p90 {:.1} %{}",
+            "summary: IOPS error median {:.1} %, p90 {:.1} %, mean {:.2} %; latency error median {:.1} %, p90 {:.1} %, \
+             mean {:.2} %; p99 latency error median {:.1} %, p90 {:.1} %, mean {:.2} %{}",
             summary.iops_err_pct_median,
             summary.iops_err_pct_p90,
+            summary.iops_err_pct_mean,
             summary.lat_err_pct_median,
             summary.lat_err_pct_p90,
+            summary.lat_err_pct_mean,
             summary.p99_err_pct_median,
             summary.p99_err_pct_p90,
+            summary.p99_err_pct_mean,
             summary
                 .management_err_pct_max
                 .map_or_else(String::new, |max| format!("; zone management worst {max:.1} %"))

@@ -53,6 +53,13 @@ fn calibrate_json_has_every_documented_field() {
     let points = zn540["points"].as_array().expect("points");
     assert!(points.iter().all(|point| point["measured_p99_us"].as_f64().is_some_and(|p99| p99 > 0.0)));
     assert!(points.iter().all(|point| point["p99_err_pct"].as_f64().is_some()));
+    // The mean absolute errors are the points' own, as the fits of the spread constants use them.
+    for (field, point_field) in [("iops_err_pct_mean", "iops_err_pct"), ("p99_err_pct_mean", "p99_err_pct")] {
+        let errors: Vec<f64> = points.iter().filter_map(|point| point[point_field].as_f64()).map(f64::abs).collect();
+        let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+        let reported = zn540["summary"][field].as_f64().unwrap_or_else(|| panic!("summary lacks {field}"));
+        assert!((reported - mean).abs() < 1e-9, "{field} {reported} against {mean} from the points");
+    }
     assert!(json["summary"]["iops_err_pct_median"].as_f64().expect("median") < 10.0);
 }
 
