@@ -74,8 +74,8 @@ pub struct HostCosts {
     #[serde(default)]
     pub kblockd_dispatch_us: f64,
     /// Cores the host's polling threads (which never sleep: SPDK's, io_uring's with `hipri` or `sqthread_poll`)
-    /// run on. With more such threads than cores
-    /// they take turns of `time-slice-ms` (`CoreShare`). 0: each thread has a core of its own.
+    /// run on. With more such threads than cores they take turns of `time-slice-ms` (`CoreShare`). 0: each
+    /// thread has a core of its own.
     #[serde(default)]
     pub cores: u32,
     /// How long a polling thread keeps a core before a waiting one takes it, when they share.

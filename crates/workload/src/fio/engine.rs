@@ -2205,6 +2205,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         let mut instances = Vec::new();
         // Polling threads never leave their cores: when they outnumber the host's, they take turns.
         let polling_threads = group.iter().filter(|job| job.polls()).map(|job| job.numjobs).sum();
+        let share = self.host_costs.core_share(true, polling_threads);
         let mut polling_thread = 0;
         for &job in group {
             for instance in 0..job.numjobs {
@@ -2218,7 +2219,6 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 let mut state = JobState::new(job, instance, geometry, range, group_start, cost);
                 state.instance_id = instances.len();
                 if job.polls() {
-                    let share = self.host_costs.core_share(true, polling_threads);
                     state.thread.turns = share.map(|share| (share, polling_thread));
                     polling_thread += 1;
                 }
