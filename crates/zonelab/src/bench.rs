@@ -40,6 +40,10 @@ pub enum BenchCommand {
         /// Simulated commands in each run.
         #[arg(long, default_value_t = 1_000_000)]
         commands: u64,
+        /// Runs only this workload (repeatable; for profiling one): write_4k_14zones_qd1, randread_4k_qd64 or
+        /// append_8k_14zones_qd4. All three when none is named.
+        #[arg(long = "workload", value_name = "NAME")]
+        workloads: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -57,7 +61,9 @@ pub enum BenchCommand {
 pub fn run(which: BenchCommand, out: &mut impl Write) -> Result<(), CliError> {
     match which {
         BenchCommand::Core { runs, commands, json } => core(runs.max(1), commands.max(1), json, out),
-        BenchCommand::Sim { preset, runs, commands, json } => sim(&preset, runs.max(1), commands.max(1000), json, out),
+        BenchCommand::Sim { preset, runs, commands, workloads, json } => {
+            sim(&preset, runs.max(1), commands.max(1000), &workloads, json, out)
+        }
         BenchCommand::Realtime { preset, json } => crate::bench_realtime::realtime(&preset, json, out),
     }
 }
@@ -206,13 +212,26 @@ fn hold_the_writes(
     Ok(Some(zone_size))
 }
 
-fn sim(preset: &str, runs: usize, commands: u64, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+fn sim(
+    preset: &str,
+    runs: usize,
+    commands: u64,
+    only: &[String],
+    json: bool,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
     let mut config = DeviceConfig::load(preset, &[]).map_err(|error| CliError::Config(error.to_string()))?;
-    let workloads = [
+    let all = [
         ("write_4k_14zones_qd1", Operation::Write, 4096, 14, 1),
         ("randread_4k_qd64", Operation::RandRead, 4096, 1, 64),
         ("append_8k_14zones_qd4", Operation::Append, 8192, 14, 4),
     ];
+    if let Some(unknown) = only.iter().find(|name| !all.iter().any(|workload| workload.0 == name.as_str())) {
+        let names: Vec<&str> = all.iter().map(|workload| workload.0).collect();
+        return Err(CliError::Usage(format!("no bench workload named {unknown:?}; there are {}", names.join(", "))));
+    }
+    let workloads: Vec<_> =
+        all.into_iter().filter(|workload| only.is_empty() || only.iter().any(|name| name == workload.0)).collect();
     let enlarged = hold_the_writes(&mut config, &workloads, commands)?;
     let mut results = serde_json::Map::new();
     if !json {

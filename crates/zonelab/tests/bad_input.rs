@@ -171,6 +171,7 @@ const ATTACKS: &[Attack] = &[
         "\"xml\" is not",
     ),
     attack(9, &["bench", "sim", "--preset", "instant", "--runs", "1", "--commands", "100000"], 0, "zones enlarged"),
+    attack(9, &["bench", "sim", "--workload", "randwrite"], 2, "no bench workload named \"randwrite\"; there are"),
     Attack {
         setup: &[SMALL],
         tamper: Some(|dir| {

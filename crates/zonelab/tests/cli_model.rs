@@ -104,6 +104,10 @@ fn bench_sim_prints_its_figures() {
     for workload in ["write_4k_14zones_qd1", "randread_4k_qd64", "append_8k_14zones_qd4"] {
         assert!(json[workload]["median_commands_per_s"].as_f64().expect("rate") > 0.0, "{workload}");
     }
+    let one = ok(&["bench", "sim", "--runs", "1", "--commands", "20000", "--workload", "randread_4k_qd64", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&one).expect("json");
+    assert!(json["randread_4k_qd64"]["median_commands_per_s"].as_f64().expect("rate") > 0.0, "{one}");
+    assert!(json.get("write_4k_14zones_qd1").is_none() && json.get("append_8k_14zones_qd4").is_none(), "{one}");
 }
 
 #[test]
