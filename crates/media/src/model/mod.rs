@@ -464,7 +464,7 @@ impl FlashModel {
         if suspended {
             self.resources.hold_suspended(now, place.plane, moved);
         } else {
-            self.resources.planes[place.plane].reserve_following(now, sensed, moved);
+            self.resources.planes[place.plane].reserve(now, sensed, moved - sensed);
         }
         moved
     }
