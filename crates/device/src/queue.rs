@@ -132,7 +132,7 @@ impl<S: MediaStore> Device<S> {
             QueuedCommand::Read { slba, nlb, keep: true } => {
                 let mut buf = vec![0u8; nlb.saturating_mul(lba_size).min(usize::MAX as u64) as usize];
                 let submitted = self.submit(now, Command::Read { slba, buf: &mut buf });
-                with(submitted, Output::Data(buf))
+                with(submitted, Output::Data(Box::new(buf)))
             }
             QueuedCommand::Write { slba, data } => {
                 let submitted = data.with_bytes(|bytes| self.submit(now, Command::Write { slba, data: bytes }));
@@ -157,7 +157,7 @@ impl<S: MediaStore> Device<S> {
                 let zone_size = self.namespace().geometry().zone_size_lba;
                 let report =
                     ZoneReport::decode(&buf, zone_size).unwrap_or(ZoneReport { nr_zones: 0, zones: Vec::new() });
-                with(submitted, Output::Report(report))
+                with(submitted, Output::Report(Box::new(report)))
             }
         }
     }

@@ -188,7 +188,7 @@ fn a_free_device_completes_an_instant_command_on_the_submitting_thread() {
         };
         assert!(written.is_ok(), "round {round}: {written:?}");
         match block_on(read) {
-            Ok(Output::Data(bytes)) => assert_eq!(bytes, data, "round {round}: the read sees the write before it"),
+            Ok(Output::Data(bytes)) => assert_eq!(*bytes, data, "round {round}: the read sees the write before it"),
             other => panic!("round {round}: read gave {other:?}"),
         }
     }

@@ -25,7 +25,7 @@ pub trait HostExt: CommandQueue {
         let done = self.submit(QueuedCommand::Read { slba, nlb, keep: true });
         async move {
             match done.await? {
-                Output::Data(bytes) => Ok(bytes),
+                Output::Data(bytes) => Ok(*bytes),
                 _ => unreachable!("a read completes with data"),
             }
         }
@@ -72,7 +72,7 @@ pub trait HostExt: CommandQueue {
         let done = self.submit(QueuedCommand::Report { slba, filter, partial: true, max_zones });
         async move {
             match done.await? {
-                Output::Report(report) => Ok(report),
+                Output::Report(report) => Ok(*report),
                 _ => unreachable!("a report completes with zones"),
             }
         }
