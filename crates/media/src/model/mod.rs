@@ -13,7 +13,7 @@ mod zone_media;
 
 use costs::{ns_per_byte, transfer_ns, Costs};
 use layout::{Layout, Place};
-use resources::{HeldPages, Resources, Suspend, WriteBudget};
+use resources::{HeldPages, Processed, Resources, Suspend, WriteBudget};
 pub use wear::EraseSummary;
 use wear::Wear;
 use zone_media::{BufferedUnit, ZoneMedia};
@@ -254,19 +254,19 @@ impl FlashModel {
     ) -> u64 {
         let zone = LogicalZone(zone);
         debug_assert!(offset_bytes + len_bytes <= self.layout.zone_cap_bytes);
-        let costs = &self.costs;
         let append = kind == WriteKind::Append;
+        let command_ns = if append { self.costs.append_command_ns } else { self.costs.write_command_ns };
+        let command = self.resources.command(now, command_ns);
+        let costs = &self.costs;
         let append_extra = if append { costs.append_extra_ns } else { 0 };
-        let firmware_done = now
+        let firmware_done = command.taken_ns
             + costs.write_firmware_ns
             + costs.write_firmware_per_4k_ns * len_bytes.div_ceil(4096)
             + append_extra
             + if opens_zone { costs.implicit_open_extra_ns } else { 0 };
         let link_ns = transfer_ns(len_bytes, costs.link_ns_per_byte);
         let buffer_bytes = costs.zone_write_buffer_bytes;
-        let command_ns = if append { costs.append_command_ns } else { costs.write_command_ns };
-        let command_done = self.resources.command(now, command_ns);
-        let mut data_ready = now + append_extra;
+        let mut data_ready = command.taken_ns + append_extra;
         if buffer_bytes != 0 {
             data_ready = self.zone_mut(zone).admit(buffer_bytes, len_bytes, data_ready);
         }
@@ -304,7 +304,7 @@ impl FlashModel {
                 media.host_units = media.programmed_units;
             }
         }
-        let acknowledged = firmware_done.max(command_done).max(data_in);
+        let acknowledged = firmware_done.max(command.done_ns).max(data_in);
         if self.costs.early_completion {
             acknowledged
         } else {
@@ -363,8 +363,8 @@ impl FlashModel {
     pub fn read(&mut self, now: u64, zone: u32, offset_bytes: u64, len_bytes: u64) -> u64 {
         let zone = LogicalZone(zone);
         let command_ns = self.costs.read_command_ns + self.costs.read_command_per_4k_ns * len_bytes.div_ceil(4096);
-        let command_done = self.resources.command(now, command_ns);
-        let start = now + self.costs.read_firmware_ns;
+        let command = self.resources.command(now, command_ns);
+        let start = command.taken_ns + self.costs.read_firmware_ns;
         let end = offset_bytes + len_bytes;
         let data_out = if self.costs.read_ahead_bytes == 0 {
             self.read_pages(now, start, zone, offset_bytes, end)
@@ -389,7 +389,7 @@ impl FlashModel {
         };
         let output_ns = transfer_ns(len_bytes, self.costs.read_budget_ns_per_byte.max(self.costs.link_ns_per_byte));
         let output_done = self.resources.output.reserve(now, data_out, output_ns);
-        command_done.max(output_done)
+        command.done_ns.max(output_done)
     }
 
     /// Reads a zone's bytes `offset..end` from flash from `start` (after the firmware): each program unit's
@@ -517,14 +517,20 @@ impl FlashModel {
         self.zone(zone).read_ahead.ready(first, end_page).unwrap_or(start).max(start)
     }
 
+    /// A zone management command's turn on the command processor.
+    fn management_command(&mut self, now: u64) -> Processed {
+        self.resources.command(now, self.costs.management_command_ns)
+    }
+
     /// A zone management command that changes nothing on flash: the command processor's time only.
     pub fn management(&mut self, now: u64) -> u64 {
-        self.resources.command(now, self.costs.management_command_ns)
+        self.management_command(now).done_ns
     }
 
     /// Explicit open.
     pub fn open(&mut self, now: u64) -> u64 {
-        self.management(now).max(now + self.costs.open_ns)
+        let command = self.management_command(now);
+        command.done_ns.max(command.taken_ns + self.costs.open_ns)
     }
 
     /// Close; closing a zone that holds data costs more.
@@ -534,7 +540,8 @@ impl FlashModel {
         } else {
             self.costs.close_written_ns
         };
-        self.management(now).max(now + cost)
+        let command = self.management_command(now);
+        command.done_ns.max(command.taken_ns + cost)
     }
 
     /// Reset: the controller's cost, then the erases the mapping policy asks for. Under `static-written-erase`,
@@ -546,8 +553,8 @@ impl FlashModel {
     pub fn reset(&mut self, now: u64, zone: u32) -> u64 {
         let zone = LogicalZone(zone);
         self.resets_issued += 1;
-        let command_done = self.management(now);
-        let start = now + self.costs.reset_ns;
+        let command = self.management_command(now);
+        let (command_done, start) = (command.done_ns, command.taken_ns + self.costs.reset_ns);
         let media = std::mem::take(self.zone_mut(zone));
         self.resources.forget_pages_of(zone);
         let mut done = start.max(command_done);
@@ -660,8 +667,8 @@ impl FlashModel {
     /// zone already sealed (full, or finished before) none either.
     pub fn finish(&mut self, now: u64, zone: u32) -> u64 {
         let zone = LogicalZone(zone);
-        let command_done = self.management(now);
-        let start = now + self.costs.finish_ns;
+        let command = self.management_command(now);
+        let (command_done, start) = (command.done_ns, command.taken_ns + self.costs.finish_ns);
         let written = self.zone(zone).written_bytes;
         if written == 0 || self.zone(zone).sealed {
             self.zone_mut(zone).sealed = true;
@@ -724,7 +731,7 @@ impl FlashModel {
     /// partial unit each zone holds in its write buffer is programmed as it is (a real drive writes it to a
     /// flush area; the model charges one program of the unit on its plane). Returns when all of it is done.
     pub fn flush(&mut self, now: u64) -> u64 {
-        let mut done = self.resources.command(now, self.costs.management_command_ns);
+        let mut done = self.management(now);
         let (unit_bytes, zone_cap_bytes) = (self.layout.unit_bytes, self.layout.zone_cap_bytes);
         for index in 0..self.zones.len() as u32 {
             let zone = LogicalZone(index);
@@ -979,15 +986,16 @@ mod tests {
         let second = flash.read(at, 0, 4096, 4096);
         assert_eq!(second - at, 10_000 + 50_000 + UNIT, "the read's page is sensed and moved whole");
         assert_eq!(flash.counters().get(FlashOp::PageRead, OpSource::HostRead), 1 + 3);
-        // Later reads of the stream find units 0 and 1 in the controller's memory: firmware time only.
+        // Later reads of the stream find units 0 and 1 in the controller's memory: firmware time only. (Each
+        // comes as the command processor is done with the one before, 1 us on.)
         let later = 2_000_000_000;
         let ahead = flash.read(later, 0, 8192, UNIT - 8192);
         assert_eq!(ahead - later, 10_000, "no sensing and no channel");
-        let next_unit = flash.read(later, 0, UNIT, 4096);
-        assert_eq!(next_unit - later, 10_000);
+        let next_unit = flash.read(later + 1_000, 0, UNIT, 4096);
+        assert_eq!(next_unit - later - 1_000, 10_000);
         // A read elsewhere breaks the stream and reads from flash again.
-        let elsewhere = flash.read(later, 0, 40 * UNIT, 4096);
-        assert_eq!(elsewhere - later, 10_000 + 50_000 + 4096);
+        let elsewhere = flash.read(later + 2_000, 0, 40 * UNIT, 4096);
+        assert_eq!(elsewhere - later - 2_000, 10_000 + 50_000 + 4096);
     }
 
     #[test]
@@ -996,14 +1004,16 @@ mod tests {
         flash.read(0, 0, 0, 4096);
         flash.read(1_000_000_000, 0, 4096, 4096);
         // Two reads outstanding together run in the other order: the later one is in memory, and the earlier
-        // one, which the stream has not passed, still is.
+        // one, which the stream has not passed, still is. (Each comes as the command processor is done with
+        // the one before, 1 us on.)
         let later = 2_000_000_000;
-        assert_eq!(flash.read(later, 0, 12288, 4096) - later, 10_000, "ahead of the stream, in memory");
-        assert_eq!(flash.read(later, 0, 8192, 4096) - later, 10_000, "behind the read that ran first");
-        assert_eq!(flash.read(later, 0, 16384, 4096) - later, 10_000, "the stream goes on after both");
+        let at = |read: u64| later + read * 1_000;
+        assert_eq!(flash.read(at(0), 0, 12288, 4096) - at(0), 10_000, "ahead of the stream, in memory");
+        assert_eq!(flash.read(at(1), 0, 8192, 4096) - at(1), 10_000, "behind the read that ran first");
+        assert_eq!(flash.read(at(2), 0, 16384, 4096) - at(2), 10_000, "the stream goes on after both");
         // A read outside what the controller holds still breaks the stream.
-        assert_eq!(flash.read(later, 0, 40 * UNIT, 4096) - later, 10_000 + 50_000 + 4096);
-        assert!(flash.read(later, 0, 20480, 4096) - later > 10_000, "the controller dropped the stream's pages");
+        assert_eq!(flash.read(at(3), 0, 40 * UNIT, 4096) - at(3), 10_000 + 50_000 + 4096);
+        assert!(flash.read(at(4), 0, 20480, 4096) - at(4) > 10_000, "the controller dropped the stream's pages");
     }
 
     #[test]
@@ -1055,6 +1065,22 @@ mod tests {
         assert!(last >= 10 * 4_000, "10 writes at 4 us each through one command processor: {last}");
         let append = flash.write(last, 3, 4096 * 3, 4096, WriteKind::Append, false);
         assert_eq!(append - last, 7_000, "append: firmware 5 us + append extra 2 us");
+    }
+
+    #[test]
+    fn a_command_queued_for_the_processor_starts_its_firmware_when_taken() {
+        let mut flash = model(config());
+        // Two writes at once to two zones: the second is taken when the first is done with the processor (4 us),
+        // and its firmware (5 us) runs from there; were they overlapped, it would complete at 8 us.
+        let first = flash.write(0, 0, 0, 4096, WriteKind::Write, false);
+        let second = flash.write(0, 1, 0, 4096, WriteKind::Write, false);
+        assert_eq!((first, second), (5_000, 9_000));
+        // A read taken 1 us after it came (behind another read) reaches its die 1 us later than one taken at once.
+        let alone = model(config()).read(20_000, 0, 0, 4096);
+        let mut queued = model(config());
+        queued.read(20_000, 1, 0, 4096);
+        let behind = queued.read(20_000, 0, 0, 4096);
+        assert_eq!(behind - alone, 1_000, "firmware, sense and transfer start 1 us late");
     }
 
     #[test]

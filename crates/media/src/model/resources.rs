@@ -151,6 +151,15 @@ impl WriteBudget {
     }
 }
 
+/// A command's turn on the controller's command processor. The firmware handles a command only once the
+/// processor has taken it from the submission queue: its firmware time, data fetch and flash work start at
+/// `taken_ns`, so a command queued behind others is delayed by its wait, not only bounded by it.
+#[derive(Clone, Copy, Debug)]
+pub struct Processed {
+    pub taken_ns: u64,
+    pub done_ns: u64,
+}
+
 /// The controller's command processor: one command at a time, in arrival order. A command's time there varies
 /// around its mean (firmware paths differ from command to command, and the controller's cores also run
 /// background work): a fixed `1 - cv` of the mean plus an exponentially distributed rest with mean `cv` of it,
@@ -259,11 +268,12 @@ impl Resources {
     }
 
     /// Reserves the controller's command processor for a command whose mean time there is `mean_ns`, from
-    /// `now` on; returns when it is done.
-    pub fn command(&mut self, now: u64, mean_ns: u64) -> u64 {
+    /// `now` on; returns when the processor takes the command and when it is done with it.
+    pub fn command(&mut self, now: u64, mean_ns: u64) -> Processed {
         let busy_ns = self.command.time_ns(mean_ns);
-        self.command.free_ns = self.command.free_ns.max(now) + busy_ns;
-        self.command.free_ns
+        let taken_ns = self.command.free_ns.max(now);
+        self.command.free_ns = taken_ns + busy_ns;
+        Processed { taken_ns, done_ns: self.command.free_ns }
     }
 
     /// Moves data into the device over the host link from `ready`; returns when it is in.
@@ -578,10 +588,16 @@ mod tests {
 
     #[test]
     fn a_varying_command_time_keeps_the_processors_rate() {
-        // Commands all queued at 0: the processor ends the last when the sum of their times is spent.
+        // Commands all queued at 0: each is taken when the one before is done, and the processor ends the last
+        // when the sum of their times is spent.
         let suspend = Suspend { latency_ns: 0, resume_before_suspend_ns: 0 };
         let mut resources = Resources::new(1, 1, 0, WriteBudget::new(0.0, 0, 0), suspend, 0.4);
-        let done = (0..100_000).map(|_| resources.command(0, 5_400)).last().expect("commands");
+        let mut done = 0;
+        for command in 0..100_000 {
+            let turn = resources.command(0, 5_400);
+            assert_eq!(turn.taken_ns, done, "command {command} is taken when the one before is done");
+            done = turn.done_ns;
+        }
         let per_command = done as f64 / 100_000.0;
         assert!((per_command / 5_400.0 - 1.0).abs() < 0.01, "{per_command} ns a command");
     }
