@@ -731,7 +731,8 @@ impl FlashModel {
     /// partial unit each zone holds in its write buffer is programmed as it is (a real drive writes it to a
     /// flush area; the model charges one program of the unit on its plane). Returns when all of it is done.
     pub fn flush(&mut self, now: u64) -> u64 {
-        let mut done = self.management(now);
+        let command = self.management_command(now);
+        let mut done = command.done_ns;
         let (unit_bytes, zone_cap_bytes) = (self.layout.unit_bytes, self.layout.zone_cap_bytes);
         for index in 0..self.zones.len() as u32 {
             let zone = LogicalZone(index);
@@ -745,7 +746,7 @@ impl FlashModel {
                 && media.flushed.back().is_none_or(|&(bytes, _)| bytes < written);
             if partial {
                 let unit = ProgramUnit(media.host_units);
-                let programmed = self.program(now, zone, unit, now, OpSource::HostWrite);
+                let programmed = self.program(now, zone, unit, command.taken_ns, OpSource::HostWrite);
                 self.zone_mut(zone).record_flush(written, programmed);
                 done = done.max(programmed);
             }
@@ -1267,6 +1268,19 @@ mod tests {
         let energy = &config().energy;
         assert_eq!(flash.counters().energy_nj(energy, OpSource::HostRead), 10.0);
         assert_eq!(flash.counters().energy_nj(energy, OpSource::Reset), 16.0 * 1000.0);
+    }
+
+    #[test]
+    fn a_flush_programs_what_its_zones_buffer_once_the_processor_takes_it() {
+        // A write of part of a unit keeps the processor 4 us; a flush that comes with it is taken then, so its
+        // program of the buffered part ends as late as that of a flush that comes at 4 us.
+        let flushed = |flush_at: u64| {
+            let mut flash = model(config());
+            flash.write(0, 0, 0, 4096, WriteKind::Write, false);
+            flash.flush(flush_at)
+        };
+        assert_eq!(flushed(0), flushed(4_000));
+        assert!(flushed(0) > 4_000, "the flush waited for the program it started");
     }
 
     #[test]
