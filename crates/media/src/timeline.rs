@@ -25,7 +25,28 @@ const MAX_INTERVALS: usize = 4096;
 impl Timeline {
     /// Reserves `duration` starting no earlier than `earliest`, in the first gap that fits; intervals that end
     /// by `now` (no reservation can start before the present) are dropped. Returns the end of the reservation.
+    #[inline]
     pub fn reserve(&mut self, now: u64, earliest: u64, duration: u64) -> u64 {
+        if self.busy.get(self.ended).is_some_and(|&(_, end)| end <= now) || self.busy.len() > MAX_INTERVALS {
+            self.forget_before(now);
+        }
+        if duration == 0 {
+            return earliest;
+        }
+        // Most reservations land after everything reserved so far (the last interval, if any, has not ended:
+        // `forget_before` empties the list when all have).
+        match self.busy.last_mut() {
+            None => self.busy.push((earliest, earliest + duration)),
+            Some(last) if earliest == last.1 => last.1 += duration,
+            Some(last) if earliest > last.1 => self.busy.push((earliest, earliest + duration)),
+            Some(_) => return self.reserve_in_gap(earliest, duration),
+        }
+        earliest + duration
+    }
+
+    /// Drops the intervals that ended by `now`, and forgets the oldest past `MAX_INTERVALS`.
+    #[inline(never)]
+    fn forget_before(&mut self, now: u64) {
         if self.busy.get(self.ended).is_some_and(|&(_, end)| end <= now) {
             self.ended = self.first_ending_after(self.ended, now);
             if self.ended == self.busy.len() {
@@ -43,26 +64,11 @@ impl Timeline {
             self.busy.insert(0, (now.min(floor), floor));
             self.ended = 0;
         }
-        if duration == 0 {
-            return earliest;
-        }
-        // Most reservations land after everything reserved so far.
-        let ended = self.ended;
-        match self.busy[ended..].last_mut() {
-            None => {
-                self.busy.push((earliest, earliest + duration));
-                return earliest + duration;
-            }
-            Some(last) if earliest >= last.1 => {
-                if earliest == last.1 {
-                    last.1 += duration;
-                } else {
-                    self.busy.push((earliest, earliest + duration));
-                }
-                return earliest + duration;
-            }
-            Some(_) => {}
-        }
+    }
+
+    /// Reserves `duration` from `earliest` in the first gap that fits, when one ends after `earliest`.
+    #[inline(never)]
+    fn reserve_in_gap(&mut self, earliest: u64, duration: u64) -> u64 {
         let (index, start) = self.fit(earliest, duration);
         let end = start + duration;
         self.insert(index, start, end);
