@@ -135,6 +135,11 @@ pub struct ControllerConfig {
     /// exponentially distributed rest with mean `cv` of it. Images written before this key existed have none.
     #[serde(default)]
     pub command_time_cv: f64,
+    /// When the command processor's queue empties it runs a slice of background work this long (housekeeping
+    /// the firmware defers while commands wait); a command that arrives during the slice waits for its end.
+    /// Images written before this key existed have none.
+    #[serde(default)]
+    pub idle_slice_us: f64,
     /// Device-wide budgets in MiB/s, shared by host writes, appends and finish padding (write) and by reads;
     /// 0 means no limit.
     pub write_mib_per_s: f64,
@@ -312,6 +317,7 @@ impl MediaConfig {
             ("media.controller.write-command-us", self.controller.write_command_us),
             ("media.controller.append-command-us", self.controller.append_command_us),
             ("media.controller.management-command-us", self.controller.management_command_us),
+            ("media.controller.idle-slice-us", self.controller.idle_slice_us),
             ("media.controller.write-mib-per-s", self.controller.write_mib_per_s),
             ("media.controller.read-mib-per-s", self.controller.read_mib_per_s),
             ("media.controller.open-us", self.controller.open_us),

@@ -13,7 +13,7 @@ mod zone_media;
 
 use costs::{ns_per_byte, transfer_ns, Costs};
 use layout::{Layout, Place};
-use resources::{HeldPages, Processed, Resources, Suspend, WriteBudget};
+use resources::{HeldPages, Processed, ProcessorTimes, Resources, Suspend, WriteBudget};
 pub use wear::EraseSummary;
 use wear::Wear;
 use zone_media::{BufferedUnit, ZoneMedia};
@@ -116,7 +116,7 @@ impl FlashModel {
                     config.controller.write_drain_buffer_bytes,
                 ),
                 Suspend { latency_ns: costs.suspend_ns, resume_before_suspend_ns: costs.resume_before_suspend_ns },
-                config.controller.command_time_cv,
+                ProcessorTimes { cv: config.controller.command_time_cv, idle_slice_ns: costs.idle_slice_ns },
             ),
             costs,
             zones: vec![ZoneMedia::default(); zones as usize],
@@ -846,6 +846,7 @@ mod tests {
                 append_command_us: 6.0,
                 management_command_us: 0.0,
                 command_time_cv: 0.0,
+                idle_slice_us: 0.0,
                 write_mib_per_s: 0.0,
                 read_mib_per_s: 0.0,
                 write_drain_unit_bytes: 0,

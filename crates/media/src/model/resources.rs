@@ -160,13 +160,24 @@ pub struct Processed {
     pub done_ns: u64,
 }
 
+/// How the command processor's time varies: its coefficient of variation, and the slice of background work it
+/// runs whenever its queue empties.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ProcessorTimes {
+    pub cv: f64,
+    pub idle_slice_ns: u64,
+}
+
 /// The controller's command processor: one command at a time, in arrival order. A command's time there varies
 /// around its mean (firmware paths differ from command to command, and the controller's cores also run
 /// background work): a fixed `1 - cv` of the mean plus an exponentially distributed rest with mean `cv` of it,
-/// so that `cv` is the coefficient of variation.
+/// so that `cv` is the coefficient of variation. Background work it defers while commands wait runs when its
+/// queue empties, in a slice a command arriving meanwhile waits out: two commands in flight collide there
+/// often, many (which keep the queue from emptying) or one alone (which arrives after the slice) seldom.
 #[derive(Clone, Debug)]
 struct CommandProcessor {
     free_ns: u64,
+    idle_slice_ns: u64,
     /// The share of its mean a command takes, in 1/2^16ths, at the midpoints of `SHARE_STEPS` equal steps of
     /// probability; a draw picks one. A table, because a logarithm per command would cost the simulation 5 %
     /// of its speed. Empty when every command takes its mean.
@@ -179,7 +190,8 @@ struct CommandProcessor {
 const SHARE_STEPS: u32 = 1024;
 
 impl CommandProcessor {
-    fn new(cv: f64) -> CommandProcessor {
+    fn new(times: ProcessorTimes) -> CommandProcessor {
+        let cv = times.cv;
         let shares = if cv == 0.0 {
             Vec::new()
         } else {
@@ -187,7 +199,19 @@ impl CommandProcessor {
             let share = |step: u32| 1.0 - cv - cv * ((f64::from(step) + 0.5) / steps).ln();
             (0..SHARE_STEPS).map(|step| (share(step) * 65536.0).round() as u64).collect()
         };
-        CommandProcessor { free_ns: 0, shares, state: 0 }
+        CommandProcessor { free_ns: 0, idle_slice_ns: times.idle_slice_ns, shares, state: 0 }
+    }
+
+    /// When a command that arrives at `now` is taken: once the commands before it are done, and once the
+    /// background slice is over if it arrives in one (the queue emptied when the processor was last free; there
+    /// is none before its first command).
+    fn takes_at(&self, now: u64) -> u64 {
+        let slice_end = self.free_ns + self.idle_slice_ns;
+        if self.free_ns != 0 && (self.free_ns..slice_end).contains(&now) {
+            slice_end
+        } else {
+            self.free_ns.max(now)
+        }
     }
 
     /// The time of the next command whose mean time is `mean_ns`.
@@ -245,7 +269,7 @@ impl Resources {
         erase_concurrency: u32,
         write_budget: WriteBudget,
         suspend: Suspend,
-        command_time_cv: f64,
+        processor: ProcessorTimes,
     ) -> Resources {
         Resources {
             planes: vec![Timeline::default(); planes],
@@ -260,7 +284,7 @@ impl Resources {
             moved_resets: Vec::new(),
             channels: vec![Timeline::default(); channels],
             erase_slot_free: vec![0; erase_concurrency as usize],
-            command: CommandProcessor::new(command_time_cv),
+            command: CommandProcessor::new(processor),
             link_to_device_free: 0,
             output: Timeline::default(),
             write_budget,
@@ -271,7 +295,7 @@ impl Resources {
     /// `now` on; returns when the processor takes the command and when it is done with it.
     pub fn command(&mut self, now: u64, mean_ns: u64) -> Processed {
         let busy_ns = self.command.time_ns(mean_ns);
-        let taken_ns = self.command.free_ns.max(now);
+        let taken_ns = self.command.takes_at(now);
         self.command.free_ns = taken_ns + busy_ns;
         Processed { taken_ns, done_ns: self.command.free_ns }
     }
@@ -458,7 +482,14 @@ mod tests {
     fn suspensions_keep_each_dies_operations_ordered_and_disjoint() {
         for seed in 1..=20u64 {
             let suspend = Suspend { latency_ns: 20_000, resume_before_suspend_ns: 50_000 };
-            let mut resources = Resources::new(2, 1, 0, WriteBudget::new(0.0, 0, 0), suspend, 0.0);
+            let mut resources = Resources::new(
+                2,
+                1,
+                0,
+                WriteBudget::new(0.0, 0, 0),
+                suspend,
+                ProcessorTimes { cv: 0.0, idle_slice_ns: 0 },
+            );
             let mut state = seed;
             let mut draw = |below: u64| {
                 state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -566,7 +597,7 @@ mod tests {
 
     /// Back-to-back commands on the command processor: the time of each.
     fn command_times(cv: f64, mean_ns: u64, commands: usize) -> Vec<u64> {
-        let mut processor = CommandProcessor::new(cv);
+        let mut processor = CommandProcessor::new(ProcessorTimes { cv, idle_slice_ns: 0 });
         (0..commands).map(|_| processor.time_ns(mean_ns)).collect()
     }
 
@@ -591,7 +622,8 @@ mod tests {
         // Commands all queued at 0: each is taken when the one before is done, and the processor ends the last
         // when the sum of their times is spent.
         let suspend = Suspend { latency_ns: 0, resume_before_suspend_ns: 0 };
-        let mut resources = Resources::new(1, 1, 0, WriteBudget::new(0.0, 0, 0), suspend, 0.4);
+        let mut resources =
+            Resources::new(1, 1, 0, WriteBudget::new(0.0, 0, 0), suspend, ProcessorTimes { cv: 0.4, idle_slice_ns: 0 });
         let mut done = 0;
         for command in 0..100_000 {
             let turn = resources.command(0, 5_400);
@@ -600,5 +632,23 @@ mod tests {
         }
         let per_command = done as f64 / 100_000.0;
         assert!((per_command / 5_400.0 - 1.0).abs() < 0.01, "{per_command} ns a command");
+    }
+
+    #[test]
+    fn a_command_arriving_while_the_processor_runs_its_idle_slice_waits_for_its_end() {
+        let suspend = Suspend { latency_ns: 0, resume_before_suspend_ns: 0 };
+        let times = ProcessorTimes { cv: 0.0, idle_slice_ns: 4_000 };
+        let mut resources = Resources::new(1, 1, 0, WriteBudget::new(0.0, 0, 0), suspend, times);
+        let first = resources.command(1_000, 5_000);
+        assert_eq!((first.taken_ns, first.done_ns), (1_000, 6_000), "none before the first command");
+        let queued = resources.command(2_000, 5_000);
+        assert_eq!(queued.taken_ns, 6_000, "a command queued behind another is taken when it is done");
+        // The queue empties at 11 us: a slice runs to 15 us.
+        let during = resources.command(12_000, 5_000);
+        assert_eq!(during.taken_ns, 15_000, "a command arriving in the slice waits for its end");
+        let after = resources.command(24_000, 5_000);
+        assert_eq!(after.taken_ns, 24_000, "one arriving after the slice (20 to 24 us) is taken at once");
+        let at_the_end = resources.command(33_000, 5_000);
+        assert_eq!(at_the_end.taken_ns, 33_000, "the slice (29 to 33 us) is over as it ends");
     }
 }
