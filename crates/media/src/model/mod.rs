@@ -388,7 +388,7 @@ impl FlashModel {
             }
         };
         let output_ns = transfer_ns(len_bytes, self.costs.read_budget_ns_per_byte.max(self.costs.link_ns_per_byte));
-        let output_done = self.resources.output.reserve(now, data_out, output_ns);
+        let output_done = self.resources.output.reserve_in_pieces(now, data_out, output_ns);
         command.done_ns.max(output_done)
     }
 
