@@ -4,7 +4,8 @@
 //! resource whose requests arrive in time order (the command processor), but wrong for one reserved for a
 //! future instant: a read whose data leaves its die at T would block the channel for a read whose die finished
 //! earlier but was reserved later. A timeline keeps the busy intervals and fills gaps, as a channel arbiter or
-//! NVMeVirt's credit-based channel model does.
+//! NVMeVirt's credit-based channel model does. A link that interleaves packets of many transfers books each in
+//! pieces instead, through the gaps in turn (`reserve_in_pieces`).
 
 /// Busy intervals `[start, end)`, sorted, disjoint and never touching (touching ones are merged). Those before
 /// `ended` had ended by the last reservation's present and count as gone; they are dropped in batches, so that a
