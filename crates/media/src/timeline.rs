@@ -93,7 +93,7 @@ impl Timeline {
     /// passed (and neighbours touching) merge into one.
     #[inline(never)]
     fn fill_gaps(&mut self, earliest: u64, duration: u64) -> u64 {
-        let first = self.ended + self.live().partition_point(|&(_, end)| end <= earliest);
+        let first = self.first_live_ending_after(earliest);
         let (mut at, mut left, mut index) = (earliest, duration, first);
         let end = loop {
             let next_start = self.busy.get(index).map_or(u64::MAX, |&(start, _)| start);
@@ -138,7 +138,7 @@ impl Timeline {
     /// The first gap from `earliest` that holds `duration`: the index of the interval it precedes, and its start.
     fn fit(&self, earliest: u64, duration: u64) -> (usize, u64) {
         let mut start = earliest;
-        let mut index = self.ended + self.live().partition_point(|&(_, end)| end <= start);
+        let mut index = self.first_live_ending_after(start);
         while let Some(&(busy_start, busy_end)) = self.busy.get(index) {
             if start + duration <= busy_start {
                 break;
@@ -147,6 +147,11 @@ impl Timeline {
             index += 1;
         }
         (index, start)
+    }
+
+    /// The index of the first live interval that ends after `at`, where a search for room from `at` begins.
+    fn first_live_ending_after(&self, at: u64) -> usize {
+        self.ended + self.live().partition_point(|&(_, end)| end <= at)
     }
 
     /// The index of the first interval from `from` on that ends after `at`, for dropping the intervals that have

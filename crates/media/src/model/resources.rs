@@ -202,16 +202,19 @@ impl CommandProcessor {
         CommandProcessor { free_ns: 0, idle_slice_ns: times.idle_slice_ns, shares, state: 0 }
     }
 
-    /// When a command that arrives at `now` is taken: once the commands before it are done, and once the
-    /// background slice is over if it arrives in one (the queue emptied when the processor was last free; there
-    /// is none before its first command).
-    fn takes_at(&self, now: u64) -> u64 {
+    /// Takes a command that arrives at `now` once the commands before it are done, and once the background
+    /// slice is over if it arrives in one (the queue emptied when the processor was last free; there is none
+    /// before its first command), and keeps the processor for the command's time.
+    fn take(&mut self, now: u64, mean_ns: u64) -> Processed {
+        let busy_ns = self.time_ns(mean_ns);
         let slice_end = self.free_ns + self.idle_slice_ns;
-        if self.free_ns != 0 && (self.free_ns..slice_end).contains(&now) {
+        let taken_ns = if self.free_ns != 0 && (self.free_ns..slice_end).contains(&now) {
             slice_end
         } else {
             self.free_ns.max(now)
-        }
+        };
+        self.free_ns = taken_ns + busy_ns;
+        Processed { taken_ns, done_ns: self.free_ns }
     }
 
     /// The time of the next command whose mean time is `mean_ns`.
@@ -294,10 +297,7 @@ impl Resources {
     /// Reserves the controller's command processor for a command whose mean time there is `mean_ns`, from
     /// `now` on; returns when the processor takes the command and when it is done with it.
     pub fn command(&mut self, now: u64, mean_ns: u64) -> Processed {
-        let busy_ns = self.command.time_ns(mean_ns);
-        let taken_ns = self.command.takes_at(now);
-        self.command.free_ns = taken_ns + busy_ns;
-        Processed { taken_ns, done_ns: self.command.free_ns }
+        self.command.take(now, mean_ns)
     }
 
     /// Moves data into the device over the host link from `ready`; returns when it is in.
