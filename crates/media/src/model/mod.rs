@@ -371,15 +371,22 @@ impl FlashModel {
         } else {
             // A read continues the stream when it starts where the stream ends, or when its pages are among
             // those read ahead: commands outstanding together may run out of order, and the controller serves
-            // from its memory whatever it holds.
+            // from its memory whatever it holds. One that the stream has passed by no more than its read-ahead
+            // (it ran after later reads of the stream, whose pages replaced its own) is read from flash and
+            // leaves the stream as it is.
             let page_bytes = self.layout.page_bytes;
             let stream = &self.zone(zone).read_ahead;
             let at_end = stream.next_offset == Some(offset_bytes);
             let held = stream.ready(offset_bytes / page_bytes, end.div_ceil(page_bytes)).is_some();
+            let passed = stream
+                .next_offset
+                .is_some_and(|next| offset_bytes < next && next - offset_bytes <= self.costs.read_ahead_bytes);
             if at_end || held {
                 let stream = &mut self.zone_mut(zone).read_ahead;
                 stream.next_offset = stream.next_offset.max(Some(end));
                 self.read_ahead(now, start, zone, offset_bytes, end, at_end)
+            } else if passed {
+                self.read_pages(now, start, zone, offset_bytes, end)
             } else {
                 let stream = &mut self.zone_mut(zone).read_ahead;
                 stream.next_offset = Some(end);
@@ -1016,6 +1023,22 @@ mod tests {
         // A read outside what the controller holds still breaks the stream.
         assert_eq!(flash.read(at(3), 0, 40 * UNIT, 4096) - at(3), 10_000 + 50_000 + 4096);
         assert!(flash.read(at(4), 0, 20480, 4096) - at(4) > 10_000, "the controller dropped the stream's pages");
+    }
+
+    #[test]
+    fn a_read_the_stream_has_passed_comes_from_flash_and_leaves_the_stream() {
+        let mut flash = read_ahead_model();
+        flash.read(0, 0, 0, 4096);
+        flash.read(1_000_000_000, 0, 4096, 4096);
+        // The stream reaches the second unit, and its memory lets the first unit go; a read of the first unit
+        // runs after that (commands outstanding together run in any order).
+        let later = 2_000_000_000;
+        let at = |read: u64| later + read * 1_000;
+        assert_eq!(flash.read(at(0), 0, 8192, UNIT - 8192) - at(0), 10_000);
+        assert_eq!(flash.read(at(1), 0, UNIT, 4096) - at(1), 10_000, "the stream's next unit, in memory");
+        assert!(flash.read(at(2), 0, UNIT - 4096, 4096) - at(2) > 10_000, "the straggler comes from flash");
+        assert_eq!(flash.read(at(3), 0, UNIT + 4096, 4096) - at(3), 10_000, "the stream goes on from memory");
+        assert_eq!(flash.read(at(4), 0, UNIT + 8192, 4096) - at(4), 10_000);
     }
 
     #[test]
