@@ -702,12 +702,11 @@ fn deferred_dispatches_wait_for_the_kblockd_worker() {
 /// every 3.5 us against the worker's 3.9 us wait, so many runs carry two or three reads.)
 #[test]
 fn sequential_reads_dispatched_together_keep_the_read_ahead() {
-    let result = fio(
-        "--filename=preset:zn540,zones=4,host.mq-deadline-us=0.2 --prefill=full --zonemode=zbd --direct=1 --name=j --rw=read --bs=4k \
-         --size=1z --time_based --runtime=200ms --ramp_time=20ms --ioengine=libaio --iodepth=14 --scheduler=mq-deadline \
-         --percentile_list=50:99.9",
-    )
-    .expect("runs");
+    let result =
+        fio("--filename=preset:zn540,zones=4,host.mq-deadline-us=0.2 --prefill=full --zonemode=zbd --direct=1 \
+         --name=j --rw=read --bs=4k --size=1z --time_based --runtime=200ms --ramp_time=20ms --ioengine=libaio \
+         --iodepth=14 --scheduler=mq-deadline --percentile_list=50:99.9")
+        .expect("runs");
     let clat = &to_json(&result, false)["jobs"][0]["read"]["clat_ns"];
     let percentile = |key: &str| clat["percentile"][key].as_f64().expect("percentile") / 1000.0;
     let (median, tail) = (percentile("50.000000"), percentile("99.900000"));
