@@ -378,14 +378,14 @@ impl FlashModel {
             let stream = &self.zone(zone).read_ahead;
             let at_end = stream.next_offset == Some(offset_bytes);
             let held = stream.ready(offset_bytes / page_bytes, end.div_ceil(page_bytes)).is_some();
-            let passed = stream
-                .next_offset
-                .is_some_and(|next| offset_bytes < next && next - offset_bytes <= self.costs.read_ahead_bytes);
             if at_end || held {
                 let stream = &mut self.zone_mut(zone).read_ahead;
                 stream.next_offset = stream.next_offset.max(Some(end));
                 self.read_ahead(now, start, zone, offset_bytes, end, at_end)
-            } else if passed {
+            } else if stream
+                .next_offset
+                .is_some_and(|next| offset_bytes < next && next - offset_bytes <= self.costs.read_ahead_bytes)
+            {
                 self.read_pages(now, start, zone, offset_bytes, end)
             } else {
                 let stream = &mut self.zone_mut(zone).read_ahead;
