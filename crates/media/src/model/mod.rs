@@ -372,8 +372,8 @@ impl FlashModel {
             // A read continues the stream when it starts where the stream ends, or when its pages are among
             // those read ahead: commands outstanding together may run out of order, and the controller serves
             // from its memory whatever it holds. One that the stream has passed by no more than its read-ahead
-            // (it ran after later reads of the stream, whose pages replaced its own) is read from flash and
-            // leaves the stream as it is.
+            // (it ran after later reads of the stream, which let its page go) is read from flash and leaves the
+            // stream as it is.
             let page_bytes = self.layout.page_bytes;
             let stream = &self.zone(zone).read_ahead;
             let at_end = stream.next_offset == Some(offset_bytes);
@@ -382,10 +382,7 @@ impl FlashModel {
                 let stream = &mut self.zone_mut(zone).read_ahead;
                 stream.next_offset = stream.next_offset.max(Some(end));
                 self.read_ahead(now, start, zone, offset_bytes, end, at_end)
-            } else if stream
-                .next_offset
-                .is_some_and(|next| offset_bytes < next && next - offset_bytes <= self.costs.read_ahead_bytes)
-            {
+            } else if stream.has_passed(offset_bytes, self.costs.read_ahead_bytes) {
                 self.read_pages(now, start, zone, offset_bytes, end)
             } else {
                 let stream = &mut self.zone_mut(zone).read_ahead;

@@ -51,6 +51,11 @@ impl ReadAhead {
         (to <= self.pages.len()).then(|| self.pages.range(from..to).map(|&(_, ready)| ready).max().unwrap_or(0))
     }
 
+    /// Whether the stream's end is past `offset` by no more than `within` bytes.
+    pub fn has_passed(&self, offset: u64, within: u64) -> bool {
+        self.next_offset.is_some_and(|next| offset < next && next - offset <= within)
+    }
+
     /// The first page not read ahead yet, from `page` on.
     pub fn next_page(&self, page: u64) -> u64 {
         self.pages.back().map_or(page, |&(last, _)| (last + 1).max(page))
