@@ -1004,16 +1004,25 @@ mod tests {
         assert_eq!(elsewhere - later - 2_000, 10_000 + 50_000 + 4096);
     }
 
-    #[test]
-    fn reads_that_run_out_of_order_keep_the_stream_and_its_pages() {
+    /// The read-ahead model with zone 0's stream started by two reads.
+    fn started_stream() -> FlashModel {
         let mut flash = read_ahead_model();
         flash.read(0, 0, 0, 4096);
         flash.read(1_000_000_000, 0, 4096, 4096);
+        flash
+    }
+
+    /// When the `read`-th read after `started_stream` comes: as the command processor is done with the one
+    /// before, 1 us on.
+    fn at(read: u64) -> u64 {
+        2_000_000_000 + read * 1_000
+    }
+
+    #[test]
+    fn reads_that_run_out_of_order_keep_the_stream_and_its_pages() {
+        let mut flash = started_stream();
         // Two reads outstanding together run in the other order: the later one is in memory, and the earlier
-        // one, which the stream has not passed, still is. (Each comes as the command processor is done with
-        // the one before, 1 us on.)
-        let later = 2_000_000_000;
-        let at = |read: u64| later + read * 1_000;
+        // one, which the stream has not passed, still is.
         assert_eq!(flash.read(at(0), 0, 12288, 4096) - at(0), 10_000, "ahead of the stream, in memory");
         assert_eq!(flash.read(at(1), 0, 8192, 4096) - at(1), 10_000, "behind the read that ran first");
         assert_eq!(flash.read(at(2), 0, 16384, 4096) - at(2), 10_000, "the stream goes on after both");
@@ -1024,13 +1033,9 @@ mod tests {
 
     #[test]
     fn a_read_the_stream_has_passed_comes_from_flash_and_leaves_the_stream() {
-        let mut flash = read_ahead_model();
-        flash.read(0, 0, 0, 4096);
-        flash.read(1_000_000_000, 0, 4096, 4096);
+        let mut flash = started_stream();
         // The stream reaches the second unit, and its memory lets the first unit go; a read of the first unit
         // runs after that (commands outstanding together run in any order).
-        let later = 2_000_000_000;
-        let at = |read: u64| later + read * 1_000;
         assert_eq!(flash.read(at(0), 0, 8192, UNIT - 8192) - at(0), 10_000);
         assert_eq!(flash.read(at(1), 0, UNIT, 4096) - at(1), 10_000, "the stream's next unit, in memory");
         assert!(flash.read(at(2), 0, UNIT - 4096, 4096) - at(2) > 10_000, "the straggler comes from flash");
