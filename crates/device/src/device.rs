@@ -23,6 +23,8 @@ pub struct Submitted {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct TraceEvent {
     pub submit_ns: u64,
+    /// The completion the device gave when the command was submitted (one moved later afterwards, see
+    /// `Device::moved_completions`, keeps its first time here).
     pub complete_ns: u64,
     pub opcode: u8,
     pub slba: u64,

@@ -57,8 +57,8 @@ impl<S: MediaStore> Device<S> {
     }
 
     /// Executes every queued command as submitted at `now`, in submission order or, with reordering on, in a
-    /// seeded order; `complete` gets each one's tag, completion time and result. A reset's completion may move
-    /// later afterwards (`moved_completions`).
+    /// seeded order; `complete` gets each one's tag, completion time and result. A reset's or a read's completion
+    /// may move later afterwards (`moved_completions`).
     pub fn process_queue(&mut self, now: u64, mut complete: impl FnMut(u64, u64, Result<Output, Status>)) {
         let mut batch = std::mem::take(&mut self.queue.entries);
         if let Some(rng) = &mut self.queue.reorder {
@@ -69,6 +69,8 @@ impl<S: MediaStore> Device<S> {
         }
         for (tag, command) in batch.drain(..) {
             let issued = self.media().resets_issued();
+            // A read's transfer to the host may move later while the command is in flight: it is named by its tag.
+            self.media.book_transfers_for(Some(tag));
             let (complete_ns, result) = self.execute_queued(now, command);
             let last = self.media().resets_issued();
             if last > issued && complete_ns > now {
@@ -76,20 +78,25 @@ impl<S: MediaStore> Device<S> {
             }
             complete(tag, complete_ns, result);
         }
+        self.media.book_transfers_for(None);
         // Keep the allocation for the next batch.
         if self.queue.entries.is_empty() {
             self.queue.entries = batch;
         }
     }
 
-    /// Hands `moved` each queued command whose completion has moved later since it was given (a reset whose
-    /// erases the reads processed since have suspended: the die works that much longer), with its new
-    /// completion time. A runtime that does not ask completes such a command at its first time.
+    /// Hands `moved` each queued command whose completion has moved later since it was given, with its new
+    /// completion time: a reset whose erases the reads processed since have suspended (the die works that much
+    /// longer), or a read whose data a later read's, ready sooner, went ahead of. A runtime that does not ask
+    /// completes such a command at its first time.
     #[inline]
-    pub fn moved_completions(&mut self, moved: impl FnMut(u64, u64)) {
-        // Asked at every instant of a simulation: most have no reset in flight.
+    pub fn moved_completions(&mut self, mut moved: impl FnMut(u64, u64)) {
+        // Asked at every instant of a simulation: most have no reset in flight, and no read moved.
         if !self.queue.awaited_resets.is_empty() {
-            self.retime_resets(moved);
+            self.retime_resets(&mut moved);
+        }
+        if self.media.any_transfer_moved() {
+            self.media.take_moved_transfers().for_each(|(tag, end)| moved(tag, end));
         }
     }
 
@@ -107,10 +114,11 @@ impl<S: MediaStore> Device<S> {
         }
     }
 
-    /// Forgets the resets a previous driver left in flight (a power loss, or a new runtime over this device): their
-    /// tags mean nothing any more, and nothing of theirs completes.
+    /// Forgets the resets and reads a previous driver left in flight (a power loss, or a new runtime over this
+    /// device): their tags mean nothing any more, and nothing of theirs completes.
     pub fn forget_in_flight(&mut self) {
         self.queue.awaited_resets.clear();
+        self.media.take_moved_transfers().for_each(drop);
     }
 
     /// Runs one owned command submitted at `now`; returns when it completes and what it returns.

@@ -4,8 +4,7 @@
 //! resource whose requests arrive in time order (the command processor), but wrong for one reserved for a
 //! future instant: a read whose data leaves its die at T would block the channel for a read whose die finished
 //! earlier but was reserved later. A timeline keeps the busy intervals and fills gaps, as a channel arbiter or
-//! NVMeVirt's credit-based channel model does. A link that interleaves packets of many transfers books each in
-//! pieces instead, through the gaps in turn (`reserve_in_pieces`).
+//! NVMeVirt's credit-based channel model does.
 
 /// Busy intervals `[start, end)`, sorted, disjoint and never touching (touching ones are merged). Those before
 /// `ended` had ended by the last reservation's present and count as gone; they are dropped in batches, so that a
@@ -26,19 +25,8 @@ const MAX_INTERVALS: usize = 4096;
 impl Timeline {
     /// Reserves `duration` starting no earlier than `earliest`, in the first gap that fits; intervals that end
     /// by `now` (no reservation can start before the present) are dropped. Returns the end of the reservation.
-    pub fn reserve(&mut self, now: u64, earliest: u64, duration: u64) -> u64 {
-        self.book(now, earliest, duration, false)
-    }
-
-    /// Reserves `duration` of the resource's time from `earliest` on in pieces: the gaps from there on, in turn,
-    /// until it is spent (work a resource interleaves with other work in small parts, as a link its packets).
-    /// Returns when the last piece ends.
-    pub fn reserve_in_pieces(&mut self, now: u64, earliest: u64, duration: u64) -> u64 {
-        self.book(now, earliest, duration, true)
-    }
-
     #[inline]
-    fn book(&mut self, now: u64, earliest: u64, duration: u64, in_pieces: bool) -> u64 {
+    pub fn reserve(&mut self, now: u64, earliest: u64, duration: u64) -> u64 {
         if self.busy.get(self.ended).is_some_and(|&(_, end)| end <= now) || self.busy.len() > MAX_INTERVALS {
             self.forget_before(now);
         }
@@ -51,7 +39,6 @@ impl Timeline {
             None => self.busy.push((earliest, earliest + duration)),
             Some(last) if earliest == last.1 => last.1 += duration,
             Some(last) if earliest > last.1 => self.busy.push((earliest, earliest + duration)),
-            Some(_) if in_pieces => return self.fill_gaps(earliest, duration),
             Some(_) => return self.reserve_in_gap(earliest, duration),
         }
         earliest + duration
@@ -85,43 +72,6 @@ impl Timeline {
         let (index, start) = self.fit(earliest, duration);
         let end = start + duration;
         self.insert(index, start, end);
-        end
-    }
-
-    /// Fills the gaps from `earliest` on until `duration` is spent, when some interval ends after `earliest`;
-    /// returns when the last piece ends. Everything from `earliest` to there is busy afterwards, so the intervals
-    /// passed (and neighbours touching) merge into one.
-    #[inline(never)]
-    fn fill_gaps(&mut self, earliest: u64, duration: u64) -> u64 {
-        let first = self.first_live_ending_after(earliest);
-        let (mut at, mut left, mut index) = (earliest, duration, first);
-        let end = loop {
-            let next_start = self.busy.get(index).map_or(u64::MAX, |&(start, _)| start);
-            if at < next_start {
-                if left <= next_start - at {
-                    break at + left;
-                }
-                left -= next_start - at;
-            }
-            at = at.max(self.busy[index].1);
-            index += 1;
-        };
-        if index == first {
-            // It fit whole in the first gap.
-            self.insert(index, earliest, end);
-            return end;
-        }
-        let (mut from, mut start) = (first, earliest.min(self.busy[first].0));
-        if from > self.ended && self.busy[from - 1].1 == start {
-            from -= 1;
-            start = self.busy[from].0;
-        }
-        let (mut to, mut merged_end) = (index, end);
-        if let Some(&(_, next_end)) = self.busy.get(to).filter(|&&(next_start, _)| next_start == end) {
-            merged_end = next_end;
-            to += 1;
-        }
-        self.busy.splice(from..to, [(start, merged_end)]);
         end
     }
 
@@ -263,41 +213,8 @@ mod tests {
         }
     }
 
-    /// The plain model of a reservation in pieces: intervals ended by `now` dropped, each gap from `earliest`
-    /// on filled in turn, touching intervals merged.
-    fn reference_reserve_in_pieces(busy: &mut Vec<(u64, u64)>, now: u64, earliest: u64, duration: u64) -> u64 {
-        busy.retain(|&(_, end)| end > now);
-        let (mut at, mut left, mut end) = (earliest, duration, earliest);
-        let mut pieces = Vec::new();
-        for &(busy_start, busy_end) in busy.iter().chain([&(u64::MAX, u64::MAX)]) {
-            if left == 0 {
-                break;
-            }
-            if at < busy_start {
-                let piece = left.min(busy_start - at);
-                pieces.push((at, at + piece));
-                (left, end) = (left - piece, at + piece);
-            }
-            at = at.max(busy_end);
-        }
-        busy.extend(pieces);
-        sort_and_merge(busy);
-        end
-    }
-
-    #[test]
-    fn a_reservation_in_pieces_fills_the_gaps_in_turn() {
-        let mut line = Timeline::default();
-        line.reserve(0, 10, 5);
-        line.reserve(0, 20, 5);
-        assert_eq!(line.reserve_in_pieces(0, 8, 9), 27, "2 before 10, 5 from 15 to 20, 2 from 25");
-        assert_eq!(line.live(), [(8, 27)]);
-        assert_eq!(line.reserve(0, 0, 8), 8, "the gap before touches it and merges");
-        assert_eq!(line.live(), [(0, 27)]);
-    }
-
-    /// Whole reservations and reservations in pieces, mixed, against the plain model: the ended intervals that
-    /// the timeline drops in batches change nothing.
+    /// Reservations against the plain model: the ended intervals that the timeline drops in batches change
+    /// nothing.
     #[test]
     fn reservations_match_the_plain_model() {
         let (mut line, mut reference) = (Timeline::default(), Vec::new());
@@ -308,13 +225,8 @@ mod tests {
             // Mostly ahead of the present, sometimes behind it, as a sense's earliest start can be.
             let earliest = (now + (seed >> 40) % 400).saturating_sub(50);
             let duration = 1 + (seed >> 20) % 30;
-            if seed >> 63 == 0 {
-                let end = line.reserve(now, earliest, duration);
-                assert_eq!(end, reference_reserve(&mut reference, now, earliest, duration), "step {step}");
-            } else {
-                let end = line.reserve_in_pieces(now, earliest, duration);
-                assert_eq!(end, reference_reserve_in_pieces(&mut reference, now, earliest, duration), "step {step}");
-            }
+            let end = line.reserve(now, earliest, duration);
+            assert_eq!(end, reference_reserve(&mut reference, now, earliest, duration), "step {step}");
             assert_eq!(line.live(), reference, "step {step}");
             assert_eq!(line.last_end(), reference.iter().map(|&(_, end)| end).max().unwrap_or(0), "step {step}");
         }

@@ -12,7 +12,7 @@
 //! Host code written against `CommandQueue` runs here unchanged: the futures complete through wakers, and
 //! `block_on` drives one on the calling thread.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -123,8 +123,8 @@ struct Engine {
     /// The tag of the next command queued: tags stay unique, so the device can name a command it retimes later.
     next_tag: u64,
     /// Commands not delivered yet whose completions the device has moved later (a reset whose erases reads
-    /// suspended), by tag, with their new times.
-    moved: Vec<(u64, u64)>,
+    /// suspended, a read whose data a later read's went ahead of), by tag, with their new times.
+    moved: HashMap<u64, u64>,
     pacing: Pacing,
 }
 
@@ -217,7 +217,7 @@ impl RealTime {
             due: Timers::new(),
             cells: Vec::new(),
             next_tag: 0,
-            moved: Vec::new(),
+            moved: HashMap::new(),
             pacing: Pacing::default(),
         };
         let shared = Arc::new(Shared {
@@ -326,8 +326,9 @@ fn device_loop(shared: &Shared) -> Stopped {
         let now = shared.now_ns();
         while let Some((at_ns, next)) = due.pop_due(now) {
             if let Some(tag) = next.tag {
-                if let Some(index) = moved.iter().position(|&(moved_tag, _)| moved_tag == tag) {
-                    let (_, later) = moved.swap_remove(index);
+                // Most completions were never moved: the map is usually empty, and then not hashed.
+                let moved_to = if moved.is_empty() { None } else { moved.remove(&tag) };
+                if let Some(later) = moved_to {
                     if later > at_ns {
                         due.set(later, next);
                         continue;
@@ -404,7 +405,7 @@ fn process(
     now: u64,
     cells: &mut Vec<Option<Arc<Cell>>>,
     next_tag: u64,
-    moved: &mut Vec<(u64, u64)>,
+    moved: &mut HashMap<u64, u64>,
     due: &mut Timers<Due>,
 ) {
     let arrival = host.arrival_ns(now);
@@ -419,13 +420,11 @@ fn process(
 
 /// Notes the completions the device has moved later since it was last asked, by tag: when a command's first
 /// time comes, the device thread holds it until the latest of them.
-fn take_moves(device: &mut Device<Box<dyn MediaStore>>, host: HostSide, moved: &mut Vec<(u64, u64)>) {
+fn take_moves(device: &mut Device<Box<dyn MediaStore>>, host: HostSide, moved: &mut HashMap<u64, u64>) {
     device.moved_completions(|tag, device_ns| {
         let at_ns = host.completion_ns(device_ns, device_ns);
-        match moved.iter_mut().find(|(moved_tag, _)| *moved_tag == tag) {
-            Some(entry) => entry.1 = entry.1.max(at_ns),
-            None => moved.push((tag, at_ns)),
-        }
+        let later = moved.entry(tag).or_insert(at_ns);
+        *later = (*later).max(at_ns);
     });
 }
 

@@ -148,14 +148,11 @@ impl<S: MediaStore> Shared<S> {
             slots[slot].done = Some(Done { complete_ns, result });
             timers.set(complete_ns, Target::Slot(index32(slot)));
         });
-        // A reset whose erases these commands suspended completes later: its earlier timer finds it not done yet.
+        // A reset whose erases these commands suspended, or a read whose data theirs went ahead of, completes
+        // later: its timer, when it comes, is set again for the new time.
         self.device.moved_completions(|tag, device_ns| {
             if let Some(Done { complete_ns, .. }) = &mut slots[tag as usize].done {
-                let later = host.completion_ns(device_ns, device_ns);
-                if later > *complete_ns {
-                    *complete_ns = later;
-                    timers.set(later, Target::Slot(index32(tag as usize)));
-                }
+                *complete_ns = (*complete_ns).max(host.completion_ns(device_ns, device_ns));
             }
         });
         for waker in std::mem::take(&mut self.queue_waiters) {
@@ -410,16 +407,21 @@ impl<S: MediaStore + 'static> Simulation<S> {
                         shared.free_sleepers.push(index);
                         true
                     }
-                    Target::Slot(slot) => match &shared.slots[slot as usize].wakee {
-                        Some(Wakee::Task(task)) => {
+                    Target::Slot(slot) => match &shared.slots[slot as usize] {
+                        Slot { done: Some(Done { complete_ns, .. }), .. } if *complete_ns > at => {
+                            let later = *complete_ns;
+                            shared.timers.set(later, target);
+                            false
+                        }
+                        Slot { wakee: Some(Wakee::Task(task)), .. } => {
                             self.ready.push_back(*task);
                             false
                         }
-                        Some(Wakee::Waker(waker)) => {
+                        Slot { wakee: Some(Wakee::Waker(waker)), .. } => {
                             waker.wake_by_ref();
                             true
                         }
-                        None => unreachable!("a completion timer points at a slot in use"),
+                        Slot { wakee: None, .. } => unreachable!("a completion timer points at a slot in use"),
                     },
                 };
                 if woke_a_waker {

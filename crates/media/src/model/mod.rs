@@ -7,6 +7,7 @@
 
 mod costs;
 mod layout;
+mod output;
 mod resources;
 mod wear;
 mod zone_media;
@@ -139,6 +140,23 @@ impl FlashModel {
     /// with a new time by which it completes.
     pub fn take_moved_resets(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.resources.take_moved_resets()
+    }
+
+    /// Names the command whose reads' transfers to the host are booked from now on (None: one whose completion
+    /// no runtime moves), so that `take_moved_transfers` can name it.
+    pub fn book_transfers_for(&mut self, command: Option<u64>) {
+        self.resources.output.book_for(command);
+    }
+
+    /// Whether a transfer to the host has moved later since the last `take_moved_transfers`.
+    pub fn any_transfer_moved(&self) -> bool {
+        self.resources.output.any_moved()
+    }
+
+    /// The commands (as `book_transfers_for` named them) whose transfers to the host reads with data ready
+    /// sooner have delayed since the last call, each with a new end, by which the command completes.
+    pub fn take_moved_transfers(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.resources.output.take_moved()
     }
 
     pub fn config(&self) -> &MediaConfig {
@@ -392,7 +410,7 @@ impl FlashModel {
             }
         };
         let output_ns = transfer_ns(len_bytes, self.costs.read_budget_ns_per_byte.max(self.costs.link_ns_per_byte));
-        let output_done = self.resources.output.reserve_in_pieces(now, data_out, output_ns);
+        let output_done = self.resources.output.book(now, data_out, output_ns);
         command.done_ns.max(output_done)
     }
 

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 
+use super::output::OutputQueue;
 use crate::timeline::Timeline;
 use crate::LogicalZone;
 
@@ -46,7 +47,7 @@ pub(super) struct Resources {
     command: CommandProcessor,
     link_to_device_free: u64,
     /// The way out to the host: the read budget and the host link, whichever is narrower, as one resource.
-    pub output: Timeline,
+    pub output: OutputQueue,
     pub write_budget: WriteBudget,
 }
 
@@ -289,7 +290,7 @@ impl Resources {
             erase_slot_free: vec![0; erase_concurrency as usize],
             command: CommandProcessor::new(processor),
             link_to_device_free: 0,
-            output: Timeline::default(),
+            output: OutputQueue::default(),
             write_budget,
         }
     }
@@ -450,18 +451,20 @@ impl Resources {
         }
         self.awaited_erases.clear();
         self.moved_resets.clear();
-        for line in self.planes.iter_mut().chain(self.channels.iter_mut()).chain([&mut self.output]) {
+        for line in self.planes.iter_mut().chain(self.channels.iter_mut()) {
             line.truncate(at);
         }
+        self.output.truncate(at);
     }
 
     /// The latest time any resource is reserved to.
     pub fn busy_until(&self) -> u64 {
-        let timelines = self.planes.iter().chain(self.channels.iter()).chain([&self.output]).map(Timeline::last_end);
+        let timelines = self.planes.iter().chain(self.channels.iter()).map(Timeline::last_end);
         self.erase_slot_free
             .iter()
             .chain([&self.command.free_ns, &self.link_to_device_free, &self.write_budget.free_ns])
             .copied()
+            .chain([self.output.last_end()])
             .chain(timelines)
             .max()
             .unwrap_or(0)
