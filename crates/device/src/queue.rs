@@ -21,19 +21,6 @@ pub struct QueueFull(pub QueuedCommand);
 pub(crate) struct SubmissionQueue {
     entries: Vec<(u64, QueuedCommand)>,
     reorder: Option<SplitMix64>,
-    /// Commands from the queue that reset zones and have not completed: reads that suspend their erases may
-    /// delay them.
-    awaited_resets: Vec<AwaitedReset>,
-}
-
-/// A command that resets zones: its tag, the numbers of its resets in the flash model (`first..=last`), and
-/// when it completes.
-#[derive(Debug)]
-struct AwaitedReset {
-    tag: u64,
-    first: u64,
-    last: u64,
-    complete_ns: u64,
 }
 
 impl<S: MediaStore> Device<S> {
@@ -64,21 +51,13 @@ impl<S: MediaStore> Device<S> {
         if let Some(rng) = &mut self.queue.reorder {
             rng.shuffle(&mut batch);
         }
-        if !self.queue.awaited_resets.is_empty() {
-            self.queue.awaited_resets.retain(|reset| reset.complete_ns > now);
-        }
         for (tag, command) in batch.drain(..) {
-            let issued = self.media().resets_issued();
-            // A read's transfer to the host may move later while the command is in flight: it is named by its tag.
-            self.media.book_transfers_for(Some(tag));
+            // Work done for the command may be delayed while it is in flight: the flash model names it by its tag.
+            self.media.serve(Some(tag));
             let (complete_ns, result) = self.execute_queued(now, command);
-            let last = self.media().resets_issued();
-            if last > issued && complete_ns > now {
-                self.queue.awaited_resets.push(AwaitedReset { tag, first: issued + 1, last, complete_ns });
-            }
             complete(tag, complete_ns, result);
         }
-        self.media.book_transfers_for(None);
+        self.media.serve(None);
         // Keep the allocation for the next batch.
         if self.queue.entries.is_empty() {
             self.queue.entries = batch;
@@ -91,34 +70,16 @@ impl<S: MediaStore> Device<S> {
     /// completes such a command at its first time.
     #[inline]
     pub fn moved_completions(&mut self, mut moved: impl FnMut(u64, u64)) {
-        // Asked at every instant of a simulation: most have no reset in flight, and no read moved.
-        if !self.queue.awaited_resets.is_empty() {
-            self.retime_resets(&mut moved);
-        }
-        if self.media.any_transfer_moved() {
-            self.media.take_moved_transfers().for_each(|(tag, end)| moved(tag, end));
-        }
-    }
-
-    fn retime_resets(&mut self, mut moved: impl FnMut(u64, u64)) {
-        let awaited = &mut self.queue.awaited_resets;
-        for (reset, end) in self.media.take_moved_resets() {
-            let Some(command) = awaited.iter_mut().find(|command| (command.first..=command.last).contains(&reset))
-            else {
-                continue;
-            };
-            if end > command.complete_ns {
-                command.complete_ns = end;
-                moved(command.tag, end);
-            }
+        // Asked at every instant of a simulation: at most of them nothing moved.
+        if self.media.any_moved() {
+            self.media.take_moved().for_each(|(tag, end)| moved(tag, end));
         }
     }
 
     /// Forgets the resets and reads a previous driver left in flight (a power loss, or a new runtime over this
     /// device): their tags mean nothing any more, and nothing of theirs completes.
     pub fn forget_in_flight(&mut self) {
-        self.queue.awaited_resets.clear();
-        self.media.take_moved_transfers().for_each(drop);
+        self.media.forget_commands();
     }
 
     /// Runs one owned command submitted at `now`; returns when it completes and what it returns.

@@ -14,6 +14,7 @@ mod zone_media;
 
 use costs::{ns_per_byte, transfer_ns, Costs};
 use layout::{Layout, Place};
+use output::NO_COMMAND;
 use resources::{HeldPages, Processed, ProcessorTimes, Resources, Suspend, WriteBudget};
 pub use wear::EraseSummary;
 use wear::Wear;
@@ -97,8 +98,6 @@ pub struct FlashModel {
     renewable: Option<RenewableMap>,
     wear: Wear,
     counters: FlashCounters,
-    /// Resets so far: each reset's number, by which the device follows the ones that reads' suspensions delay.
-    resets_issued: u64,
 }
 
 impl FlashModel {
@@ -125,38 +124,32 @@ impl FlashModel {
                 .then(|| RenewableMap::new(zones, layout.units_per_zone, config.mapping.renew_above)),
             wear: Wear::new(zones as usize, layout.blocks_per_zone()),
             counters: FlashCounters::default(),
-            resets_issued: 0,
             layout,
             config,
         }
     }
 
-    /// How many resets the model has timed: the last one's number.
-    pub fn resets_issued(&self) -> u64 {
-        self.resets_issued
+    /// Names the command the model works for from now on (None: one no runtime retimes), so that a later
+    /// change to its completion can be reported under that name (`take_moved`).
+    pub fn serve(&mut self, command: Option<u64>) {
+        self.resources.serve(command.unwrap_or(NO_COMMAND));
     }
 
-    /// The resets (by number) that reads' suspensions of their erases have delayed since the last call, each
-    /// with a new time by which it completes.
-    pub fn take_moved_resets(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.resources.take_moved_resets()
+    /// Whether a command's completion has moved later since the last `take_moved`.
+    pub fn any_moved(&self) -> bool {
+        self.resources.any_moved()
     }
 
-    /// Names the command whose reads' transfers to the host are booked from now on (None: one whose completion
-    /// no runtime moves), so that `take_moved_transfers` can name it.
-    pub fn book_transfers_for(&mut self, command: Option<u64>) {
-        self.resources.output.book_for(command);
+    /// The commands (as `serve` named them) whose completions later work has moved since the last call, each
+    /// with a new time it completes by: a reset whose erases reads suspended (the die works that much longer),
+    /// a read whose data a later read's, ready sooner, went ahead of on the way out.
+    pub fn take_moved(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.resources.take_moved()
     }
 
-    /// Whether a transfer to the host has moved later since the last `take_moved_transfers`.
-    pub fn any_transfer_moved(&self) -> bool {
-        self.resources.output.any_moved()
-    }
-
-    /// The commands (as `book_transfers_for` named them) whose transfers to the host reads with data ready
-    /// sooner have delayed since the last call, each with a new end, by which the command completes.
-    pub fn take_moved_transfers(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.resources.output.take_moved()
+    /// Forgets the names of the commands in flight (a power loss, or a new driver whose names mean others).
+    pub fn forget_commands(&mut self) {
+        self.resources.forget_commands();
     }
 
     pub fn config(&self) -> &MediaConfig {
@@ -410,7 +403,7 @@ impl FlashModel {
             }
         };
         let output_ns = transfer_ns(len_bytes, self.costs.read_budget_ns_per_byte.max(self.costs.link_ns_per_byte));
-        let output_done = self.resources.output.book(now, data_out, output_ns);
+        let output_done = self.resources.transfer_out(now, data_out, output_ns);
         command.done_ns.max(output_done)
     }
 
@@ -574,7 +567,6 @@ impl FlashModel {
     /// the reset waits for them. Data in the write buffer is dropped.
     pub fn reset(&mut self, now: u64, zone: u32) -> u64 {
         let zone = LogicalZone(zone);
-        self.resets_issued += 1;
         let command = self.management_command(now);
         let (command_done, start) = (command.done_ns, command.taken_ns + self.costs.reset_ns);
         let media = std::mem::take(self.zone_mut(zone));
@@ -664,7 +656,7 @@ impl FlashModel {
                 plane_done = at;
             }
             if block + 1 == erase.waited_blocks && !zone_latency {
-                self.resources.await_erase(now, self.resets_issued, plane, at);
+                self.resources.await_erase(now, plane, at);
             }
             let unit = ProgramUnit(block * block_units * self.layout.planes_per_zone + plane_in_zone);
             self.wear.record_erase(self.layout.block_of(physical_zone, unit), waited);

@@ -19,9 +19,10 @@ struct Transfer {
     command: u64,
 }
 
-const NO_COMMAND: u64 = u64::MAX;
+/// The command of work no runtime will retime.
+pub(super) const NO_COMMAND: u64 = u64::MAX;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct OutputQueue {
     /// Transfers in the order they leave: by ready time, ties in booking order. Each starts once its data is
     /// ready and the one before it has left, so their ends increase. Those before `over` had ended by the last
@@ -29,25 +30,17 @@ pub(super) struct OutputQueue {
     /// whole list each time one ends.
     transfers: Vec<Transfer>,
     over: usize,
-    /// The command the transfers booked now are for, or `NO_COMMAND`.
-    command: u64,
     /// Commands whose transfers have moved later since the device last looked, with their new ends.
     moved: Vec<(u64, u64)>,
-}
-
-impl Default for OutputQueue {
-    fn default() -> OutputQueue {
-        OutputQueue { transfers: Vec::new(), over: 0, command: NO_COMMAND, moved: Vec::new() }
-    }
 }
 
 /// How many ended transfers may wait before they are dropped.
 const OVER_BATCH: usize = 64;
 
 impl OutputQueue {
-    /// Books a transfer of `duration_ns` whose data is ready at `ready` (for a command submitted at `now`, which
-    /// is never after `ready`); returns when it ends.
-    pub fn book(&mut self, now: u64, ready: u64, duration_ns: u64) -> u64 {
+    /// Books a transfer of `duration_ns` whose data is ready at `ready` for `command`, submitted at `now` (never
+    /// after `ready`); returns when it ends.
+    pub fn book(&mut self, now: u64, ready: u64, duration_ns: u64, command: u64) -> u64 {
         let transfers = &mut self.transfers;
         while transfers.get(self.over).is_some_and(|transfer| transfer.end_ns <= now) {
             self.over += 1;
@@ -61,7 +54,7 @@ impl OutputQueue {
         let at = self.over + transfers[self.over..].partition_point(|transfer| transfer.ready_ns <= ready);
         let before = at.checked_sub(1).map_or(0, |previous| transfers[previous].end_ns);
         let end_ns = ready.max(before) + duration_ns;
-        transfers.insert(at, Transfer { ready_ns: ready, duration_ns, end_ns, command: self.command });
+        transfers.insert(at, Transfer { ready_ns: ready, duration_ns, end_ns, command });
         // Those ready later leave after it: each moves until a gap (a wait for its data) takes up the shift.
         let mut before = end_ns;
         for later in &mut transfers[at + 1..] {
@@ -78,14 +71,15 @@ impl OutputQueue {
         end_ns
     }
 
-    /// Names the command the transfers booked from now on are for (None: one whose completion nothing moves).
-    pub fn book_for(&mut self, command: Option<u64>) {
-        self.command = command.unwrap_or(NO_COMMAND);
-    }
-
     /// Whether a transfer has moved since the device last took the moves.
     pub fn any_moved(&self) -> bool {
         !self.moved.is_empty()
+    }
+
+    /// Forgets whom the transfers are for: nothing of theirs is reported any more.
+    pub fn forget_commands(&mut self) {
+        self.transfers.iter_mut().for_each(|transfer| transfer.command = NO_COMMAND);
+        self.moved.clear();
     }
 
     /// The commands whose transfers moved later since the last call, each with its transfer's new end, in the
@@ -119,13 +113,10 @@ mod tests {
         let mut output = OutputQueue::default();
         // A read whose data is ready at 100 books [100, 110); one booked after it with data at 50 takes
         // [50, 60) without moving it; a third with data at 95 leaves first, and the first moves to [105, 115).
-        output.book_for(Some(7));
-        assert_eq!(output.book(0, 100, 10), 110);
-        output.book_for(Some(8));
-        assert_eq!(output.book(1, 50, 10), 60);
+        assert_eq!(output.book(0, 100, 10, 7), 110);
+        assert_eq!(output.book(1, 50, 10, 8), 60);
         assert!(!output.any_moved(), "a gap before the first took the second");
-        output.book_for(Some(9));
-        assert_eq!(output.book(2, 95, 10), 105);
+        assert_eq!(output.book(2, 95, 10, 9), 105);
         assert_eq!(output.take_moved().collect::<Vec<_>>(), vec![(7, 115)]);
         assert_eq!(output.last_end(), 115);
     }
@@ -134,31 +125,31 @@ mod tests {
     fn a_shift_stops_at_the_first_gap() {
         let mut output = OutputQueue::default();
         for (command, ready) in [(1, 100), (2, 110), (3, 200)] {
-            output.book_for(Some(command));
-            output.book(0, ready, 10);
+            output.book(0, ready, 10, command);
         }
         // Ready at 95, it pushes the two back to back behind it by 5; the third waited for its data anyway.
-        output.book(0, 95, 10);
+        output.book(0, 95, 10, 4);
         assert_eq!(output.take_moved().collect::<Vec<_>>(), vec![(1, 115), (2, 125)]);
         assert_eq!(output.last_end(), 210);
-        // A transfer for no command moves unreported.
-        output.book_for(None);
-        assert_eq!(output.book(0, 300, 10), 310);
-        output.book_for(Some(4));
-        output.book(0, 295, 10);
+        // A transfer for no command moves unreported, and so do all once their commands are forgotten.
+        assert_eq!(output.book(0, 300, 10, NO_COMMAND), 310);
+        output.book(0, 295, 10, 5);
         assert!(!output.any_moved());
         assert_eq!(output.last_end(), 315);
+        output.forget_commands();
+        output.book(0, 90, 10, 6);
+        assert!(!output.any_moved());
     }
 
     #[test]
     fn transfers_over_are_forgotten_and_a_power_loss_stops_the_one_under_way() {
         let mut output = OutputQueue::default();
-        assert_eq!(output.book(0, 10, 100), 110);
+        assert_eq!(output.book(0, 10, 100, 1), 110);
         // Ready before the first ends: it follows it, and nothing moves.
-        assert_eq!(output.book(50, 60, 100), 210);
+        assert_eq!(output.book(50, 60, 100, 2), 210);
         assert!(!output.any_moved());
         // Booked after both ended: it starts when its data is ready.
-        assert_eq!(output.book(300, 305, 5), 310);
+        assert_eq!(output.book(300, 305, 5, 3), 310);
         output.truncate(307);
         assert_eq!(output.last_end(), 307);
     }

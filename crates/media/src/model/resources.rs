@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::output::OutputQueue;
+use super::output::{OutputQueue, NO_COMMAND};
 use crate::timeline::Timeline;
 use crate::LogicalZone;
 
@@ -35,6 +35,9 @@ pub(super) struct Resources {
     suspension_start: Vec<u64>,
     suspend_ns: u64,
     resume_before_suspend_ns: u64,
+    /// The command the work reserved now is for, as the caller named it (`NO_COMMAND`: none a runtime retimes):
+    /// moves of its completion are reported under that name.
+    serving: u64,
     /// Erases that resets wait for while reads may suspend them, and the resets whose erases suspensions have
     /// moved later since the device last looked, each with its erase's new end.
     awaited_erases: Vec<AwaitedErase>,
@@ -47,7 +50,7 @@ pub(super) struct Resources {
     command: CommandProcessor,
     link_to_device_free: u64,
     /// The way out to the host: the read budget and the host link, whichever is narrower, as one resource.
-    pub output: OutputQueue,
+    output: OutputQueue,
     pub write_budget: WriteBudget,
 }
 
@@ -251,10 +254,10 @@ pub(super) struct Suspend {
     pub resume_before_suspend_ns: u64,
 }
 
-/// An erase reset number `reset` waits for: it ends on `plane` at `end`.
+/// An erase the reset of `command` waits for: it ends on `plane` at `end`.
 #[derive(Clone, Copy, Debug)]
 struct AwaitedErase {
-    reset: u64,
+    command: u64,
     plane: usize,
     end: u64,
 }
@@ -284,6 +287,7 @@ impl Resources {
             suspension_start: vec![0; planes],
             suspend_ns: suspend.latency_ns,
             resume_before_suspend_ns: suspend.resume_before_suspend_ns,
+            serving: NO_COMMAND,
             awaited_erases: Vec::new(),
             moved_resets: Vec::new(),
             channels: vec![Timeline::default(); channels],
@@ -330,7 +334,7 @@ impl Resources {
     /// progress is guaranteed), so a read that comes in that window waits for the window's end, or for the
     /// operation's end if that is sooner. The die's time the suspension takes is added after the operation
     /// (`hold_suspended`); the operation's reservation stays, and a reset that waits for an erase the added time
-    /// delays learns its later end (`take_moved_resets`). Returns when the sense ends and whether an operation was
+    /// delays learns its later end (`take_moved`). Returns when the sense ends and whether an operation was
     /// suspended.
     pub fn sense(&mut self, now: u64, plane: usize, start: u64, sense_ns: u64) -> (u64, bool) {
         if self.suspend_ns != 0 {
@@ -387,7 +391,7 @@ impl Resources {
         for erase in &mut self.awaited_erases {
             if erase.plane == plane && op_end <= erase.end && erase.end <= end - added {
                 erase.end += added;
-                self.moved_resets.push((erase.reset, erase.end));
+                self.moved_resets.push((erase.command, erase.end));
             }
         }
         let ops = &mut self.suspendable[plane];
@@ -400,19 +404,45 @@ impl Resources {
         }
     }
 
-    /// Notes that reset number `reset` completes once `plane`'s erase ending at `end` is done, so that the reads
-    /// that suspend the die before then move the reset's completion (when reads may suspend at all).
-    pub fn await_erase(&mut self, now: u64, reset: u64, plane: usize, end: u64) {
-        if self.suspend_ns != 0 {
+    /// Names the command the work reserved from now on is for (`NO_COMMAND`: none a runtime retimes).
+    pub fn serve(&mut self, command: u64) {
+        self.serving = command;
+    }
+
+    /// Books the way out to the host for the command served: `duration_ns` once its data is ready at `ready`.
+    pub fn transfer_out(&mut self, now: u64, ready: u64, duration_ns: u64) -> u64 {
+        self.output.book(now, ready, duration_ns, self.serving)
+    }
+
+    /// Notes that the reset being served completes once `plane`'s erase ending at `end` is done, so that the
+    /// reads that suspend the die before then move the reset's completion (when reads may suspend at all and a
+    /// runtime can retime the reset).
+    pub fn await_erase(&mut self, now: u64, plane: usize, end: u64) {
+        if self.suspend_ns != 0 && self.serving != NO_COMMAND {
             self.awaited_erases.retain(|erase| erase.end > now);
             self.moved_resets.retain(|&(_, end)| end > now);
-            self.awaited_erases.push(AwaitedErase { reset, plane, end });
+            self.awaited_erases.push(AwaitedErase { command: self.serving, plane, end });
         }
     }
 
-    /// The resets whose awaited erases suspensions have moved since the last call, with the erases' new ends.
-    pub fn take_moved_resets(&mut self) -> std::vec::Drain<'_, (u64, u64)> {
-        self.moved_resets.drain(..)
+    /// Whether a command's completion has moved since the last `take_moved`.
+    pub fn any_moved(&self) -> bool {
+        !self.moved_resets.is_empty() || self.output.any_moved()
+    }
+
+    /// The commands whose completions have moved later since the last call (resets whose awaited erases reads
+    /// suspended, reads whose transfers others overtook), each with a new time it completes by.
+    pub fn take_moved(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.moved_resets.drain(..).chain(self.output.take_moved())
+    }
+
+    /// Forgets whom the work in flight is for (a new driver's names mean other commands): nothing of it is
+    /// reported any more.
+    pub fn forget_commands(&mut self) {
+        self.serving = NO_COMMAND;
+        self.awaited_erases.clear();
+        self.moved_resets.clear();
+        self.output.forget_commands();
     }
 
     /// One block erase of `erase_ns` on `plane` from `at`, through the device's erase slots when their number
