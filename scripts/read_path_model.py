@@ -11,6 +11,17 @@ priority asked for, without moving completions. docs/calibration.md cites two of
                                                     # no processor cost; each read holds its channel 9.5 us to
                                                     # send its command before the sense, data before commands
 
+and three of stop 39:
+
+  scripts/read_path_model.py --command-phase-us 9.5 --release-die
+                                                    # as above, first come first served on the channel, and the
+                                                    # die free once it has sensed (a cache register)
+  scripts/read_path_model.py --command-phase-us 9.5 --command-on-die
+                                                    # no processor cost; the 9.5 us held on the die before the
+                                                    # sense instead of on the channel
+  scripts/read_path_model.py --command-phase-us 6 --command-on-die --processor-us 0.575 --processor-per-4k-us 1.4
+                                                    # the same with a processor that binds 8 KiB reads only
+
 A closed loop of QD reads over one zone (one die of 32 at random, 8 channels, 4 dies to a channel), against
 the grid's measurements (reference/zn540_spdk_grid.csv, one zone). Constants are the zn540 preset's: page
 types 35.3 / 48.4 / 66.25 us (read-latency-us 50 x read-page-factors), channel 445 MiB/s, read budget
@@ -42,6 +53,8 @@ def run(qd, kib, args, reads=30000, seed=1):
     move_us = kib * 1024 / (445 * MIB)
     out_us = kib * 1024 / (2507 * MIB)
     processor_us = 0.0 if args.command_phase_us else 1.197 + 1.089 * kib / 4
+    if args.processor_us is not None:
+        processor_us = args.processor_us + args.processor_per_4k_us * kib / 4
     events, order = [], [0]
 
     def at(t, kind, data):
@@ -90,7 +103,8 @@ def run(qd, kib, args, reads=30000, seed=1):
         if die_busy[die] or not die_queue[die]:
             return
         die_busy[die] = True
-        at(t + rng.choice(SENSE_US), "sensed", (die_queue[die].popleft(), die))
+        command_us = args.command_phase_us if args.command_on_die else 0.0
+        at(t + command_us + rng.choice(SENSE_US), "sensed", (die_queue[die].popleft(), die))
 
     for _ in range(qd):
         submit(0.0)
@@ -98,13 +112,16 @@ def run(qd, kib, args, reads=30000, seed=1):
         t, _, kind, data = heapq.heappop(events)
         if kind == "command":
             read, die = data
-            if args.command_phase_us:
+            if args.command_phase_us and not args.command_on_die:
                 to_channel(t, ("command", read, die))
             else:
                 die_queue[die].append(read)
                 start_die(t, die)
         elif kind == "sensed":
             read, die = data
+            if args.release_die:
+                die_busy[die] = False
+                start_die(t, die)
             to_channel(t, ("data", read, die))
         elif kind == "moved":
             phase, read, die = data
@@ -112,7 +129,8 @@ def run(qd, kib, args, reads=30000, seed=1):
             if phase == "command":
                 die_queue[die].append(read)
             else:
-                die_busy[die] = False
+                if not args.release_die:
+                    die_busy[die] = False
                 out_free[0] = max(t, out_free[0]) + out_us
                 at(out_free[0] + 0.5, "done", read)
             start_die(t, die)
@@ -130,6 +148,15 @@ def main():
     parser.add_argument("--command-phase-us", type=float, default=0.0,
                         help="channel time each read takes to send its command before the sense (0: none)")
     parser.add_argument("--data-first", action="store_true", help="a channel moves data before sending commands")
+    parser.add_argument("--release-die", action="store_true",
+                        help="a die is free once it has sensed, not once its channel has moved the data")
+    parser.add_argument("--command-on-die", action="store_true",
+                        help="the command phase holds the die before the sense, not the channel")
+    parser.add_argument("--processor-us", type=float, default=None,
+                        help="the processor's fixed time per read (default: the preset's 1.197 us, or none with a "
+                             "command phase)")
+    parser.add_argument("--processor-per-4k-us", type=float, default=0.0,
+                        help="with --processor-us, the processor's time per 4 KiB read")
     args = parser.parse_args()
     print("KiB  QD   KIOPS model (drive)   mean us model (drive)   p99 us model (drive)")
     for kib, by_qd in MEASURED.items():
