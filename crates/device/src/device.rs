@@ -45,6 +45,9 @@ pub struct DeviceCounters {
     /// Open zones the zombie scan finished.
     pub controller_finishes: u64,
     pub errors: u64,
+    /// Reads that reached blocks no write has reached (at or past their zone's write pointer, or past its
+    /// capacity): the device returns zeros for those blocks without reading flash.
+    pub reads_of_unwritten: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
 }
@@ -288,15 +291,18 @@ impl<S: MediaStore> Device<S> {
         let geometry = *self.namespace.geometry();
         let lba_shift = geometry.lba_shift;
         let mut done = at;
+        let mut unwritten = false;
         let (mut lba, end) = (slba, slba + (len_bytes >> lba_shift));
         while lba < end {
             let zone = geometry.zone_of(lba);
             let piece_end = end.min(geometry.zone_start_lba(zone) + geometry.zone_size_lba);
             let offset = (lba - geometry.zone_start_lba(zone)) << lba_shift;
             done = done.max(self.media.read(at, zone, offset, (piece_end - lba) << lba_shift));
+            unwritten |= piece_end > self.namespace.written_end_lba(zone);
             lba = piece_end;
         }
         self.counters.reads += 1;
+        self.counters.reads_of_unwritten += u64::from(unwritten);
         self.counters.bytes_read += len_bytes;
         done
     }

@@ -37,3 +37,29 @@ fn a_reopened_image_reads_like_a_preconditioned_device() {
     assert!(reopened_ns > 50_000, "a 4 KiB read of programmed flash on the ZN540 takes ~73 us: {reopened_ns} ns");
     assert_eq!(reopened.config.name, "zn540", "the image keeps the model it was created with");
 }
+
+/// A read that reaches past a zone's written data (its write pointer, or its capacity once full) costs no flash
+/// read for those blocks; the device counts such reads, so that a tool can say when a job made them.
+#[test]
+fn reads_that_reach_unwritten_blocks_are_counted() {
+    let config = DeviceConfig::load("zn540", &["namespace.zones=4".into()]).expect("preset");
+    let mut device = Device::new(&config, NullStore).expect("device");
+    let geometry = *device.namespace().geometry();
+    device.precondition(0, 8 << 12).expect("eight blocks in zone 0");
+    device.precondition(1, geometry.zone_cap_lba << 12).expect("zone 1 full");
+    let zone_1 = geometry.zone_start_lba(1);
+    let reads = [
+        (0, 8, false),
+        (4, 8, true),
+        (8, 1, true),
+        (zone_1 + geometry.zone_cap_lba - 1, 1, false),
+        (zone_1 + geometry.zone_cap_lba, 1, true),
+        (geometry.zone_start_lba(2), 1, true),
+    ];
+    for (at, (slba, nlb, unwritten)) in (1..).map(|step| step * 1_000_000_000).zip(reads) {
+        let before = device.counters().reads_of_unwritten;
+        device.submit(at, Command::ReadDiscard { slba, nlb }).result.expect("read");
+        assert_eq!(device.counters().reads_of_unwritten - before, u64::from(unwritten), "{nlb} blocks at {slba}");
+    }
+    assert_eq!(device.counters().reads, 6);
+}

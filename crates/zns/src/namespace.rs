@@ -206,6 +206,12 @@ impl<S: MediaStore> ZonedNamespace<S> {
         self.nr_active
     }
 
+    /// Where a zone's written data ends: its blocks from here on were never written and read as zeros. Unlike a
+    /// report's write pointer, it is kept for a full zone (where its writes stopped).
+    pub fn written_end_lba(&self, zone: u32) -> u64 {
+        self.zones[zone as usize].wp_lba
+    }
+
     /// The descriptor of one zone, as a report would show it.
     pub fn zone(&self, zone: u32) -> ZoneDescriptor {
         let meta = &self.zones[zone as usize];

@@ -125,3 +125,23 @@ fn a_runtime_bound_job_on_a_device_without_latency_ends_and_says_why() {
     let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("json");
     assert_eq!(json["jobs"][0]["read"]["io_bytes"].as_u64(), Some(6 << 30));
 }
+
+/// Without zonemode=zbd, fio reads a zone's whole size, and a ZN540 zone holds data in only its first 1077 of 2048
+/// MiB: the rest reads as zeros at no flash cost. zonelab says how many reads did that; with zbd, none do.
+#[test]
+fn reads_past_the_written_data_are_named_in_a_note() {
+    let unwritten_note = |zonemode: &str| -> Option<String> {
+        let zonemode = format!("--zonemode={zonemode}");
+        let args = ["fio", "--name=r", "--filename=preset:zn540,zones=4", &zonemode, "--prefill=full", "--rw=randread"];
+        let rest = ["--bs=4k", "--size=1z", "--ioengine=spdk", "--io_size=4m", "--output-format=json"];
+        let json: serde_json::Value = serde_json::from_str(&ok(&[&args[..], &rest].concat())).expect("json");
+        let notes = json["zonelab"]["notes"].as_array().expect("notes").clone();
+        notes.iter().filter_map(|note| note.as_str()).find(|note| note.contains("no write had reached")).map(Into::into)
+    };
+    let note = unwritten_note("none").expect("reads past the capacity are named");
+    let count: u64 = note["group 0: ".len()..].split(' ').next().and_then(|n| n.parse().ok()).expect("a count");
+    assert!(note.contains("of its 1024 reads"), "{note}");
+    // 1 - 1077 / 2048 of uniformly random blocks: 47.4 %, about 485 of 1024.
+    assert!((430..540).contains(&count), "{note}");
+    assert_eq!(unwritten_note("zbd"), None, "zbd reads only written blocks");
+}

@@ -1796,6 +1796,17 @@ pub fn run_reporting(
         });
         let (jobs, group_result, stalled_jobs) = run.run_group(groupid, &group, &mut report, dumps.as_mut())?;
         results.extend(jobs);
+        let device = &group_result.device;
+        if device.reads_of_unwritten > 0 {
+            notes.push(format!(
+                "group {groupid}: {} of its {} reads ({:.1} %) reached blocks no write had reached (at or past a \
+                 zone's write pointer, or past its capacity): the device returns zeros for those without reading \
+                 flash, so they complete sooner than reads of data (zonemode=zbd keeps reads to written blocks)",
+                device.reads_of_unwritten,
+                device.reads,
+                device.reads_of_unwritten as f64 * 100.0 / device.reads as f64
+            ));
+        }
         group_results.push(group_result);
         for name in stalled_jobs {
             notes.push(format!(
@@ -2452,6 +2463,7 @@ fn delta_counters(before: &DeviceCounters, after: &DeviceCounters) -> DeviceCoun
         finishes: after.finishes - before.finishes,
         controller_finishes: after.controller_finishes - before.controller_finishes,
         errors: after.errors - before.errors,
+        reads_of_unwritten: after.reads_of_unwritten - before.reads_of_unwritten,
         bytes_read: after.bytes_read - before.bytes_read,
         bytes_written: after.bytes_written - before.bytes_written,
     }
