@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 
+use super::costs::whole_ns;
 use super::output::{OutputQueue, NO_COMMAND};
 use crate::timeline::Timeline;
 use crate::LogicalZone;
@@ -130,7 +131,7 @@ impl WriteBudget {
             self.spent_bytes += bytes;
         }
         let start_ns = self.free_ns.max(ready);
-        self.free_ns = start_ns + (ns + 0.5) as u64;
+        self.free_ns = start_ns + whole_ns(ns);
         if self.buffer_bytes == 0 {
             return Drained { in_device_ns: self.free_ns, absorbed_ns: self.free_ns };
         }
