@@ -12,6 +12,7 @@
 //! The model has no notion of zone states or commands' legality: the zns layer decides those, and the device
 //! layer tells this model what happened. Time is `u64` nanoseconds of device time.
 
+mod buckets;
 mod config;
 mod energy;
 mod ids;
@@ -19,6 +20,7 @@ mod model;
 mod renewable;
 mod timeline;
 
+pub use buckets::{BucketBits, BUCKETS};
 pub use config::{
     ControllerConfig, EnergyConfig, EraseTiming, MappingConfig, MappingPolicy, MediaConfig, MediaConfigError,
     NandConfig, StripeStart,

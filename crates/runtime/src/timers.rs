@@ -2,13 +2,15 @@
 //! and items due at the same time in the order they were set, so that nothing depends on the queue's internals.
 //!
 //! A calendar queue: most items fall due within a few milliseconds (a command's latency), so they go into
-//! buckets of about a microsecond each over a window that slides forward with the clock, and a bitmap finds the
-//! first bucket that holds one. Setting and taking an item cost a few instructions each, where a binary heap of
+//! buckets of about a microsecond each over a window that slides forward with the clock, and a bitmap
+//! (`BucketBits`) finds the first bucket that holds one. Setting and taking an item cost a few instructions each, where a binary heap of
 //! the 64 completions of a QD-64 run sifts through six levels per item (docs/calibration.md, section d).
 //! Items past the window (long sleeps, latencies of many milliseconds) wait in a binary heap.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
+
+use zonelab_media::{BucketBits, BUCKETS};
 
 struct Entry<T> {
     at_ns: u64,
@@ -39,11 +41,8 @@ impl<T> Ord for Entry<T> {
     }
 }
 
-/// A bucket spans 2^10 ns (1.024 us).
+/// A bucket spans 2^10 ns (1.024 us): with 4096 buckets, a window of 4.19 ms.
 const BUCKET_SHIFT: u32 = 10;
-/// 4096 buckets: a window of 4.19 ms.
-const BUCKETS: usize = 1 << 12;
-const WORDS: usize = BUCKETS / 64;
 /// No node: the end of a bucket's list, or of the free list.
 const NIL: u32 = u32::MAX;
 
@@ -64,9 +63,7 @@ pub(crate) struct Timers<T> {
     tails: Box<[u32]>,
     nodes: Vec<Node<T>>,
     free: u32,
-    /// Bit b of word w: bucket 64w + b holds an item; bit w of `summary`: word w has a bit set.
-    occupied: [u64; WORDS],
-    summary: u64,
+    occupied: BucketBits,
     origin: u64,
     /// Items due at or after the window's end when they were set.
     later: BinaryHeap<Reverse<Entry<T>>>,
@@ -90,8 +87,7 @@ impl<T> Timers<T> {
             tails: vec![NIL; BUCKETS].into_boxed_slice(),
             nodes: Vec::new(),
             free: NIL,
-            occupied: [0; WORDS],
-            summary: 0,
+            occupied: BucketBits::default(),
             origin: 0,
             later: BinaryHeap::new(),
             seq: 0,
@@ -122,8 +118,7 @@ impl<T> Timers<T> {
                 }
             };
             self.link(index, new);
-            self.occupied[index / 64] |= 1 << (index % 64);
-            self.summary |= 1 << (index / 64);
+            self.occupied.set(index);
             Some(index)
         };
         // Set last, it goes ahead of the earliest only if it is due sooner.
@@ -173,10 +168,7 @@ impl<T> Timers<T> {
                 self.free = first;
                 if self.heads[index] == NIL {
                     self.tails[index] = NIL;
-                    self.occupied[index / 64] &= !(1 << (index % 64));
-                    if self.occupied[index / 64] == 0 {
-                        self.summary &= !(1 << (index / 64));
-                    }
+                    self.occupied.clear(index);
                 }
                 item
             }
@@ -192,7 +184,7 @@ impl<T> Timers<T> {
     /// The earliest item: the first in the first bucket from the window's start that holds one, or a later item
     /// due sooner.
     fn find_front(&self) -> Option<Front> {
-        let bucketed = self.first_bucket().map(|index| {
+        let bucketed = self.occupied.first_from(self.origin as usize % BUCKETS).map(|index| {
             let first = &self.nodes[self.heads[index] as usize];
             Front { at_ns: first.at_ns, seq: first.seq, bucket: Some(index) }
         });
@@ -201,25 +193,6 @@ impl<T> Timers<T> {
             (Some(bucketed), Some(later)) if (later.at_ns, later.seq) < (bucketed.at_ns, bucketed.seq) => Some(later),
             (bucketed, later) => bucketed.or(later),
         }
-    }
-
-    /// The first bucket from the window's start that holds an item.
-    fn first_bucket(&self) -> Option<usize> {
-        let start = self.origin as usize % BUCKETS;
-        let (word, bit) = (start / 64, start % 64);
-        let here = self.occupied[word] & (u64::MAX << bit);
-        if here != 0 {
-            return Some(word * 64 + here.trailing_zeros() as usize);
-        }
-        // Then the words after the start's, then from the first word on (the window wraps round), which ends
-        // with the start's own word's buckets before the start.
-        let after = self.summary & u64::MAX.checked_shl(word as u32 + 1).unwrap_or(0);
-        let next_word = match (after, self.summary) {
-            (0, 0) => return None,
-            (0, all) => all.trailing_zeros() as usize,
-            (after, _) => after.trailing_zeros() as usize,
-        };
-        Some(next_word * 64 + self.occupied[next_word].trailing_zeros() as usize)
     }
 }
 

@@ -8,10 +8,18 @@
 //! data ready earlier goes ahead of those whose data comes later, and their ends move later: the device hands
 //! the moves on, named by the command each transfer is for (`take_moved`), so that a runtime can complete those
 //! commands later.
+//!
+//! The transfers are kept in a calendar by ready time (`BucketBits`): a booking finds the one before it and
+//! those after it through the bitmap, where a sorted list had it search with a chain of dependent loads and
+//! move every later transfer to make room (docs/calibration.md, section d).
+
+use std::collections::VecDeque;
+
+use crate::{BucketBits, BUCKETS};
 
 /// A booked transfer: when its data is ready, how long it takes, when it ends, and the command it is for
-/// (`NO_COMMAND` when nothing may move its completion). Four words: a booking moves those behind it in the list.
-#[derive(Clone, Copy, Debug)]
+/// (`NO_COMMAND` when nothing may move its completion).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Transfer {
     ready_ns: u64,
     duration_ns: u64,
@@ -22,53 +30,163 @@ struct Transfer {
 /// The command of work no runtime will retime.
 pub(super) const NO_COMMAND: u64 = u64::MAX;
 
+/// A bucket holds 2^10 ns (1.024 us) of ready times: with 4096 buckets, a window of 4.19 ms.
+const BUCKET_SHIFT: u32 = 10;
+
 #[derive(Clone, Debug, Default)]
 pub(super) struct OutputQueue {
-    /// Transfers in the order they leave: by ready time, ties in booking order. Each starts once its data is
-    /// ready and the one before it has left, so their ends increase. Those before `over` had ended by the last
-    /// booking's present and count as gone; they are dropped in batches, so that a booking does not shift the
-    /// whole list each time one ends.
-    transfers: Vec<Transfer>,
-    over: usize,
+    /// The transfers not over, in the order they leave: by ready time, ties in booking order. Each starts once
+    /// its data is ready and the one before it has left, so their ends increase. Those ready within the window
+    /// (buckets `origin` to `origin + BUCKETS` of ready time) are in their bucket round the ring, in order;
+    /// `far` holds those ready past it when booked, all later than these. Made on the first booking.
+    buckets: Vec<Vec<Transfer>>,
+    occupied: BucketBits,
+    origin: u64,
+    far: VecDeque<Transfer>,
+    /// When the last transfer over ended: the way out came free then (0 before any).
+    over_end_ns: u64,
     /// Commands whose transfers have moved later since the device last looked, with their new ends.
     moved: Vec<(u64, u64)>,
 }
 
-/// How many ended transfers may wait before they are dropped.
-const OVER_BATCH: usize = 64;
+/// A transfer moved behind one that now ends at `before`: its new end, or None if it waited for its data
+/// anyway and nothing after it moves either.
+fn follow(later: &mut Transfer, before: u64, moved: &mut Vec<(u64, u64)>) -> Option<u64> {
+    let end = later.ready_ns.max(before) + later.duration_ns;
+    if end == later.end_ns {
+        return None;
+    }
+    later.end_ns = end;
+    if later.command != NO_COMMAND {
+        moved.push((later.command, end));
+    }
+    Some(end)
+}
 
 impl OutputQueue {
     /// Books a transfer of `duration_ns` whose data is ready at `ready` for `command`, submitted at `now` (never
     /// after `ready`); returns when it ends.
     pub fn book(&mut self, now: u64, ready: u64, duration_ns: u64, command: u64) -> u64 {
-        let transfers = &mut self.transfers;
-        while transfers.get(self.over).is_some_and(|transfer| transfer.end_ns <= now) {
-            self.over += 1;
+        if self.buckets.is_empty() {
+            self.buckets = vec![Vec::new(); BUCKETS];
         }
-        if self.over >= OVER_BATCH {
-            transfers.drain(..self.over - 1);
-            self.over = 1;
+        self.drop_over(now);
+        let mut transfer = Transfer { ready_ns: ready, duration_ns, end_ns: 0, command };
+        let bucket = ready >> BUCKET_SHIFT;
+        if bucket >= self.origin + BUCKETS as u64 {
+            // After every transfer in the window, and after the far ones ready by then.
+            let at = self.far.partition_point(|other| other.ready_ns <= ready);
+            let before = match at {
+                0 => self.last_in_window().map_or(self.over_end_ns, |last| last.end_ns),
+                at => self.far[at - 1].end_ns,
+            };
+            transfer.end_ns = ready.max(before) + duration_ns;
+            self.far.insert(at, transfer);
+            let mut before = transfer.end_ns;
+            for later in self.far.range_mut(at + 1..) {
+                let Some(end) = follow(later, before, &mut self.moved) else { break };
+                before = end;
+            }
+            return transfer.end_ns;
         }
-        // After every transfer whose data is ready by then (those over certainly were); the last one over, kept
-        // when the others are dropped, says when the way out came free.
-        let at = self.over + transfers[self.over..].partition_point(|transfer| transfer.ready_ns <= ready);
-        let before = at.checked_sub(1).map_or(0, |previous| transfers[previous].end_ns);
-        let end_ns = ready.max(before) + duration_ns;
-        transfers.insert(at, Transfer { ready_ns: ready, duration_ns, end_ns, command });
-        // Those ready later leave after it: each moves until a gap (a wait for its data) takes up the shift.
-        let mut before = end_ns;
-        for later in &mut transfers[at + 1..] {
-            let end = later.ready_ns.max(before) + later.duration_ns;
-            if end == later.end_ns {
-                break;
+        let index = bucket as usize % BUCKETS;
+        let at = self.buckets[index].partition_point(|other| other.ready_ns <= ready);
+        let before = match at {
+            0 => self.last_before(index).map_or(self.over_end_ns, |last| last.end_ns),
+            at => self.buckets[index][at - 1].end_ns,
+        };
+        transfer.end_ns = ready.max(before) + duration_ns;
+        self.buckets[index].insert(at, transfer);
+        self.occupied.set(index);
+        self.move_later(index, at + 1, transfer.end_ns);
+        transfer.end_ns
+    }
+
+    /// How far round the ring from the window's start bucket `index` is.
+    fn offset(&self, index: usize) -> usize {
+        (index + BUCKETS - self.origin as usize % BUCKETS) % BUCKETS
+    }
+
+    /// Those ready later than the transfer that ends at `end`, from the `from`-th of bucket `index` on, leave
+    /// after it: each moves until a gap (a wait for its data) takes up the shift.
+    fn move_later(&mut self, index: usize, from: usize, end: u64) {
+        let mut before = end;
+        let (mut index, mut from) = (index, from);
+        loop {
+            for later in &mut self.buckets[index][from..] {
+                let Some(end) = follow(later, before, &mut self.moved) else { return };
+                before = end;
             }
-            later.end_ns = end;
-            if later.command != NO_COMMAND {
-                self.moved.push((later.command, end));
+            match self.occupied.first_from((index + 1) % BUCKETS) {
+                Some(next) if self.offset(next) > self.offset(index) => (index, from) = (next, 0),
+                _ => break,
             }
+        }
+        for later in &mut self.far {
+            let Some(end) = follow(later, before, &mut self.moved) else { return };
             before = end;
         }
-        end_ns
+    }
+
+    /// The last transfer in the buckets before `index` in the window.
+    fn last_before(&self, index: usize) -> Option<&Transfer> {
+        let previous = self.occupied.last_through((index + BUCKETS - 1) % BUCKETS)?;
+        (self.offset(previous) < self.offset(index)).then(|| self.buckets[previous].last()).flatten()
+    }
+
+    /// The last transfer in the window.
+    fn last_in_window(&self) -> Option<&Transfer> {
+        let last = self.occupied.last_through((self.origin as usize + BUCKETS - 1) % BUCKETS)?;
+        self.buckets[last].last()
+    }
+
+    /// Drops the transfers over by `now` (a prefix of the order, as their ends increase), then moves the window
+    /// up to the first transfer left or to `now`, whichever is sooner, and takes in the far transfers it reaches.
+    fn drop_over(&mut self, now: u64) {
+        let first_left = loop {
+            match self.occupied.first_from(self.origin as usize % BUCKETS) {
+                Some(index) => {
+                    let bucket = &mut self.buckets[index];
+                    if bucket[0].end_ns > now {
+                        break Some(self.origin + self.offset(index) as u64);
+                    }
+                    self.over_end_ns = bucket.remove(0).end_ns;
+                    if bucket.is_empty() {
+                        self.occupied.clear(index);
+                    }
+                }
+                None => {
+                    match self.far.front() {
+                        Some(first) if first.end_ns <= now => self.over_end_ns = first.end_ns,
+                        _ => break None,
+                    }
+                    self.far.pop_front();
+                }
+            }
+        };
+        let origin = first_left.unwrap_or(u64::MAX).min(now >> BUCKET_SHIFT);
+        if origin > self.origin {
+            self.origin = origin;
+            while let Some(first) =
+                self.far.front().filter(|far| far.ready_ns >> BUCKET_SHIFT < origin + BUCKETS as u64)
+            {
+                let index = (first.ready_ns >> BUCKET_SHIFT) as usize % BUCKETS;
+                self.buckets[index].push(*first);
+                self.occupied.set(index);
+                self.far.pop_front();
+            }
+        }
+    }
+
+    /// Every transfer not over, in the order they leave.
+    fn in_order(&self) -> Vec<Transfer> {
+        let start = self.origin as usize % BUCKETS;
+        let mut ordered: Vec<Transfer> = (0..BUCKETS)
+            .flat_map(|offset| self.buckets.get((start + offset) % BUCKETS).into_iter().flatten())
+            .copied()
+            .collect();
+        ordered.extend(self.far.iter().copied());
+        ordered
     }
 
     /// Whether a transfer has moved since the device last took the moves.
@@ -78,7 +196,7 @@ impl OutputQueue {
 
     /// Forgets whom the transfers are for: nothing of theirs is reported any more.
     pub fn forget_commands(&mut self) {
-        self.transfers.iter_mut().for_each(|transfer| transfer.command = NO_COMMAND);
+        self.buckets.iter_mut().flatten().chain(&mut self.far).for_each(|transfer| transfer.command = NO_COMMAND);
         self.moved.clear();
     }
 
@@ -90,15 +208,30 @@ impl OutputQueue {
 
     /// When the last booked transfer ends.
     pub fn last_end(&self) -> u64 {
-        self.transfers.last().map_or(0, |transfer| transfer.end_ns)
+        self.far.back().or_else(|| self.last_in_window()).map_or(self.over_end_ns, |last| last.end_ns)
     }
 
     /// A power loss at `at`: transfers not begun by then never happen, and one under way stops.
     pub fn truncate(&mut self, at: u64) {
-        self.transfers.retain(|transfer| transfer.end_ns - transfer.duration_ns < at);
-        self.over = self.over.min(self.transfers.len());
-        if let Some(last) = self.transfers.last_mut() {
-            last.end_ns = last.end_ns.min(at);
+        let mut left = self.in_order();
+        // Transfers start in the order they leave.
+        left.retain(|transfer| transfer.end_ns - transfer.duration_ns < at);
+        match left.last_mut() {
+            Some(last) => last.end_ns = last.end_ns.min(at),
+            None => self.over_end_ns = self.over_end_ns.min(at),
+        }
+        self.buckets.iter_mut().for_each(Vec::clear);
+        self.occupied = BucketBits::default();
+        self.far.clear();
+        for transfer in left {
+            let bucket = transfer.ready_ns >> BUCKET_SHIFT;
+            if bucket < self.origin + BUCKETS as u64 {
+                let index = bucket as usize % BUCKETS;
+                self.buckets[index].push(transfer);
+                self.occupied.set(index);
+            } else {
+                self.far.push_back(transfer);
+            }
         }
         self.moved.clear();
     }
@@ -107,6 +240,85 @@ impl OutputQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plain model: every transfer in one list by ready time, a new one inserted after those ready by
+    /// then, the later ones moved until a gap.
+    #[derive(Default)]
+    struct PlainQueue {
+        transfers: Vec<Transfer>,
+        moved: Vec<(u64, u64)>,
+    }
+
+    impl PlainQueue {
+        fn book(&mut self, ready: u64, duration_ns: u64, command: u64) -> u64 {
+            let at = self.transfers.partition_point(|transfer| transfer.ready_ns <= ready);
+            let before = at.checked_sub(1).map_or(0, |previous| self.transfers[previous].end_ns);
+            let end_ns = ready.max(before) + duration_ns;
+            self.transfers.insert(at, Transfer { ready_ns: ready, duration_ns, end_ns, command });
+            let mut before = end_ns;
+            for later in &mut self.transfers[at + 1..] {
+                let Some(end) = follow(later, before, &mut self.moved) else { break };
+                before = end;
+            }
+            end_ns
+        }
+
+        fn truncate(&mut self, at: u64) {
+            self.transfers.retain(|transfer| transfer.end_ns - transfer.duration_ns < at);
+            if let Some(last) = self.transfers.last_mut() {
+                last.end_ns = last.end_ns.min(at);
+            }
+            self.moved.clear();
+        }
+    }
+
+    /// Against the plain model, over bookings of every kind: ready soon (most), ready at once, ready past the
+    /// window (a read behind a long erase), backlogs past the way out's rate, power losses. Every end, move and
+    /// last end is the same.
+    #[test]
+    fn bookings_match_the_plain_model() {
+        for seed in 1..=12u64 {
+            let (mut queue, mut plain) = (OutputQueue::default(), PlainQueue::default());
+            let mut state = seed;
+            let mut next = || {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                state >> 33
+            };
+            let mut now = 0u64;
+            for step in 0..30_000u64 {
+                now += match next() % 20 {
+                    0 => 2_000_000 + next() % 20_000_000,
+                    1..=9 => 0,
+                    _ => next() % 3_000,
+                };
+                if next() % 5_000 == 0 {
+                    let at = now + next() % 400_000;
+                    queue.truncate(at);
+                    plain.truncate(at);
+                    now = at;
+                    assert_eq!(queue.last_end(), plain.transfers.last().map_or(0, |t| t.end_ns), "seed {seed}, {step}");
+                    continue;
+                }
+                let ready = now
+                    + match next() % 50 {
+                        0 => 0,
+                        1 => 4_000_000 + next() % 30_000_000,
+                        2..=4 => next() % 3_000_000,
+                        _ => 60_000 + next() % 500_000,
+                    };
+                let duration = 300 + next() % 9_000;
+                let command = if next() % 7 == 0 { NO_COMMAND } else { step };
+                let end = queue.book(now, ready, duration, command);
+                assert_eq!(end, plain.book(ready, duration, command), "seed {seed}, step {step}");
+                assert_eq!(
+                    queue.take_moved().collect::<Vec<_>>(),
+                    std::mem::take(&mut plain.moved),
+                    "seed {seed}, {step}"
+                );
+                assert_eq!(queue.last_end(), plain.transfers.last().map_or(0, |t| t.end_ns), "seed {seed}, {step}");
+            }
+        }
+    }
 
     #[test]
     fn data_ready_earlier_leaves_first_and_moves_the_later_data_behind_it() {
