@@ -32,14 +32,28 @@ pub(super) const NO_COMMAND: u64 = u64::MAX;
 
 /// A bucket holds 2^10 ns (1.024 us) of ready times: with 4096 buckets, a window of 4.19 ms.
 const BUCKET_SHIFT: u32 = 10;
+/// No node: an empty bucket, the end of a bucket's list or of the free list.
+const NIL: u32 = u32::MAX;
+
+/// A transfer in a bucket: a node of the bucket's list, kept in a slab whose free nodes are reused (a bucket
+/// holds one transfer or none most of the time, and the slab stays small and in cache).
+#[derive(Clone, Debug)]
+struct Node {
+    transfer: Transfer,
+    next: u32,
+}
 
 #[derive(Clone, Debug, Default)]
 pub(super) struct OutputQueue {
     /// The transfers not over, in the order they leave: by ready time, ties in booking order. Each starts once
     /// its data is ready and the one before it has left, so their ends increase. Those ready within the window
-    /// (buckets `origin` to `origin + BUCKETS` of ready time) are in their bucket round the ring, in order;
-    /// `far` holds those ready past it when booked, all later than these. Made on the first booking.
-    buckets: Vec<Vec<Transfer>>,
+    /// (buckets `origin` to `origin + BUCKETS` of ready time) are listed in their bucket round the ring, in
+    /// order, from `heads` to `tails`; `far` holds those ready past it when booked, all later than these. The
+    /// buckets are made on the first booking.
+    heads: Vec<u32>,
+    tails: Vec<u32>,
+    nodes: Vec<Node>,
+    free: u32,
     occupied: BucketBits,
     origin: u64,
     far: VecDeque<Transfer>,
@@ -67,8 +81,8 @@ impl OutputQueue {
     /// Books a transfer of `duration_ns` whose data is ready at `ready` for `command`, submitted at `now` (never
     /// after `ready`); returns when it ends.
     pub fn book(&mut self, now: u64, ready: u64, duration_ns: u64, command: u64) -> u64 {
-        if self.buckets.is_empty() {
-            self.buckets = vec![Vec::new(); BUCKETS];
+        if self.heads.is_empty() {
+            (self.heads, self.tails, self.free) = (vec![NIL; BUCKETS], vec![NIL; BUCKETS], NIL);
         }
         self.drop_over(now);
         let mut transfer = Transfer { ready_ns: ready, duration_ns, end_ns: 0, command };
@@ -90,16 +104,41 @@ impl OutputQueue {
             return transfer.end_ns;
         }
         let index = bucket as usize % BUCKETS;
-        let at = self.buckets[index].partition_point(|other| other.ready_ns <= ready);
-        let before = match at {
-            0 => self.last_before(index).map_or(self.over_end_ns, |last| last.end_ns),
-            at => self.buckets[index][at - 1].end_ns,
+        // The last node of the bucket ready by then, if any.
+        let (mut previous, mut next) = (NIL, self.heads[index]);
+        while next != NIL && self.nodes[next as usize].transfer.ready_ns <= ready {
+            (previous, next) = (next, self.nodes[next as usize].next);
+        }
+        let before = match previous {
+            NIL => self.last_before(index).map_or(self.over_end_ns, |last| last.end_ns),
+            previous => self.nodes[previous as usize].transfer.end_ns,
         };
         transfer.end_ns = ready.max(before) + duration_ns;
-        self.buckets[index].insert(at, transfer);
+        let node = self.new_node(Node { transfer, next });
+        match previous {
+            NIL => self.heads[index] = node,
+            previous => self.nodes[previous as usize].next = node,
+        }
+        if next == NIL {
+            self.tails[index] = node;
+        }
         self.occupied.set(index);
-        self.move_later(index, at + 1, transfer.end_ns);
+        self.move_later(index, next, transfer.end_ns);
         transfer.end_ns
+    }
+
+    fn new_node(&mut self, node: Node) -> u32 {
+        match self.free {
+            NIL => {
+                self.nodes.push(node);
+                u32::try_from(self.nodes.len() - 1).expect("fewer than 2^32 transfers at once")
+            }
+            free => {
+                self.free = self.nodes[free as usize].next;
+                self.nodes[free as usize] = node;
+                free
+            }
+        }
     }
 
     /// How far round the ring from the window's start bucket `index` is.
@@ -107,18 +146,18 @@ impl OutputQueue {
         (index + BUCKETS - self.origin as usize % BUCKETS) % BUCKETS
     }
 
-    /// Those ready later than the transfer that ends at `end`, from the `from`-th of bucket `index` on, leave
+    /// Those ready later than the transfer that ends at `end`, from node `next` of bucket `index` on, leave
     /// after it: each moves until a gap (a wait for its data) takes up the shift.
-    fn move_later(&mut self, index: usize, from: usize, end: u64) {
-        let mut before = end;
-        let (mut index, mut from) = (index, from);
+    fn move_later(&mut self, index: usize, next: u32, end: u64) {
+        let (mut before, mut index, mut next) = (end, index, next);
         loop {
-            for later in &mut self.buckets[index][from..] {
-                let Some(end) = follow(later, before, &mut self.moved) else { return };
-                before = end;
+            while next != NIL {
+                let node = &mut self.nodes[next as usize];
+                let Some(end) = follow(&mut node.transfer, before, &mut self.moved) else { return };
+                (before, next) = (end, node.next);
             }
             match self.occupied.first_from((index + 1) % BUCKETS) {
-                Some(next) if self.offset(next) > self.offset(index) => (index, from) = (next, 0),
+                Some(later) if self.offset(later) > self.offset(index) => (index, next) = (later, self.heads[later]),
                 _ => break,
             }
         }
@@ -131,13 +170,13 @@ impl OutputQueue {
     /// The last transfer in the buckets before `index` in the window.
     fn last_before(&self, index: usize) -> Option<&Transfer> {
         let previous = self.occupied.last_through((index + BUCKETS - 1) % BUCKETS)?;
-        (self.offset(previous) < self.offset(index)).then(|| self.buckets[previous].last()).flatten()
+        (self.offset(previous) < self.offset(index)).then(|| &self.nodes[self.tails[previous] as usize].transfer)
     }
 
     /// The last transfer in the window.
     fn last_in_window(&self) -> Option<&Transfer> {
         let last = self.occupied.last_through((self.origin as usize + BUCKETS - 1) % BUCKETS)?;
-        self.buckets[last].last()
+        Some(&self.nodes[self.tails[last] as usize].transfer)
     }
 
     /// Drops the transfers over by `now` (a prefix of the order, as their ends increase), then moves the window
@@ -146,12 +185,16 @@ impl OutputQueue {
         let first_left = loop {
             match self.occupied.first_from(self.origin as usize % BUCKETS) {
                 Some(index) => {
-                    let bucket = &mut self.buckets[index];
-                    if bucket[0].end_ns > now {
+                    let first = self.heads[index];
+                    let node = &mut self.nodes[first as usize];
+                    if node.transfer.end_ns > now {
                         break Some(self.origin + self.offset(index) as u64);
                     }
-                    self.over_end_ns = bucket.remove(0).end_ns;
-                    if bucket.is_empty() {
+                    self.over_end_ns = node.transfer.end_ns;
+                    self.heads[index] = std::mem::replace(&mut node.next, self.free);
+                    self.free = first;
+                    if self.heads[index] == NIL {
+                        self.tails[index] = NIL;
                         self.occupied.clear(index);
                     }
                 }
@@ -170,21 +213,36 @@ impl OutputQueue {
             while let Some(first) =
                 self.far.front().filter(|far| far.ready_ns >> BUCKET_SHIFT < origin + BUCKETS as u64)
             {
-                let index = (first.ready_ns >> BUCKET_SHIFT) as usize % BUCKETS;
-                self.buckets[index].push(*first);
-                self.occupied.set(index);
+                let first = *first;
                 self.far.pop_front();
+                self.append(first);
             }
         }
     }
 
+    /// Lists `transfer`, later than every transfer listed, in its bucket of the window.
+    fn append(&mut self, transfer: Transfer) {
+        let index = (transfer.ready_ns >> BUCKET_SHIFT) as usize % BUCKETS;
+        let node = self.new_node(Node { transfer, next: NIL });
+        match self.tails[index] {
+            NIL => self.heads[index] = node,
+            tail => self.nodes[tail as usize].next = node,
+        }
+        self.tails[index] = node;
+        self.occupied.set(index);
+    }
+
     /// Every transfer not over, in the order they leave.
     fn in_order(&self) -> Vec<Transfer> {
+        let mut ordered = Vec::new();
         let start = self.origin as usize % BUCKETS;
-        let mut ordered: Vec<Transfer> = (0..BUCKETS)
-            .flat_map(|offset| self.buckets.get((start + offset) % BUCKETS).into_iter().flatten())
-            .copied()
-            .collect();
+        for index in (0..self.heads.len()).map(|offset| (start + offset) % BUCKETS) {
+            let mut next = self.heads[index];
+            while next != NIL {
+                ordered.push(self.nodes[next as usize].transfer);
+                next = self.nodes[next as usize].next;
+            }
+        }
         ordered.extend(self.far.iter().copied());
         ordered
     }
@@ -196,7 +254,8 @@ impl OutputQueue {
 
     /// Forgets whom the transfers are for: nothing of theirs is reported any more.
     pub fn forget_commands(&mut self) {
-        self.buckets.iter_mut().flatten().chain(&mut self.far).for_each(|transfer| transfer.command = NO_COMMAND);
+        let listed = self.nodes.iter_mut().map(|node| &mut node.transfer);
+        listed.chain(&mut self.far).for_each(|transfer| transfer.command = NO_COMMAND);
         self.moved.clear();
     }
 
@@ -220,15 +279,12 @@ impl OutputQueue {
             Some(last) => last.end_ns = last.end_ns.min(at),
             None => self.over_end_ns = self.over_end_ns.min(at),
         }
-        self.buckets.iter_mut().for_each(Vec::clear);
-        self.occupied = BucketBits::default();
+        self.heads.iter_mut().chain(&mut self.tails).for_each(|node| *node = NIL);
+        (self.nodes, self.free, self.occupied) = (Vec::new(), NIL, BucketBits::default());
         self.far.clear();
         for transfer in left {
-            let bucket = transfer.ready_ns >> BUCKET_SHIFT;
-            if bucket < self.origin + BUCKETS as u64 {
-                let index = bucket as usize % BUCKETS;
-                self.buckets[index].push(transfer);
-                self.occupied.set(index);
+            if transfer.ready_ns >> BUCKET_SHIFT < self.origin + BUCKETS as u64 {
+                self.append(transfer);
             } else {
                 self.far.push_back(transfer);
             }
