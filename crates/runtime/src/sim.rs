@@ -155,8 +155,10 @@ impl<S: MediaStore> Shared<S> {
                 *complete_ns = (*complete_ns).max(host.completion_ns(device_ns, device_ns));
             }
         });
-        for waker in std::mem::take(&mut self.queue_waiters) {
-            waker.wake();
+        if !self.queue_waiters.is_empty() {
+            for waker in std::mem::take(&mut self.queue_waiters) {
+                waker.wake();
+            }
         }
     }
 }
