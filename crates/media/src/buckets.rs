@@ -1,12 +1,18 @@
-//! Which of a calendar's buckets hold anything: a bit each, with a summary bit per word, so that the first
-//! occupied bucket after a given one (or the last before it) is found in a few instructions. A calendar keeps
+//! A calendar's parts: which of its buckets hold anything (a bit each, with a summary bit per word, so that the
+//! first occupied bucket after a given one, or the last before it, is found in a few instructions), and the slab
+//! that holds the nodes of the buckets' lists. A calendar keeps
 //! things due over a window of time in buckets of a fixed width, indexed round a ring, which is cheaper to
 //! search than a binary heap or a sorted list whose searches chain dependent loads: the runtimes' timers and
 //! the flash model's way out to the host are both calendars.
 
+use std::ops::{Index, IndexMut};
+
 /// Buckets round the ring.
 pub const BUCKETS: usize = 1 << 12;
 const WORDS: usize = BUCKETS / 64;
+
+/// No node: an empty bucket, or the end of a bucket's list.
+pub const NIL: u32 = u32::MAX;
 
 /// A bit per bucket.
 #[derive(Clone, Debug)]
@@ -73,6 +79,68 @@ impl BucketBits {
             (before, _) => 63 - before.leading_zeros() as usize,
         };
         Some(previous * 64 + 63 - self.words[previous].leading_zeros() as usize)
+    }
+}
+
+/// The nodes of a calendar's bucket lists, in one vector whose freed places are reused, so that they stay few
+/// and in cache (a bucket holds one item or none most of the time). A node is named by its index; the freed ones
+/// are linked through their own `next`.
+#[derive(Clone, Debug)]
+pub struct Slab<T> {
+    nodes: Vec<T>,
+    free: u32,
+}
+
+/// A node of a list: the index of the next one, or `NIL`.
+pub trait Linked {
+    fn next_mut(&mut self) -> &mut u32;
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab { nodes: Vec::new(), free: NIL }
+    }
+}
+
+impl<T: Linked> Slab<T> {
+    /// Keeps `node`; returns its index.
+    pub fn insert(&mut self, node: T) -> u32 {
+        match self.free {
+            NIL => {
+                self.nodes.push(node);
+                u32::try_from(self.nodes.len() - 1).ok().filter(|&index| index != NIL).expect("fewer than 2^32 nodes")
+            }
+            free => {
+                self.free = *self.nodes[free as usize].next_mut();
+                self.nodes[free as usize] = node;
+                free
+            }
+        }
+    }
+
+    /// Lets node `index` be reused (its `next` then links the free nodes).
+    pub fn release(&mut self, index: u32) {
+        *self.nodes[index as usize].next_mut() = self.free;
+        self.free = index;
+    }
+
+    /// Every node, released or not.
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.nodes.iter_mut()
+    }
+}
+
+impl<T> Index<u32> for Slab<T> {
+    type Output = T;
+
+    fn index(&self, index: u32) -> &T {
+        &self.nodes[index as usize]
+    }
+}
+
+impl<T> IndexMut<u32> for Slab<T> {
+    fn index_mut(&mut self, index: u32) -> &mut T {
+        &mut self.nodes[index as usize]
     }
 }
 

@@ -20,7 +20,7 @@ mod model;
 mod renewable;
 mod timeline;
 
-pub use buckets::{BucketBits, BUCKETS};
+pub use buckets::{BucketBits, Linked, Slab, BUCKETS, NIL};
 pub use config::{
     ControllerConfig, EnergyConfig, EraseTiming, MappingConfig, MappingPolicy, MediaConfig, MediaConfigError,
     NandConfig, StripeStart,

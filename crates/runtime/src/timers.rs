@@ -10,7 +10,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use zonelab_media::{BucketBits, BUCKETS};
+use zonelab_media::{BucketBits, Linked, Slab, BUCKETS, NIL};
 
 struct Entry<T> {
     at_ns: u64,
@@ -43,15 +43,18 @@ impl<T> Ord for Entry<T> {
 
 /// A bucket spans 2^10 ns (1.024 us): with 4096 buckets, a window of 4.19 ms.
 const BUCKET_SHIFT: u32 = 10;
-/// No node: the end of a bucket's list, or of the free list.
-const NIL: u32 = u32::MAX;
-
-/// An item in a bucket: a node of the bucket's list, kept in a slab whose free nodes are reused.
+/// An item in a bucket: a node of the bucket's list.
 struct Node<T> {
     at_ns: u64,
     seq: u64,
     next: u32,
     item: Option<T>,
+}
+
+impl<T> Linked for Node<T> {
+    fn next_mut(&mut self) -> &mut u32 {
+        &mut self.next
+    }
 }
 
 pub(crate) struct Timers<T> {
@@ -61,8 +64,7 @@ pub(crate) struct Timers<T> {
     /// window's first bucket, ahead of the later ones there.
     heads: Box<[u32]>,
     tails: Box<[u32]>,
-    nodes: Vec<Node<T>>,
-    free: u32,
+    nodes: Slab<Node<T>>,
     occupied: BucketBits,
     origin: u64,
     /// Items due at or after the window's end when they were set.
@@ -85,8 +87,7 @@ impl<T> Timers<T> {
         Timers {
             heads: vec![NIL; BUCKETS].into_boxed_slice(),
             tails: vec![NIL; BUCKETS].into_boxed_slice(),
-            nodes: Vec::new(),
-            free: NIL,
+            nodes: Slab::default(),
             occupied: BucketBits::default(),
             origin: 0,
             later: BinaryHeap::new(),
@@ -105,18 +106,7 @@ impl<T> Timers<T> {
             None
         } else {
             let index = bucket as usize % BUCKETS;
-            let node = Node { at_ns, seq, next: NIL, item: Some(item) };
-            let new = match self.free {
-                NIL => {
-                    self.nodes.push(node);
-                    u32::try_from(self.nodes.len() - 1).expect("fewer than 2^32 items at once")
-                }
-                free => {
-                    self.free = self.nodes[free as usize].next;
-                    self.nodes[free as usize] = node;
-                    free
-                }
-            };
+            let new = self.nodes.insert(Node { at_ns, seq, next: NIL, item: Some(item) });
             self.link(index, new);
             self.occupied.set(index);
             Some(index)
@@ -129,25 +119,25 @@ impl<T> Timers<T> {
 
     /// Puts node `new` in bucket `index` after the items due no later than it.
     fn link(&mut self, index: usize, new: u32) {
-        let at_ns = self.nodes[new as usize].at_ns;
+        let at_ns = self.nodes[new].at_ns;
         let tail = self.tails[index];
         // Items are mostly set in time order: the new one usually goes last.
-        if tail == NIL || self.nodes[tail as usize].at_ns <= at_ns {
+        if tail == NIL || self.nodes[tail].at_ns <= at_ns {
             match tail {
                 NIL => self.heads[index] = new,
-                tail => self.nodes[tail as usize].next = new,
+                tail => self.nodes[tail].next = new,
             }
             self.tails[index] = new;
             return;
         }
         let (mut previous, mut next) = (NIL, self.heads[index]);
-        while self.nodes[next as usize].at_ns <= at_ns {
-            (previous, next) = (next, self.nodes[next as usize].next);
+        while self.nodes[next].at_ns <= at_ns {
+            (previous, next) = (next, self.nodes[next].next);
         }
-        self.nodes[new as usize].next = next;
+        self.nodes[new].next = next;
         match previous {
             NIL => self.heads[index] = new,
-            previous => self.nodes[previous as usize].next = new,
+            previous => self.nodes[previous].next = new,
         }
     }
 
@@ -162,10 +152,10 @@ impl<T> Timers<T> {
         let item = match front.bucket {
             Some(index) => {
                 let first = self.heads[index];
-                let node = &mut self.nodes[first as usize];
+                let node = &mut self.nodes[first];
                 let item = node.item.take().expect("a listed node holds its item");
-                self.heads[index] = std::mem::replace(&mut node.next, self.free);
-                self.free = first;
+                self.heads[index] = node.next;
+                self.nodes.release(first);
                 if self.heads[index] == NIL {
                     self.tails[index] = NIL;
                     self.occupied.clear(index);
@@ -185,7 +175,7 @@ impl<T> Timers<T> {
     /// due sooner.
     fn find_front(&self) -> Option<Front> {
         let bucketed = self.occupied.first_from(self.origin as usize % BUCKETS).map(|index| {
-            let first = &self.nodes[self.heads[index] as usize];
+            let first = &self.nodes[self.heads[index]];
             Front { at_ns: first.at_ns, seq: first.seq, bucket: Some(index) }
         });
         let later = self.later.peek().map(|Reverse(entry)| Front { at_ns: entry.at_ns, seq: entry.seq, bucket: None });

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 
-use crate::{BucketBits, BUCKETS};
+use crate::{BucketBits, Linked, Slab, BUCKETS, NIL};
 
 /// A booked transfer: when its data is ready, how long it takes, when it ends, and the command it is for
 /// (`NO_COMMAND` when nothing may move its completion).
@@ -32,15 +32,17 @@ pub(super) const NO_COMMAND: u64 = u64::MAX;
 
 /// A bucket holds 2^10 ns (1.024 us) of ready times: with 4096 buckets, a window of 4.19 ms.
 const BUCKET_SHIFT: u32 = 10;
-/// No node: an empty bucket, the end of a bucket's list or of the free list.
-const NIL: u32 = u32::MAX;
-
-/// A transfer in a bucket: a node of the bucket's list, kept in a slab whose free nodes are reused (a bucket
-/// holds one transfer or none most of the time, and the slab stays small and in cache).
+/// A transfer in a bucket: a node of the bucket's list.
 #[derive(Clone, Debug)]
 struct Node {
     transfer: Transfer,
     next: u32,
+}
+
+impl Linked for Node {
+    fn next_mut(&mut self) -> &mut u32 {
+        &mut self.next
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -52,8 +54,7 @@ pub(super) struct OutputQueue {
     /// buckets are made on the first booking.
     heads: Vec<u32>,
     tails: Vec<u32>,
-    nodes: Vec<Node>,
-    free: u32,
+    nodes: Slab<Node>,
     occupied: BucketBits,
     origin: u64,
     far: VecDeque<Transfer>,
@@ -82,7 +83,7 @@ impl OutputQueue {
     /// after `ready`); returns when it ends.
     pub fn book(&mut self, now: u64, ready: u64, duration_ns: u64, command: u64) -> u64 {
         if self.heads.is_empty() {
-            (self.heads, self.tails, self.free) = (vec![NIL; BUCKETS], vec![NIL; BUCKETS], NIL);
+            (self.heads, self.tails) = (vec![NIL; BUCKETS], vec![NIL; BUCKETS]);
         }
         self.drop_over(now);
         let mut transfer = Transfer { ready_ns: ready, duration_ns, end_ns: 0, command };
@@ -106,18 +107,18 @@ impl OutputQueue {
         let index = bucket as usize % BUCKETS;
         // The last node of the bucket ready by then, if any.
         let (mut previous, mut next) = (NIL, self.heads[index]);
-        while next != NIL && self.nodes[next as usize].transfer.ready_ns <= ready {
-            (previous, next) = (next, self.nodes[next as usize].next);
+        while next != NIL && self.nodes[next].transfer.ready_ns <= ready {
+            (previous, next) = (next, self.nodes[next].next);
         }
         let before = match previous {
             NIL => self.last_before(index).map_or(self.over_end_ns, |last| last.end_ns),
-            previous => self.nodes[previous as usize].transfer.end_ns,
+            previous => self.nodes[previous].transfer.end_ns,
         };
         transfer.end_ns = ready.max(before) + duration_ns;
-        let node = self.new_node(Node { transfer, next });
+        let node = self.nodes.insert(Node { transfer, next });
         match previous {
             NIL => self.heads[index] = node,
-            previous => self.nodes[previous as usize].next = node,
+            previous => self.nodes[previous].next = node,
         }
         if next == NIL {
             self.tails[index] = node;
@@ -125,20 +126,6 @@ impl OutputQueue {
         self.occupied.set(index);
         self.move_later(index, next, transfer.end_ns);
         transfer.end_ns
-    }
-
-    fn new_node(&mut self, node: Node) -> u32 {
-        match self.free {
-            NIL => {
-                self.nodes.push(node);
-                u32::try_from(self.nodes.len() - 1).expect("fewer than 2^32 transfers at once")
-            }
-            free => {
-                self.free = self.nodes[free as usize].next;
-                self.nodes[free as usize] = node;
-                free
-            }
-        }
     }
 
     /// How far round the ring from the window's start bucket `index` is.
@@ -152,7 +139,7 @@ impl OutputQueue {
         let (mut before, mut index, mut next) = (end, index, next);
         loop {
             while next != NIL {
-                let node = &mut self.nodes[next as usize];
+                let node = &mut self.nodes[next];
                 let Some(end) = follow(&mut node.transfer, before, &mut self.moved) else { return };
                 (before, next) = (end, node.next);
             }
@@ -170,13 +157,13 @@ impl OutputQueue {
     /// The last transfer in the buckets before `index` in the window.
     fn last_before(&self, index: usize) -> Option<&Transfer> {
         let previous = self.occupied.last_through((index + BUCKETS - 1) % BUCKETS)?;
-        (self.offset(previous) < self.offset(index)).then(|| &self.nodes[self.tails[previous] as usize].transfer)
+        (self.offset(previous) < self.offset(index)).then(|| &self.nodes[self.tails[previous]].transfer)
     }
 
     /// The last transfer in the window.
     fn last_in_window(&self) -> Option<&Transfer> {
         let last = self.occupied.last_through((self.origin as usize + BUCKETS - 1) % BUCKETS)?;
-        Some(&self.nodes[self.tails[last] as usize].transfer)
+        Some(&self.nodes[self.tails[last]].transfer)
     }
 
     /// Drops the transfers over by `now` (a prefix of the order, as their ends increase), then moves the window
@@ -186,13 +173,13 @@ impl OutputQueue {
             match self.occupied.first_from(self.origin as usize % BUCKETS) {
                 Some(index) => {
                     let first = self.heads[index];
-                    let node = &mut self.nodes[first as usize];
+                    let node = &mut self.nodes[first];
                     if node.transfer.end_ns > now {
                         break Some(self.origin + self.offset(index) as u64);
                     }
                     self.over_end_ns = node.transfer.end_ns;
-                    self.heads[index] = std::mem::replace(&mut node.next, self.free);
-                    self.free = first;
+                    self.heads[index] = node.next;
+                    self.nodes.release(first);
                     if self.heads[index] == NIL {
                         self.tails[index] = NIL;
                         self.occupied.clear(index);
@@ -223,10 +210,10 @@ impl OutputQueue {
     /// Lists `transfer`, later than every transfer listed, in its bucket of the window.
     fn append(&mut self, transfer: Transfer) {
         let index = (transfer.ready_ns >> BUCKET_SHIFT) as usize % BUCKETS;
-        let node = self.new_node(Node { transfer, next: NIL });
+        let node = self.nodes.insert(Node { transfer, next: NIL });
         match self.tails[index] {
             NIL => self.heads[index] = node,
-            tail => self.nodes[tail as usize].next = node,
+            tail => self.nodes[tail].next = node,
         }
         self.tails[index] = node;
         self.occupied.set(index);
@@ -239,8 +226,8 @@ impl OutputQueue {
         for index in (0..self.heads.len()).map(|offset| (start + offset) % BUCKETS) {
             let mut next = self.heads[index];
             while next != NIL {
-                ordered.push(self.nodes[next as usize].transfer);
-                next = self.nodes[next as usize].next;
+                ordered.push(self.nodes[next].transfer);
+                next = self.nodes[next].next;
             }
         }
         ordered.extend(self.far.iter().copied());
@@ -280,7 +267,7 @@ impl OutputQueue {
             None => self.over_end_ns = self.over_end_ns.min(at),
         }
         self.heads.iter_mut().chain(&mut self.tails).for_each(|node| *node = NIL);
-        (self.nodes, self.free, self.occupied) = (Vec::new(), NIL, BucketBits::default());
+        (self.nodes, self.occupied) = (Slab::default(), BucketBits::default());
         self.far.clear();
         for transfer in left {
             if transfer.ready_ns >> BUCKET_SHIFT < self.origin + BUCKETS as u64 {
