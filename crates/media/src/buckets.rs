@@ -1,9 +1,9 @@
 //! A calendar's parts: which of its buckets hold anything (a bit each, with a summary bit per word, so that the
 //! first occupied bucket after a given one, or the last before it, is found in a few instructions), and the slab
-//! that holds the nodes of the buckets' lists. A calendar keeps
-//! things due over a window of time in buckets of a fixed width, indexed round a ring, which is cheaper to
-//! search than a binary heap or a sorted list whose searches chain dependent loads: the runtimes' timers and
-//! the flash model's way out to the host are both calendars.
+//! that holds the nodes of the buckets' lists. A calendar keeps things due over a window of time in buckets of a
+//! fixed width, indexed round a ring, which is cheaper to search than a binary heap or a sorted list whose
+//! searches chain dependent loads: the runtimes' timers and the flash model's way out to the host are both
+//! calendars.
 
 use std::ops::{Index, IndexMut};
 
