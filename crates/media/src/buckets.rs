@@ -41,10 +41,6 @@ impl BucketBits {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.summary == 0
-    }
-
     /// The first occupied bucket going round the ring from `start` (itself included).
     pub fn first_from(&self, start: usize) -> Option<usize> {
         let (word, bit) = (start / 64, start % 64);
@@ -185,7 +181,7 @@ mod tests {
             let backward = (0..BUCKETS).map(|offset| (start + BUCKETS - offset) % BUCKETS).find(|&at| flags[at]);
             assert_eq!(bits.first_from(start), forward, "step {step} from {start}");
             assert_eq!(bits.last_through(start), backward, "step {step} back from {start}");
-            assert_eq!(bits.is_empty(), forward.is_none());
+            assert_eq!(bits.first_from(0).is_none(), forward.is_none(), "step {step}: any bucket occupied");
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::{BucketBits, Linked, Slab, BUCKETS, NIL};
 
 /// A booked transfer: when its data is ready, how long it takes, when it ends, and the command it is for
 /// (`NO_COMMAND` when nothing may move its completion).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 struct Transfer {
     ready_ns: u64,
     duration_ns: u64,
