@@ -73,6 +73,8 @@ fn fio_errors() {
         "--size=1z",
         "--ioengine=libaio",
         "--iodepth=8",
+        // Eight writes a call reach the device together, which may run them in any order.
+        "--iodepth_batch_submit=8",
         "--scheduler=none",
         "--runtime=10ms",
         "--time_based",

@@ -309,9 +309,7 @@ struct JobState {
     core_busy_until_ns: u64,
     /// The job's thread on the host's cores.
     thread: JobThread,
-    /// The last submission batch: the instant its commands were ready, and when they arrive.
-    batch: Option<(u64, u64)>,
-    /// fio's batched submission and reaping, when the job asks for it.
+    /// fio's loop of submissions and reaps for an asynchronous job (None for psync's one I/O a call).
     batching: Option<Batching>,
     /// When the kblockd worker that dispatches this job's deferred commands runs next (or last ran): the worker
     /// of the job's core's hardware queue.
@@ -1017,12 +1015,15 @@ impl JobHostCost {
     }
 }
 
-/// fio's batched submission and reaping (`iodepth_batch_submit`, `iodepth_batch_complete_min` and `_max`,
-/// `iodepth_low`), kept only for an asynchronous job that asks for batches or a low-water mark. fio's one thread
-/// queues I/Os and submits them in one call once it has `submit` of them or nothing else to do; with its queue
-/// full it waits until `complete_min` commands (or all it has out, if fewer) have completed, reaps up to
-/// `complete_max` of those at once, and goes on reaping until no more than `low` are out before it queues
-/// again. The job's workers stand for fio's I/O units; these counts say what its thread is doing.
+/// fio's loop of submissions and reaps on an asynchronous job's one thread (`do_io` in backend.c), with its
+/// batches (`iodepth_batch_submit`, `iodepth_batch_complete_min` and `_max`, `iodepth_low`). The thread queues
+/// I/Os and submits them in one call once it has `submit` of them or nothing else to do; with its queue full it
+/// waits until `complete_min` commands (or all it has out, if fewer) have completed, reaps up to `complete_max`
+/// of those at once, and goes on reaping until no more than `low` are out before it queues again. With fio's
+/// defaults (1, 1, 1 and `iodepth`) it reaps one completion when its queue is full and submits one I/O in its
+/// place, so completions that arrive together wait their turn in the completion queue, in `clat`, and every I/O
+/// is in flight from its preparation to its reap. The job's workers stand for fio's I/O units; these counts say
+/// what its thread is doing.
 struct Batching {
     submit: u32,
     complete_min: u32,
@@ -1063,17 +1064,16 @@ struct Submission {
 }
 
 impl Batching {
-    /// A job's batching, if it asks for batches or a low-water mark: fio's sync engines submit one I/O a call.
+    /// An asynchronous job's loop; none for psync, which submits one I/O a call and reaps it in the same call.
+    /// A `complete_max` below `complete_min` (fio's default is 0) becomes `complete_min`, as fio's
+    /// `fixup_options` (init.c) makes it.
     fn of(job: &JobOptions) -> Option<Batching> {
         let depth = job.iodepth;
         let submit = if job.iodepth_batch_submit == 0 { depth } else { job.iodepth_batch_submit.min(depth) };
         let complete_min = job.iodepth_batch_complete_min.clamp(1, depth);
-        let complete_max = match job.iodepth_batch_complete_max {
-            0 => depth,
-            max => max.clamp(complete_min, depth),
-        };
+        let complete_max = job.iodepth_batch_complete_max.clamp(complete_min, depth);
         let low = if job.iodepth_low == 0 { depth } else { job.iodepth_low.min(depth) };
-        (job.ioengine != IoEngine::Psync && (submit > 1 || complete_min > 1 || low < depth)).then(|| Batching {
+        (job.ioengine != IoEngine::Psync).then(|| Batching {
             submit,
             complete_min,
             complete_max,
@@ -1227,7 +1227,7 @@ impl JobThread {
     }
 }
 
-/// Queues a command for the job's next submission call (batching on) and waits for the call: the command
+/// Queues a command for the job's next submission call (an asynchronous job) and waits for the call: the command
 /// reaches the scheduler when the call's CPU work ends, or, in a call Linux does not plug, when the kblockd
 /// worker runs next where Linux defers the dispatch. Returns fio's two timestamps, as `submit_on_job_core`.
 async fn submit_in_batch<S: MediaStore + 'static>(
@@ -1256,8 +1256,8 @@ async fn submit_in_batch<S: MediaStore + 'static>(
     SubmitTimes { prepared_ns, issued_ns: submission.issued_ns }
 }
 
-/// Reaps a completed command on the job's thread: with batching on, in the round fio's thread reaps it in (see
-/// `Batching`), otherwise on its own, its CPU work after what the core is busy with. Resolves when the reap ends,
+/// Reaps a completed command on the job's thread: an asynchronous job's in the round fio's thread reaps it in
+/// (see `Batching`), psync's on its own, its CPU work after what the core is busy with. Resolves when the reap ends,
 /// with the reap when the worker may have to wait before it queues again (`wait_to_queue`).
 async fn reap<S: MediaStore + 'static>(
     queue: &Scheduled<Host<S>>,
@@ -1314,7 +1314,7 @@ async fn sleep_until<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, at: u6
 }
 
 /// Runs `wait` with the worker off fio's thread (waiting for a zone, for written blocks to verify, for its
-/// rate), so that with batching on the thread may submit and reap meanwhile.
+/// rate), so that an asynchronous job's thread may submit and reap meanwhile.
 async fn off_the_thread<S: MediaStore + 'static>(
     queue: &Scheduled<Host<S>>,
     state: &Rc<RefCell<JobState>>,
@@ -1325,13 +1325,10 @@ async fn off_the_thread<S: MediaStore + 'static>(
     state.borrow_mut().set_waiting(queue.now_ns(), false);
 }
 
-/// Submits on the job's thread: the command reaches the scheduler when its submission's CPU work ends, after
-/// what the job's core is busy with, or when Linux defers its dispatch, when the kblockd worker runs next (a
-/// command that finds a run already due leaves with it). Commands ready at the same instant go in one batch (as one
-/// `io_submit` carries what fio has queued) and arrive together, in an order the device may not keep; each still
-/// adds its CPU time to the core. Resolves at the command's arrival, and returns fio's two timestamps for it:
-/// when the core began its submission (fio prepares an I/O just before it queues it, so the time a command waits
-/// for the core before that counts in no latency) and when its submission's CPU work ended (fio's issue time).
+/// Submits a synchronous job's one I/O on its thread: the command reaches the scheduler when its submission's CPU
+/// work ends, after what the job's core is busy with, or when Linux defers its dispatch, when the kblockd worker
+/// runs next. Resolves at the command's arrival, and returns fio's two timestamps for it: when the core began its
+/// submission and when that CPU work ended.
 async fn submit_on_job_core<S: MediaStore + 'static>(
     queue: &Scheduled<Host<S>>,
     state: &Rc<RefCell<JobState>>,
@@ -1340,21 +1337,10 @@ async fn submit_on_job_core<S: MediaStore + 'static>(
     let now = queue.now_ns();
     let (arrival, times) = {
         let mut job = state.borrow_mut();
-        let (submit_ns, dispatch_ns) = (job.cost.submit_ns, job.cost.dispatch_ns(direction));
-        match job.batch {
-            Some((ready, arrival)) if ready == now => {
-                let prepared_ns = job.core_busy_until_ns;
-                job.core_busy_until_ns = job.work_on_core(prepared_ns, submit_ns);
-                (arrival, SubmitTimes { prepared_ns, issued_ns: job.core_busy_until_ns })
-            }
-            _ => {
-                let prepared_ns = job.prepare_on_core(now);
-                let issued_ns = job.core_busy_until_ns;
-                let arrival = job.dispatched_at(issued_ns, dispatch_ns);
-                job.batch = Some((now, arrival));
-                (arrival, SubmitTimes { prepared_ns, issued_ns })
-            }
-        }
+        let dispatch_ns = job.cost.dispatch_ns(direction);
+        let prepared_ns = job.prepare_on_core(now);
+        let issued_ns = job.core_busy_until_ns;
+        (job.dispatched_at(issued_ns, dispatch_ns), SubmitTimes { prepared_ns, issued_ns })
     };
     sleep_until(queue, arrival).await;
     times
@@ -2076,7 +2062,6 @@ impl JobState {
             cost,
             core_busy_until_ns: group_start,
             thread: JobThread::default(),
-            batch: None,
             batching: Batching::of(job),
             dispatch_run_ns: 0,
             read: DirectionStats::default(),

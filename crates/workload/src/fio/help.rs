@@ -87,7 +87,7 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
     OptionDoc {
         default: Some("0"),
         range: Some("min=0, max=65535"),
-        ..doc("iodepth_batch_complete_max", INT, "Completions reaped at most at once (0: iodepth)", "8")
+        ..doc("iodepth_batch_complete_max", INT, "Completions reaped at most at once (default: the min)", "8")
     },
     OptionDoc {
         default: Some("0"),

@@ -369,7 +369,8 @@ pub struct JobOptions {
     /// `iodepth`. fio also submits what it has queued when it has nothing else to do but wait for completions.
     pub iodepth_batch_submit: u32,
     /// `iodepth_batch_complete_min` (`iodepth_batch_complete`) and `iodepth_batch_complete_max`: the completions
-    /// fio waits for, at least and at most, each time its queue is full (0 for the most: `iodepth`).
+    /// fio waits for, at least, and reaps, at most, each time its queue is full (a most below the least, 0 by
+    /// default, is the least, as fio's `fixup_options` makes it).
     pub iodepth_batch_complete_min: u32,
     pub iodepth_batch_complete_max: u32,
     /// `iodepth_low`: once its queue is full, fio lets it drain to this depth before it fills it again (0 or
