@@ -721,6 +721,26 @@ fn sequential_reads_dispatched_together_keep_the_read_ahead() {
     assert!(iops > 250_000.0 && tail < 300.0, "{iops:.0} IOPS, p99.9 {tail:.1} us: reads waited for flash");
 }
 
+/// `iodepth_batch_complete_max` left unset reaps at most `iodepth_batch_complete_min` a round, as fio's
+/// `fixup_options` makes it, not the whole queue depth: a job whose completions pile up while its core is busy
+/// (sequential reads the read-ahead serves, at QD 16) reaps the same rounds as with the max set to the min, and
+/// other rounds than with the max at the depth.
+#[test]
+fn the_most_completions_a_round_reaps_defaults_to_the_least() {
+    let clat = |extra: &str| {
+        let result = fio(&format!(
+            "--filename=preset:zn540,zones=4 --prefill=full --zonemode=zbd --direct=1 --name=j --rw=read --bs=4k \
+             --size=1z --io_size=64m --ioengine=libaio --iodepth=16 --scheduler=none --iodepth_batch_complete_min=4 \
+             {extra}"
+        ))
+        .expect("runs");
+        to_json(&result, false)["jobs"][0]["read"]["clat_ns"].clone()
+    };
+    let unset = clat("");
+    assert_eq!(unset, clat("--iodepth_batch_complete_max=4"), "the max defaults to the min");
+    assert_ne!(unset, clat("--iodepth_batch_complete_max=16"), "rounds of up to 16 differ");
+}
+
 /// `iodepth_batch_submit` and `iodepth_batch_complete_min`: with both at the queue depth fio's thread submits a
 /// full queue in one call and reaps only whole rounds. Linux plugs a call of more than two iocbs and flushes the
 /// plug from the submitting thread, so mq-deadline's kblockd wait vanishes from such calls and stays in calls
