@@ -45,13 +45,12 @@ impl Linked for Node {
     }
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(super) struct OutputQueue {
     /// The transfers not over, in the order they leave: by ready time, ties in booking order. Each starts once
     /// its data is ready and the one before it has left, so their ends increase. Those ready within the window
     /// (buckets `origin` to `origin + BUCKETS` of ready time) are listed in their bucket round the ring, in
-    /// order, from `heads` to `tails`; `far` holds those ready past it when booked, all later than these. The
-    /// buckets are made on the first booking.
+    /// order, from `heads` to `tails`; `far` holds those ready past it when booked, all later than these.
     heads: Vec<u32>,
     tails: Vec<u32>,
     nodes: Slab<Node>,
@@ -78,13 +77,25 @@ fn follow(later: &mut Transfer, before: u64, moved: &mut Vec<(u64, u64)>) -> Opt
     Some(end)
 }
 
+impl Default for OutputQueue {
+    fn default() -> Self {
+        OutputQueue {
+            heads: vec![NIL; BUCKETS],
+            tails: vec![NIL; BUCKETS],
+            nodes: Slab::default(),
+            occupied: BucketBits::default(),
+            origin: 0,
+            far: VecDeque::new(),
+            over_end_ns: 0,
+            moved: Vec::new(),
+        }
+    }
+}
+
 impl OutputQueue {
     /// Books a transfer of `duration_ns` whose data is ready at `ready` for `command`, submitted at `now` (never
     /// after `ready`); returns when it ends.
     pub fn book(&mut self, now: u64, ready: u64, duration_ns: u64, command: u64) -> u64 {
-        if self.heads.is_empty() {
-            (self.heads, self.tails) = (vec![NIL; BUCKETS], vec![NIL; BUCKETS]);
-        }
         self.drop_over(now);
         let mut transfer = Transfer { ready_ns: ready, duration_ns, end_ns: 0, command };
         let bucket = ready >> BUCKET_SHIFT;
@@ -223,7 +234,7 @@ impl OutputQueue {
     fn in_order(&self) -> Vec<Transfer> {
         let mut ordered = Vec::new();
         let start = self.origin as usize % BUCKETS;
-        for index in (0..self.heads.len()).map(|offset| (start + offset) % BUCKETS) {
+        for index in (0..BUCKETS).map(|offset| (start + offset) % BUCKETS) {
             let mut next = self.heads[index];
             while next != NIL {
                 ordered.push(self.nodes[next].transfer);

@@ -310,7 +310,7 @@ struct JobState {
     /// The job's thread on the host's cores.
     thread: JobThread,
     /// fio's loop of submissions and reaps for an asynchronous job (None for psync's one I/O a call).
-    batching: Option<Batching>,
+    fio_loop: Option<FioLoop>,
     /// When the kblockd worker that dispatches this job's deferred commands runs next (or last ran): the worker
     /// of the job's core's hardware queue.
     dispatch_run_ns: u64,
@@ -1024,7 +1024,7 @@ impl JobHostCost {
 /// place, so completions that arrive together wait their turn in the completion queue, in `clat`, and every I/O
 /// is in flight from its preparation to its reap. The job's workers stand for fio's I/O units; these counts say
 /// what its thread is doing.
-struct Batching {
+struct FioLoop {
     submit: u32,
     complete_min: u32,
     complete_max: u32,
@@ -1063,17 +1063,17 @@ struct Submission {
     plugged: bool,
 }
 
-impl Batching {
+impl FioLoop {
     /// An asynchronous job's loop; none for psync, which submits one I/O a call and reaps it in the same call.
     /// A `complete_max` below `complete_min` (fio's default is 0) becomes `complete_min`, as fio's
     /// `fixup_options` (init.c) makes it.
-    fn of(job: &JobOptions) -> Option<Batching> {
+    fn of(job: &JobOptions) -> Option<FioLoop> {
         let depth = job.iodepth;
         let submit = if job.iodepth_batch_submit == 0 { depth } else { job.iodepth_batch_submit.min(depth) };
         let complete_min = job.iodepth_batch_complete_min.clamp(1, depth);
         let complete_max = job.iodepth_batch_complete_max.clamp(complete_min, depth);
         let low = if job.iodepth_low == 0 { depth } else { job.iodepth_low.min(depth) };
-        (job.ioengine != IoEngine::Psync).then(|| Batching {
+        (job.ioengine != IoEngine::Psync).then(|| FioLoop {
             submit,
             complete_min,
             complete_max,
@@ -1090,45 +1090,45 @@ impl Batching {
 }
 
 impl JobState {
-    /// What fio's thread does next when batching, at `now`: submits what it queued once the batch is full or
+    /// What an asynchronous job's thread does next, at `now`: submits what it queued once the batch is full or
     /// nothing else runs, then, with nothing running, reaps the completed commands if enough have completed. A
     /// round is reaped at once, as one `io_getevents` returns it: the core does the completion work of all its
     /// commands, and fio stamps them all with the time the call returned.
     fn settle_batches(&mut self, now: u64) {
         let issued_ns = self.core_busy_until_ns;
         let (complete_ns, measured) = (self.cost.complete_ns, now >= self.ramp_end_ns);
-        let Some(batching) = self.batching.as_mut() else { return };
-        if batching.queued > 0 && (batching.queued >= batching.submit || batching.runnable == 0) {
-            batching.next_submission.set(Some(Submission { issued_ns, plugged: batching.queued > 2 }));
-            batching.next_submission = Rc::new(Cell::new(None));
-            batching.outstanding += batching.queued;
-            batching.queued = 0;
-            batching.progress.notify_waiters();
+        let Some(fio_loop) = self.fio_loop.as_mut() else { return };
+        if fio_loop.queued > 0 && (fio_loop.queued >= fio_loop.submit || fio_loop.runnable == 0) {
+            fio_loop.next_submission.set(Some(Submission { issued_ns, plugged: fio_loop.queued > 2 }));
+            fio_loop.next_submission = Rc::new(Cell::new(None));
+            fio_loop.outstanding += fio_loop.queued;
+            fio_loop.queued = 0;
+            fio_loop.progress.notify_waiters();
         }
         // Rounds follow each other while the thread has nothing else to do (it drains towards `low`).
-        while batching.runnable == 0
-            && batching.completed.len() >= batching.complete_min.min(batching.outstanding).max(1) as usize
+        while fio_loop.runnable == 0
+            && fio_loop.completed.len() >= fio_loop.complete_min.min(fio_loop.outstanding).max(1) as usize
         {
-            let reaped = batching.completed.len().min(batching.complete_max as usize);
+            let reaped = fio_loop.completed.len().min(fio_loop.complete_max as usize);
             let reaped_ns = self.thread.reap(now, self.core_busy_until_ns, reaped as u64 * complete_ns, measured);
-            batching.outstanding -= reaped as u32;
+            fio_loop.outstanding -= reaped as u32;
             // Above the low-water mark the thread goes on reaping; the reaped wait to queue again.
-            let drained = batching.outstanding <= batching.low;
-            for admitted in batching.completed.drain(..reaped) {
+            let drained = fio_loop.outstanding <= fio_loop.low;
+            for admitted in fio_loop.completed.drain(..reaped) {
                 admitted.at.set(Some(reaped_ns));
                 if !drained {
                     admitted.held.set(true);
-                    batching.held.push(admitted);
+                    fio_loop.held.push(admitted);
                 }
             }
             self.core_busy_until_ns = reaped_ns;
             if drained {
-                batching.runnable += (reaped + batching.held.len()) as u32;
-                for released in batching.held.drain(..) {
+                fio_loop.runnable += (reaped + fio_loop.held.len()) as u32;
+                for released in fio_loop.held.drain(..) {
                     released.held.set(false);
                 }
             }
-            batching.progress.notify_waiters();
+            fio_loop.progress.notify_waiters();
         }
     }
 
@@ -1181,11 +1181,11 @@ impl JobState {
     /// A worker leaves the job's thread at `now` to wait (for a zone, for its rate) or ends (`true`), or is
     /// back (`false`).
     fn set_waiting(&mut self, now: u64, waiting: bool) {
-        if let Some(batching) = self.batching.as_mut() {
+        if let Some(fio_loop) = self.fio_loop.as_mut() {
             if waiting {
-                batching.runnable -= 1;
+                fio_loop.runnable -= 1;
             } else {
-                batching.runnable += 1;
+                fio_loop.runnable += 1;
             }
         }
         if waiting {
@@ -1239,10 +1239,10 @@ async fn submit_in_batch<S: MediaStore + 'static>(
     let (prepared_ns, call, progress) = {
         let mut job = state.borrow_mut();
         let prepared_ns = job.prepare_on_core(now);
-        let batching = job.batching.as_mut().expect("a batched submission needs batching");
-        batching.runnable -= 1;
-        batching.queued += 1;
-        let waiting = (Rc::clone(&batching.next_submission), Rc::clone(&batching.progress));
+        let fio_loop = job.fio_loop.as_mut().expect("only an asynchronous job submits in batches");
+        fio_loop.runnable -= 1;
+        fio_loop.queued += 1;
+        let waiting = (Rc::clone(&fio_loop.next_submission), Rc::clone(&fio_loop.progress));
         job.settle_batches(now);
         (prepared_ns, waiting.0, waiting.1)
     };
@@ -1257,7 +1257,7 @@ async fn submit_in_batch<S: MediaStore + 'static>(
 }
 
 /// Reaps a completed command on the job's thread: an asynchronous job's in the round fio's thread reaps it in
-/// (see `Batching`), psync's on its own, its CPU work after what the core is busy with. Resolves when the reap ends,
+/// (see `FioLoop`), psync's on its own, its CPU work after what the core is busy with. Resolves when the reap ends,
 /// with the reap when the worker may have to wait before it queues again (`wait_to_queue`).
 async fn reap<S: MediaStore + 'static>(
     queue: &Scheduled<Host<S>>,
@@ -1266,11 +1266,11 @@ async fn reap<S: MediaStore + 'static>(
     let now = queue.now_ns();
     let waiting = {
         let mut job = state.borrow_mut();
-        match job.batching.as_mut() {
-            Some(batching) => {
+        match job.fio_loop.as_mut() {
+            Some(fio_loop) => {
                 let reaped = Rc::new(Reaped::default());
-                batching.completed.push_back(Rc::clone(&reaped));
-                let progress = Rc::clone(&batching.progress);
+                fio_loop.completed.push_back(Rc::clone(&reaped));
+                let progress = Rc::clone(&fio_loop.progress);
                 job.settle_batches(now);
                 Some((reaped, progress))
             }
@@ -1289,7 +1289,7 @@ async fn reap<S: MediaStore + 'static>(
 /// Waits until fio's thread has drained its queue to the low-water mark, if `reaped` is held for it.
 async fn wait_to_queue(state: &Rc<RefCell<JobState>>, reaped: Option<Rc<Reaped>>) {
     let Some(reaped) = reaped else { return };
-    let Some(progress) = state.borrow().batching.as_ref().map(|batching| Rc::clone(&batching.progress)) else {
+    let Some(progress) = state.borrow().fio_loop.as_ref().map(|fio_loop| Rc::clone(&fio_loop.progress)) else {
         return;
     };
     wait_for(&progress, || (!reaped.held.get()).then_some(())).await;
@@ -1448,8 +1448,8 @@ async fn worker<S: MediaStore + 'static>(
             job.in_flight += 1;
             job.in_flight
         };
-        let batched = state.borrow().batching.is_some();
-        let times = if batched {
+        let asynchronous = state.borrow().fio_loop.is_some();
+        let times = if asynchronous {
             submit_in_batch(&queue, &state, direction).await
         } else {
             submit_on_job_core(&queue, &state, direction).await
@@ -2062,7 +2062,7 @@ impl JobState {
             cost,
             core_busy_until_ns: group_start,
             thread: JobThread::default(),
-            batching: Batching::of(job),
+            fio_loop: FioLoop::of(job),
             dispatch_run_ns: 0,
             read: DirectionStats::default(),
             write: DirectionStats::default(),
