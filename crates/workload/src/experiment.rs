@@ -686,7 +686,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
         // One unit per axis: series of another unit than the figure's (a latency beside KIOPS) get a plot of
         // their own.
         let mut plots: Vec<(String, Vec<Line>)> = Vec::new();
-        for (label, points) in lines.iter().filter(|(label, _)| !label.contains("per request")) {
+        for (label, points) in lines.iter().filter(|(label, _)| !is_ratio(label)) {
             let y_label = series_axis(&figure.y_label, label);
             let line = Line { label: label.clone(), points: points.iter().map(|p| (f64::from(p.x), p.y)).collect() };
             match plots.iter_mut().find(|(axis, _)| *axis == y_label) {
@@ -700,15 +700,7 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 .map_err(fail)?;
             let _ = writeln!(report, "![{name}]({name}.png)\n");
         }
-        // Every column names its unit: the y axis's, unless the figure mixes units and each series names its own.
-        let unit = figure_unit(&figure.y_label);
-        let headers: Vec<String> = lines
-            .iter()
-            .map(|(label, _)| match unit {
-                Some(unit) if label_unit(label).is_none() => format!("{label} ({unit})"),
-                _ => label.clone(),
-            })
-            .collect();
+        let headers: Vec<String> = lines.iter().map(|(label, _)| column_header(&figure.y_label, label)).collect();
         let _ = writeln!(report, "| {} | {} |", figure.x_label, headers.join(" | "));
         let _ = writeln!(report, "|---|{}", "---|".repeat(lines.len()));
         for (index, x) in xs.iter().enumerate() {
@@ -954,6 +946,21 @@ fn label_unit(label: &str) -> Option<&str> {
     label.rsplit_once('(').and_then(|(_, unit)| unit.strip_suffix(')')).filter(|unit| UNITS.contains(unit))
 }
 
+/// A series' column in a figure's table: its label with its unit, the y axis's unless the figure mixes units
+/// and each series names its own, or none for a ratio.
+fn column_header(y_label: &str, label: &str) -> String {
+    match figure_unit(y_label) {
+        Some(unit) if label_unit(label).is_none() && !is_ratio(label) => format!("{label} ({unit})"),
+        _ => label.to_string(),
+    }
+}
+
+/// Whether a series counts one thing per another (`write commands per request`): a plain number, in neither the
+/// figure's unit nor its plots.
+fn is_ratio(label: &str) -> bool {
+    label.contains(" per ")
+}
+
 /// The unit of a figure's y axis (`throughput (KIOPS)`: KIOPS); None when it mixes units (`a / b (us)`).
 fn figure_unit(y_label: &str) -> Option<&str> {
     y_label.rsplit_once('(').and_then(|(_, unit)| unit.strip_suffix(')')).filter(|_| !y_label.contains(" / "))
@@ -1193,6 +1200,17 @@ mod tests {
         assert!(seed_ranges_overlap(&point(&[0.003, 0.011]), &point(&[0.0, 0.008])));
         assert!(!seed_ranges_overlap(&point(&[9.87, 9.98]), &point(&[9.80, 9.86])));
         assert!(!seed_ranges_overlap(&point(&[1.0]), &point(&[1.0])), "one seed gives no range to compare");
+    }
+
+    #[test]
+    fn columns_name_the_axis_unit_except_for_ratios() {
+        assert_eq!(column_header("latency (us)", "none median"), "none median (us)");
+        assert_eq!(
+            column_header("latency (us)", "mq-deadline write commands per request"),
+            "mq-deadline write commands per request"
+        );
+        assert_eq!(column_header("latency (us)", "p99.9 (ms)"), "p99.9 (ms)");
+        assert_eq!(column_header("KIOPS / p99.9 latency (us)", "reads"), "reads");
     }
 
     #[test]
