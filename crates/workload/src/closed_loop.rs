@@ -10,6 +10,8 @@ use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, Host, HostExt, IoData, Simulation};
 use zonelab_zns::{MediaStore, Status};
 
+use crate::fio::Histogram;
+
 /// What each job does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -68,8 +70,8 @@ struct Tally {
     measured: u64,
     latency_sum_ns: u128,
     latency_max_ns: u64,
-    /// Measured latencies by zone.
-    latencies: Vec<Vec<u64>>,
+    /// Measured latencies by zone, in fio's histogram: the grid's percentiles are its buckets' values.
+    latencies: Vec<Histogram>,
     failure: Option<Status>,
 }
 
@@ -87,9 +89,7 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
     let geometry = host.with_device(|device| *device.namespace().geometry());
     let blocks = spec.bs_bytes >> geometry.lba_shift;
     let total = spec.warmup + spec.measured;
-    // Room for each zone's share of the latencies up front, so that recording one does not copy the others.
-    let share = (spec.measured / u64::from(spec.zones.max(1))) as usize + 1;
-    let latencies = (0..spec.zones).map(|_| Vec::with_capacity(share)).collect();
+    let latencies = (0..spec.zones).map(|_| Histogram::default()).collect();
     let tally = Rc::new(RefCell::new(Tally { latencies, ..Tally::default() }));
     let write_pointers: Rc<RefCell<Vec<u64>>> = Rc::new(RefCell::new(
         (0..spec.zones).map(|zone| host.with_device(|d| d.namespace().zone(zone).wp_lba)).collect(),
@@ -146,7 +146,7 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
                         tally.measured += 1;
                         tally.latency_sum_ns += u128::from(latency);
                         tally.latency_max_ns = tally.latency_max_ns.max(latency);
-                        tally.latencies[zone as usize].push(latency);
+                        tally.latencies[zone as usize].record(latency);
                         tally.window_end_ns = now;
                     }
                 }
@@ -154,7 +154,7 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
         }
     }
     simulation.run();
-    let mut tally = tally.borrow_mut();
+    let tally = tally.borrow();
     if let Some(status) = tally.failure {
         return Err(status);
     }
@@ -165,15 +165,6 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
         iops: tally.measured as f64 * 1e9 / window_ns as f64,
         mean_latency_ns: tally.latency_sum_ns as f64 / tally.measured.max(1) as f64,
         max_latency_ns: tally.latency_max_ns,
-        p99_latency_ns_max_zone: tally.latencies.iter_mut().map(|zone| p99(zone)).max().unwrap_or(0),
+        p99_latency_ns_max_zone: tally.latencies.iter().map(|zone| zone.percentile(99.0)).max().unwrap_or(0),
     })
-}
-
-/// The 99th percentile as fio reports it: the latency that 99 % of the samples do not exceed.
-fn p99(latencies: &mut [u64]) -> u64 {
-    if latencies.is_empty() {
-        return 0;
-    }
-    let rank = (latencies.len() * 99).div_ceil(100).max(1) - 1;
-    *latencies.select_nth_unstable(rank).1
 }

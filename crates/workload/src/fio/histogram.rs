@@ -5,17 +5,6 @@
 const SUB_BITS: u32 = 6;
 const SUB_BUCKETS: u64 = 1 << SUB_BITS;
 
-/// Latency samples in nanoseconds.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct LatencyStats {
-    count: u64,
-    min: u64,
-    max: u64,
-    mean: f64,
-    m2: f64,
-    buckets: Vec<u64>,
-}
-
 fn bucket_of(value: u64) -> usize {
     if value < SUB_BUCKETS {
         return value as usize;
@@ -36,19 +25,21 @@ fn bucket_value(bucket: usize) -> u64 {
     low + ((1u64 << shift) >> 1)
 }
 
-impl LatencyStats {
+/// Latency samples in nanoseconds, as fio's histogram keeps them: each in its bucket, with the least and the
+/// most seen. Enough for percentiles, in memory that does not grow with the samples.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Histogram {
+    count: u64,
+    min: u64,
+    max: u64,
+    buckets: Vec<u64>,
+}
+
+impl Histogram {
     pub fn record(&mut self, value_ns: u64) {
+        self.min = if self.count == 0 { value_ns } else { self.min.min(value_ns) };
+        self.max = self.max.max(value_ns);
         self.count += 1;
-        if self.count == 1 {
-            self.min = value_ns;
-            self.max = value_ns;
-        } else {
-            self.min = self.min.min(value_ns);
-            self.max = self.max.max(value_ns);
-        }
-        let delta = value_ns as f64 - self.mean;
-        self.mean += delta / self.count as f64;
-        self.m2 += delta * (value_ns as f64 - self.mean);
         let bucket = bucket_of(value_ns);
         if self.buckets.len() <= bucket {
             self.buckets.resize(bucket + 1, 0);
@@ -56,62 +47,20 @@ impl LatencyStats {
         self.buckets[bucket] += 1;
     }
 
-    /// Adds another set of samples (group reporting).
-    pub fn merge(&mut self, other: &LatencyStats) {
+    /// Adds another set of samples.
+    pub fn merge(&mut self, other: &Histogram) {
         if other.count == 0 {
             return;
         }
-        if self.count == 0 {
-            *self = other.clone();
-            return;
-        }
-        let count = self.count + other.count;
-        let delta = other.mean - self.mean;
-        self.m2 += other.m2 + delta * delta * self.count as f64 * other.count as f64 / count as f64;
-        self.mean += delta * other.count as f64 / count as f64;
-        self.count = count;
-        self.min = self.min.min(other.min);
+        self.min = if self.count == 0 { other.min } else { self.min.min(other.min) };
         self.max = self.max.max(other.max);
+        self.count += other.count;
         if self.buckets.len() < other.buckets.len() {
             self.buckets.resize(other.buckets.len(), 0);
         }
         for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
             *mine += theirs;
         }
-    }
-
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    pub fn min(&self) -> u64 {
-        self.min
-    }
-
-    pub fn max(&self) -> u64 {
-        self.max
-    }
-
-    pub fn mean(&self) -> f64 {
-        self.mean
-    }
-
-    /// Sample standard deviation, as fio prints it.
-    pub fn stddev(&self) -> f64 {
-        if self.count < 2 {
-            0.0
-        } else {
-            (self.m2 / (self.count - 1) as f64).sqrt()
-        }
-    }
-
-    /// The histogram's non-empty bins, as (the middle of the bin in ns, samples in it): fio's json+ `bins`.
-    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.buckets
-            .iter()
-            .enumerate()
-            .filter(|(_, &hits)| hits > 0)
-            .map(|(bucket, &hits)| (bucket_value(bucket), hits))
     }
 
     /// The value at `percent` (0 to 100): the bucket holding that rank, clamped to the observed range.
@@ -128,6 +77,80 @@ impl LatencyStats {
             }
         }
         self.max
+    }
+
+    /// The non-empty bins, as (the middle of the bin in ns, samples in it): fio's json+ `bins`.
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, &hits)| hits > 0)
+            .map(|(bucket, &hits)| (bucket_value(bucket), hits))
+    }
+}
+
+/// Latency samples in nanoseconds: exact mean and standard deviation beside the histogram.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatencyStats {
+    mean: f64,
+    m2: f64,
+    histogram: Histogram,
+}
+
+impl LatencyStats {
+    pub fn record(&mut self, value_ns: u64) {
+        self.histogram.record(value_ns);
+        let delta = value_ns as f64 - self.mean;
+        self.mean += delta / self.histogram.count as f64;
+        self.m2 += delta * (value_ns as f64 - self.mean);
+    }
+
+    /// Adds another set of samples (group reporting).
+    pub fn merge(&mut self, other: &LatencyStats) {
+        let (mine, theirs) = (self.count(), other.count());
+        if theirs == 0 {
+            return;
+        }
+        let count = mine + theirs;
+        let delta = other.mean - self.mean;
+        self.m2 += other.m2 + delta * delta * mine as f64 * theirs as f64 / count as f64;
+        self.mean += delta * theirs as f64 / count as f64;
+        self.histogram.merge(&other.histogram);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.histogram.count
+    }
+
+    pub fn min(&self) -> u64 {
+        self.histogram.min
+    }
+
+    pub fn max(&self) -> u64 {
+        self.histogram.max
+    }
+
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    /// Sample standard deviation, as fio prints it.
+    pub fn stddev(&self) -> f64 {
+        if self.count() < 2 {
+            0.0
+        } else {
+            (self.m2 / (self.count() - 1) as f64).sqrt()
+        }
+    }
+
+    /// The histogram's non-empty bins, as (the middle of the bin in ns, samples in it): fio's json+ `bins`.
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.histogram.bins()
+    }
+
+    /// The value at `percent` (0 to 100), as `Histogram::percentile`.
+    pub fn percentile(&self, percent: f64) -> u64 {
+        self.histogram.percentile(percent)
     }
 }
 

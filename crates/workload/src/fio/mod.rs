@@ -12,7 +12,7 @@ mod report;
 mod verify;
 
 pub use engine::{run, run_reporting, DirectionStats, FioResult, GroupResult, IoDistribution, JobResult, Progress};
-pub use histogram::LatencyStats;
+pub use histogram::{Histogram, LatencyStats};
 pub use logs::{write_logs, IoLog, LogEntry};
 pub use options::{
     parse_invocation, parse_size, Eta, FioError, FioInvocation, IoEngine, JobOptions, OutputFormat, ReadWrite, SizeSpec,
