@@ -226,16 +226,17 @@ impl<S: MediaStore> Device<S> {
     /// Runs `command`, arrived at the controller at `now`: the namespace decides what happens, the flash model
     /// when the device is done.
     pub fn submit(&mut self, now: u64, command: Command<'_>) -> Submitted {
-        let (opcode, slba, nlb) = describe(&command, self.namespace.geometry().lba_shift);
+        let described = self.trace.is_some().then(|| describe(&command, self.namespace.geometry().lba_shift));
         let outcome = self.scan_for_zombies(now).and_then(|()| self.run(now, command));
-        self.complete(now, (opcode, slba, nlb), outcome)
+        self.complete(now, described, outcome)
     }
 
-    /// The end of a command: errors complete as soon as the device has them; the trace records it.
+    /// The end of a command: errors complete as soon as the device has them; the trace records it (`described`
+    /// when there is a trace).
     fn complete(
         &mut self,
         now: u64,
-        described: (u8, u64, u64),
+        described: Option<(u8, u64, u64)>,
         outcome: Result<(u64, Completion), Status>,
     ) -> Submitted {
         let (device_done, result) = match outcome {
@@ -246,8 +247,7 @@ impl<S: MediaStore> Device<S> {
             }
         };
         let complete_ns = device_done.max(now);
-        if let Some(trace) = &mut self.trace {
-            let (opcode, slba, nlb) = described;
+        if let (Some(trace), Some((opcode, slba, nlb))) = (&mut self.trace, described) {
             let status = result.err().map_or(0, Status::code);
             trace.push(TraceEvent { submit_ns: now, complete_ns, opcode, slba, nlb, status });
         }

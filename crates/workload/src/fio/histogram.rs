@@ -27,17 +27,26 @@ fn bucket_value(bucket: usize) -> u64 {
 
 /// Latency samples in nanoseconds, as fio's histogram keeps them: each in its bucket, with the least and the
 /// most seen. Enough for percentiles, in memory that does not grow with the samples.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Histogram {
     count: u64,
-    min: u64,
+    /// The least sample, `u64::MAX` before the first (`min` says 0 then).
+    least: u64,
     max: u64,
     buckets: Vec<u64>,
 }
 
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram { count: 0, least: u64::MAX, max: 0, buckets: Vec::new() }
+    }
+}
+
 impl Histogram {
+    /// Inlined: the closed loop records every command's latency.
+    #[inline]
     pub fn record(&mut self, value_ns: u64) {
-        self.min = if self.count == 0 { value_ns } else { self.min.min(value_ns) };
+        self.least = self.least.min(value_ns);
         self.max = self.max.max(value_ns);
         self.count += 1;
         let bucket = bucket_of(value_ns);
@@ -52,7 +61,7 @@ impl Histogram {
         if other.count == 0 {
             return;
         }
-        self.min = if self.count == 0 { other.min } else { self.min.min(other.min) };
+        self.least = self.least.min(other.least);
         self.max = self.max.max(other.max);
         self.count += other.count;
         if self.buckets.len() < other.buckets.len() {
@@ -73,10 +82,19 @@ impl Histogram {
         for (bucket, &hits) in self.buckets.iter().enumerate() {
             seen += hits;
             if seen >= rank {
-                return bucket_value(bucket).clamp(self.min, self.max);
+                return bucket_value(bucket).clamp(self.least, self.max);
             }
         }
         self.max
+    }
+
+    /// The least sample (0 when there is none).
+    pub fn min(&self) -> u64 {
+        if self.count == 0 {
+            0
+        } else {
+            self.least
+        }
     }
 
     /// The non-empty bins, as (the middle of the bin in ns, samples in it): fio's json+ `bins`.
@@ -123,7 +141,7 @@ impl LatencyStats {
     }
 
     pub fn min(&self) -> u64 {
-        self.histogram.min
+        self.histogram.min()
     }
 
     pub fn max(&self) -> u64 {
