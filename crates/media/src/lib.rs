@@ -14,6 +14,7 @@
 
 mod buckets;
 mod config;
+mod divisor;
 mod energy;
 mod ids;
 mod model;

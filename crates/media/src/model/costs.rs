@@ -1,5 +1,6 @@
 //! The configuration's times in nanoseconds and rates in nanoseconds per byte, converted once.
 
+use crate::divisor::Divisor;
 use crate::{EraseTiming, MediaConfig};
 
 fn ns(us: f64) -> u64 {
@@ -34,6 +35,8 @@ pub(super) struct Costs {
     read_ns: u64,
     /// The read time of each page type of a program unit, in page order (`NandConfig::read_page_factors`).
     read_ns_by_page_type: Vec<u64>,
+    /// How many page types there are, as a divisor (None: one read time for every page).
+    page_types: Option<Divisor>,
     pub program_ns: u64,
     pub erase_ns: u64,
     /// `erase-timing = "zone-latency"`: erases delay their reset and hold no plane.
@@ -86,6 +89,7 @@ impl Costs {
                 .iter()
                 .map(|factor| ns(nand.read_latency_us * factor))
                 .collect(),
+            page_types: (!nand.read_page_factors.is_empty()).then(|| Divisor::new(nand.read_page_factors.len() as u64)),
             program_ns: ns(nand.program_latency_us),
             erase_ns: ns(nand.erase_latency_us),
             erase_zone_latency: nand.erase_timing == EraseTiming::ZoneLatency,
@@ -127,12 +131,11 @@ impl Costs {
     /// Sensing `pages` pages of one plane from the `first_page`-th page of a program unit: as long as the
     /// slowest page type among them (a multi-page read senses each word line once).
     pub fn read_ns(&self, first_page: u64, pages: u64) -> u64 {
-        let types = self.read_ns_by_page_type.len() as u64;
-        if types == 0 {
+        let Some(types) = self.page_types else {
             return self.read_ns;
-        }
-        (first_page..first_page + pages.clamp(1, types))
-            .map(|page| self.read_ns_by_page_type[(page % types) as usize])
+        };
+        (first_page..first_page + pages.clamp(1, types.get()))
+            .map(|page| self.read_ns_by_page_type[types.rem(page) as usize])
             .max()
             .unwrap_or(self.read_ns)
     }

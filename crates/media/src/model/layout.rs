@@ -1,5 +1,6 @@
 //! Where a zone's program units live on flash: which plane and channel, and which block of the plane.
 
+use crate::divisor::Divisor;
 use crate::{NandConfig, PhysicalZone, ProgramUnit, StripeStart};
 
 /// One plane and the channel that reaches it, as indices into the device's resources.
@@ -27,7 +28,13 @@ pub(super) struct Layout {
     /// once: every flash read and program asks, and the arithmetic is a chain of divisions.
     places: Vec<Place>,
     /// Groups of channels and dies that zones take turns over.
-    zone_groups: u64,
+    zone_groups: Divisor,
+    /// The unit, the page, the planes per zone and the pages per unit again, as divisors: every read divides by
+    /// them.
+    unit: Divisor,
+    page: Divisor,
+    planes: Divisor,
+    pages_in_unit: Divisor,
 }
 
 impl Layout {
@@ -54,7 +61,11 @@ impl Layout {
             pages_per_unit: unit_bytes.div_ceil(page_bytes),
             page_bytes,
             places,
-            zone_groups: u64::from(groups),
+            zone_groups: Divisor::new(u64::from(groups)),
+            unit: Divisor::new(unit_bytes),
+            page: Divisor::new(page_bytes),
+            planes: Divisor::new(planes_per_zone),
+            pages_in_unit: Divisor::new(unit_bytes.div_ceil(page_bytes)),
         }
     }
 
@@ -77,12 +88,32 @@ impl Layout {
 
     /// The unit that holds byte `offset_bytes` of a zone.
     pub fn unit_at(&self, offset_bytes: u64) -> ProgramUnit {
-        ProgramUnit(offset_bytes / self.unit_bytes)
+        ProgramUnit(self.unit.div(offset_bytes))
+    }
+
+    /// The page that holds byte `offset_bytes` of a zone.
+    pub fn page_at(&self, offset_bytes: u64) -> u64 {
+        self.page.div(offset_bytes)
+    }
+
+    /// The pages a zone's bytes before `end_bytes` lie in, counted from its first.
+    pub fn pages_to(&self, end_bytes: u64) -> u64 {
+        self.page.div_ceil(end_bytes)
+    }
+
+    /// The unit that holds a zone's `page`.
+    pub fn unit_of_page(&self, page: u64) -> ProgramUnit {
+        ProgramUnit(self.pages_in_unit.div(page))
+    }
+
+    /// Which page of its program unit a zone's `page` is.
+    pub fn page_in_unit(&self, page: u64) -> u64 {
+        self.pages_in_unit.rem(page)
     }
 
     /// How many of a zone's first `units` units fall on its `plane_in_zone`-th plane.
     pub fn units_on_plane(&self, units: u64, plane_in_zone: u64) -> u64 {
-        units / self.planes_per_zone + u64::from(plane_in_zone < units % self.planes_per_zone)
+        self.planes.div(units) + u64::from(plane_in_zone < self.planes.rem(units))
     }
 
     /// The plane and channel of a physical zone's `unit`: units go round-robin over the zone's planes, the
@@ -94,15 +125,15 @@ impl Layout {
             StripeStart::FirstDie => 0,
             StripeStart::ByZone => u64::from(zone.0),
         };
-        let within = (unit.0 + rotation) % self.planes_per_zone;
-        self.places[((u64::from(zone.0) % self.zone_groups) * self.planes_per_zone + within) as usize]
+        let within = self.planes.rem(unit.0 + rotation);
+        self.places[(self.zone_groups.rem(u64::from(zone.0)) * self.planes_per_zone + within) as usize]
     }
 
     /// The index, over every block of the device physical zone by physical zone, of the block that holds a
     /// physical zone's `unit`.
     pub fn block_of(&self, zone: PhysicalZone, unit: ProgramUnit) -> usize {
-        let plane_in_zone = unit.0 % self.planes_per_zone;
-        let block = unit.0 / self.planes_per_zone / self.block_units();
+        let plane_in_zone = self.planes.rem(unit.0);
+        let block = self.planes.div(unit.0) / self.block_units();
         ((u64::from(zone.0) * self.planes_per_zone + plane_in_zone) * self.blocks_per_zone_plane + block) as usize
     }
 }

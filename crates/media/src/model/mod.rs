@@ -385,10 +385,9 @@ impl FlashModel {
             // from its memory whatever it holds. One that the stream has passed by no more than its read-ahead
             // (it ran after later reads of the stream, which let its page go) is read from flash and leaves the
             // stream as it is.
-            let page_bytes = self.layout.page_bytes;
             let stream = &self.zone(zone).read_ahead;
             let at_end = stream.next_offset == Some(offset_bytes);
-            let held = stream.ready(offset_bytes / page_bytes, end.div_ceil(page_bytes)).is_some();
+            let held = stream.ready(self.layout.page_at(offset_bytes), self.layout.pages_to(end)).is_some();
             if at_end || held {
                 let stream = &mut self.zone_mut(zone).read_ahead;
                 stream.next_offset = stream.next_offset.max(Some(end));
@@ -421,7 +420,7 @@ impl FlashModel {
             if unit.0 < programmed {
                 let (physical_zone, physical_unit) = self.lookup(zone, unit);
                 let place = self.layout.place(physical_zone, physical_unit);
-                let (first_page, end_page) = (offset / page_bytes, (offset + piece).div_ceil(page_bytes));
+                let (first_page, end_page) = (self.layout.page_at(offset), self.layout.pages_to(offset + piece));
                 let moved_bytes =
                     if self.costs.transfer_whole_pages { (end_page - first_page) * page_bytes } else { piece };
                 let held = self.resources.page_register[place.plane].filter(|held| {
@@ -468,7 +467,7 @@ impl FlashModel {
     ) -> u64 {
         let (physical_zone, unit, place) = physical;
         let retries = self.read_retries(physical_zone, unit);
-        let read_ns = self.costs.read_ns(pages.start % self.layout.pages_per_unit, pages.end - pages.start);
+        let read_ns = self.costs.read_ns(self.layout.page_in_unit(pages.start), pages.end - pages.start);
         let move_ns = transfer_ns(bytes, self.costs.channel_ns_per_byte);
         let sense_ns = read_ns + retries * (read_ns + move_ns);
         let (sensed, suspended) = self.resources.sense(now, place.plane, start, sense_ns);
@@ -504,10 +503,10 @@ impl FlashModel {
     /// passes the pages before it; one that ran ahead of an earlier read keeps them for it. Returns when the
     /// read's data is in.
     fn read_ahead(&mut self, now: u64, start: u64, zone: LogicalZone, offset: u64, end: u64, at_end: bool) -> u64 {
-        let (page_bytes, pages_per_unit) = (self.layout.page_bytes, self.layout.pages_per_unit);
-        let (first, end_page) = (offset / page_bytes, end.div_ceil(page_bytes));
-        let written_pages = self.zone(zone).written_bytes.div_ceil(page_bytes);
-        let horizon = (end + self.costs.read_ahead_bytes).div_ceil(page_bytes).min(written_pages).max(end_page);
+        let page_bytes = self.layout.page_bytes;
+        let (first, end_page) = (self.layout.page_at(offset), self.layout.pages_to(end));
+        let written_pages = self.layout.pages_to(self.zone(zone).written_bytes);
+        let horizon = self.layout.pages_to(end + self.costs.read_ahead_bytes).min(written_pages).max(end_page);
         let programmed = self.zone(zone).programmed_units;
         let stream = &mut self.zone_mut(zone).read_ahead;
         if at_end {
@@ -518,7 +517,7 @@ impl FlashModel {
         }
         let mut page = stream.next_page(first);
         while page < horizon {
-            let unit = ProgramUnit(page / pages_per_unit);
+            let unit = self.layout.unit_of_page(page);
             let ready = if unit.0 < programmed {
                 let (physical_zone, physical_unit) = self.lookup(zone, unit);
                 let place = self.layout.place(physical_zone, physical_unit);
