@@ -120,6 +120,7 @@ impl Layout {
     /// planes of one die first, then the next channel, then the next die on the same channels (ConfZNS's order;
     /// with one plane per die it is NVMeVirt's), from the zone's first plane or one rotated by the zone's index
     /// (`stripe-start`). Zones narrower than the device take turns over disjoint channel and die groups.
+    #[inline]
     pub fn place(&self, zone: PhysicalZone, unit: ProgramUnit) -> Place {
         let rotation = match self.nand.stripe_start {
             StripeStart::FirstDie => 0,
