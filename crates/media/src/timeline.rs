@@ -27,8 +27,17 @@ impl Timeline {
     /// by `now` (no reservation can start before the present) are dropped. Returns the end of the reservation.
     #[inline]
     pub fn reserve(&mut self, now: u64, earliest: u64, duration: u64) -> u64 {
-        if self.busy.get(self.ended).is_some_and(|&(_, end)| end <= now) || self.busy.len() > MAX_INTERVALS {
-            self.forget_before(now);
+        if let Some(&(_, end)) = self.busy.get(self.ended) {
+            // Whether the first live interval has ended is a coin toss a branch would often guess wrong; about
+            // one ends between two reservations, so step past it with arithmetic, and leave the rarer cases (the
+            // next has ended too, or all have) to `forget_before`.
+            self.ended += usize::from(end <= now);
+            if self.busy.get(self.ended).is_none_or(|&(_, end)| end <= now)
+                || self.ended >= ENDED_BATCH
+                || self.busy.len() > MAX_INTERVALS
+            {
+                self.forget_before(now);
+            }
         }
         if duration == 0 {
             return earliest;
@@ -47,15 +56,13 @@ impl Timeline {
     /// Drops the intervals that ended by `now`, and forgets the oldest past `MAX_INTERVALS`.
     #[inline(never)]
     fn forget_before(&mut self, now: u64) {
-        if self.busy.get(self.ended).is_some_and(|&(_, end)| end <= now) {
-            self.ended = self.first_ending_after(self.ended, now);
-            if self.ended == self.busy.len() {
-                self.busy.clear();
-                self.ended = 0;
-            } else if self.ended >= ENDED_BATCH {
-                self.busy.drain(..self.ended);
-                self.ended = 0;
-            }
+        self.ended = self.first_ending_after(self.ended, now);
+        if self.ended == self.busy.len() {
+            self.busy.clear();
+            self.ended = 0;
+        } else if self.ended >= ENDED_BATCH {
+            self.busy.drain(..self.ended);
+            self.ended = 0;
         }
         if self.live().len() > MAX_INTERVALS {
             let forget = self.ended + self.live().len() - MAX_INTERVALS;
