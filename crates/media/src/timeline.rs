@@ -25,7 +25,8 @@ const MAX_INTERVALS: usize = 4096;
 impl Timeline {
     /// Reserves `duration` starting no earlier than `earliest`, in the first gap that fits; intervals that end
     /// by `now` (no reservation can start before the present) are dropped. Returns the end of the reservation.
-    #[inline]
+    /// Always inlined: a read makes four, and out of line the calls cost some 50 instructions a read.
+    #[inline(always)]
     pub fn reserve(&mut self, now: u64, earliest: u64, duration: u64) -> u64 {
         if let Some(&(_, end)) = self.busy.get(self.ended) {
             // Whether the first live interval has ended is a coin toss a branch would often guess wrong; about
