@@ -15,26 +15,20 @@ pub(super) struct Place {
 pub(super) struct Layout {
     nand: NandConfig,
     pub zone_cap_bytes: u64,
-    pub unit_bytes: u64,
+    /// The sizes a read divides by are `Divisor`s (`get` gives the number): the program unit, the page, the
+    /// planes a zone stripes over, and the pages (as energy is counted) in one program unit.
+    pub unit_bytes: Divisor,
     pub units_per_zone: u64,
-    /// Planes a zone stripes over.
-    pub planes_per_zone: u64,
+    pub planes_per_zone: Divisor,
     /// Blocks a zone needs on each of its planes.
     pub blocks_per_zone_plane: u64,
-    /// Pages (as energy is counted) in one program unit.
-    pub pages_per_unit: u64,
-    pub page_bytes: u64,
+    pub pages_per_unit: Divisor,
+    pub page_bytes: Divisor,
     /// The place of each plane of each group of zones (`group * planes_per_zone + plane_in_zone`), worked out
     /// once: every flash read and program asks, and the arithmetic is a chain of divisions.
     places: Vec<Place>,
     /// Groups of channels and dies that zones take turns over.
     zone_groups: Divisor,
-    /// The unit, the page, the planes per zone and the pages per unit again, as divisors: every read divides by
-    /// them.
-    unit: Divisor,
-    page: Divisor,
-    planes: Divisor,
-    pages_in_unit: Divisor,
 }
 
 impl Layout {
@@ -52,20 +46,16 @@ impl Layout {
         Layout {
             nand: nand.clone(),
             zone_cap_bytes,
-            unit_bytes,
+            unit_bytes: Divisor::new(unit_bytes),
             units_per_zone,
-            planes_per_zone,
+            planes_per_zone: Divisor::new(planes_per_zone),
             blocks_per_zone_plane: units_per_zone
                 .div_ceil(planes_per_zone)
                 .div_ceil(u64::from(nand.block_program_units)),
-            pages_per_unit: unit_bytes.div_ceil(page_bytes),
-            page_bytes,
+            pages_per_unit: Divisor::new(unit_bytes.div_ceil(page_bytes)),
+            page_bytes: Divisor::new(page_bytes),
             places,
             zone_groups: Divisor::new(u64::from(groups)),
-            unit: Divisor::new(unit_bytes),
-            page: Divisor::new(page_bytes),
-            planes: Divisor::new(planes_per_zone),
-            pages_in_unit: Divisor::new(unit_bytes.div_ceil(page_bytes)),
         }
     }
 
@@ -83,37 +73,37 @@ impl Layout {
     }
 
     pub fn blocks_per_zone(&self) -> u64 {
-        self.planes_per_zone * self.blocks_per_zone_plane
+        self.planes_per_zone.get() * self.blocks_per_zone_plane
     }
 
     /// The unit that holds byte `offset_bytes` of a zone.
     pub fn unit_at(&self, offset_bytes: u64) -> ProgramUnit {
-        ProgramUnit(self.unit.div(offset_bytes))
+        ProgramUnit(self.unit_bytes.div(offset_bytes))
     }
 
     /// The page that holds byte `offset_bytes` of a zone.
     pub fn page_at(&self, offset_bytes: u64) -> u64 {
-        self.page.div(offset_bytes)
+        self.page_bytes.div(offset_bytes)
     }
 
     /// The pages a zone's bytes before `end_bytes` lie in, counted from its first.
     pub fn pages_to(&self, end_bytes: u64) -> u64 {
-        self.page.div_ceil(end_bytes)
+        self.page_bytes.div_ceil(end_bytes)
     }
 
     /// The unit that holds a zone's `page`.
     pub fn unit_of_page(&self, page: u64) -> ProgramUnit {
-        ProgramUnit(self.pages_in_unit.div(page))
+        ProgramUnit(self.pages_per_unit.div(page))
     }
 
     /// Which page of its program unit a zone's `page` is.
     pub fn page_in_unit(&self, page: u64) -> u64 {
-        self.pages_in_unit.rem(page)
+        self.pages_per_unit.rem(page)
     }
 
     /// How many of a zone's first `units` units fall on its `plane_in_zone`-th plane.
     pub fn units_on_plane(&self, units: u64, plane_in_zone: u64) -> u64 {
-        self.planes.div(units) + u64::from(plane_in_zone < self.planes.rem(units))
+        self.planes_per_zone.div(units) + u64::from(plane_in_zone < self.planes_per_zone.rem(units))
     }
 
     /// The plane and channel of a physical zone's `unit`: units go round-robin over the zone's planes, the
@@ -126,16 +116,16 @@ impl Layout {
             StripeStart::FirstDie => 0,
             StripeStart::ByZone => u64::from(zone.0),
         };
-        let within = self.planes.rem(unit.0 + rotation);
-        self.places[(self.zone_groups.rem(u64::from(zone.0)) * self.planes_per_zone + within) as usize]
+        let within = self.planes_per_zone.rem(unit.0 + rotation);
+        self.places[(self.zone_groups.rem(u64::from(zone.0)) * self.planes_per_zone.get() + within) as usize]
     }
 
     /// The index, over every block of the device physical zone by physical zone, of the block that holds a
     /// physical zone's `unit`.
     pub fn block_of(&self, zone: PhysicalZone, unit: ProgramUnit) -> usize {
-        let plane_in_zone = self.planes.rem(unit.0);
-        let block = self.planes.div(unit.0) / self.block_units();
-        ((u64::from(zone.0) * self.planes_per_zone + plane_in_zone) * self.blocks_per_zone_plane + block) as usize
+        let plane_in_zone = self.planes_per_zone.rem(unit.0);
+        let block = self.planes_per_zone.div(unit.0) / self.block_units();
+        ((u64::from(zone.0) * self.planes_per_zone.get() + plane_in_zone) * self.blocks_per_zone_plane + block) as usize
     }
 }
 

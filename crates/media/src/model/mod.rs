@@ -203,7 +203,7 @@ impl FlashModel {
             return Ok(Restored::EraseCountsOnly);
         }
         let fresh_map = self.renewable.replace(map);
-        let unit_bytes = self.layout.unit_bytes;
+        let unit_bytes = self.layout.unit_bytes.get();
         let fits = self.renewable.as_ref().is_some_and(|map| {
             self.wear.cover(map.physical_zones());
             map.check(|zone| written_bytes[zone.index()] / unit_bytes).is_ok()
@@ -243,11 +243,11 @@ impl FlashModel {
         let (physical_zone, physical_unit) = self.locate(zone, unit);
         let place = self.layout.place(physical_zone, physical_unit);
         let ready = ready.max(self.wear.erased_until(physical_zone));
-        let channel_ns = transfer_ns(self.layout.unit_bytes, self.costs.channel_ns_per_byte);
+        let channel_ns = transfer_ns(self.layout.unit_bytes.get(), self.costs.channel_ns_per_byte);
         let moved = self.resources.channels[place.channel].reserve(now, ready, channel_ns);
         let done = self.resources.program(now, place.plane, moved, self.costs.program_ns);
         self.resources.page_register[place.plane] = None;
-        self.counters.add(FlashOp::PageProgram, source, self.layout.pages_per_unit);
+        self.counters.add(FlashOp::PageProgram, source, self.layout.pages_per_unit.get());
         done
     }
 
@@ -296,7 +296,7 @@ impl FlashModel {
         let end_bytes = offset_bytes + len_bytes;
         self.zone_mut(zone).written_bytes = end_bytes;
         let mut programmed = data_in;
-        let (unit_bytes, units_per_zone) = (self.layout.unit_bytes, self.layout.units_per_zone);
+        let (unit_bytes, units_per_zone) = (self.layout.unit_bytes.get(), self.layout.units_per_zone);
         if self.costs.aggregate_program_units {
             let fills_zone = end_bytes == self.layout.zone_cap_bytes;
             let complete = if fills_zone { units_per_zone } else { end_bytes / unit_bytes };
@@ -332,7 +332,8 @@ impl FlashModel {
         for unit in first..units {
             let done = self.program(now, zone, ProgramUnit(unit), ready, source);
             last = last.max(done);
-            let bytes = self.layout.unit_bytes.min(self.layout.zone_cap_bytes - unit * self.layout.unit_bytes);
+            let bytes =
+                self.layout.unit_bytes.get().min(self.layout.zone_cap_bytes - unit * self.layout.unit_bytes.get());
             let media = self.zone_mut(zone);
             if buffered {
                 media.in_flight.push_back(BufferedUnit { unit: ProgramUnit(unit), release_ns: done, bytes });
@@ -349,7 +350,7 @@ impl FlashModel {
         let programmed = media.programmed_units;
         let mut done = after;
         if !media.sealed && self.costs.seal_ns != 0 {
-            let planes_per_zone = self.layout.planes_per_zone;
+            let planes_per_zone = self.layout.planes_per_zone.get();
             for plane_in_zone in 0..planes_per_zone.min(programmed) {
                 let on_plane = self.layout.units_on_plane(programmed, plane_in_zone);
                 if !on_plane.is_multiple_of(self.layout.block_units()) {
@@ -361,7 +362,7 @@ impl FlashModel {
                     let sealed = self.resources.planes[plane].reserve_after_all(now, after, self.costs.seal_ns);
                     self.resources.page_register[plane] = None;
                     done = done.max(sealed);
-                    self.counters.add(FlashOp::PageProgram, OpSource::Seal, self.layout.pages_per_unit);
+                    self.counters.add(FlashOp::PageProgram, OpSource::Seal, self.layout.pages_per_unit.get());
                 }
             }
         }
@@ -412,7 +413,7 @@ impl FlashModel {
     fn read_pages(&mut self, now: u64, start: u64, zone: LogicalZone, offset: u64, end: u64) -> u64 {
         let mut data_out = start;
         let programmed = self.zone(zone).programmed_units;
-        let (unit_bytes, page_bytes) = (self.layout.unit_bytes, self.layout.page_bytes);
+        let (unit_bytes, page_bytes) = (self.layout.unit_bytes.get(), self.layout.page_bytes.get());
         let mut offset = offset;
         while offset < end {
             let unit = self.layout.unit_at(offset);
@@ -503,7 +504,7 @@ impl FlashModel {
     /// passes the pages before it; one that ran ahead of an earlier read keeps them for it. Returns when the
     /// read's data is in.
     fn read_ahead(&mut self, now: u64, start: u64, zone: LogicalZone, offset: u64, end: u64, at_end: bool) -> u64 {
-        let page_bytes = self.layout.page_bytes;
+        let page_bytes = self.layout.page_bytes.get();
         let (first, end_page) = (self.layout.page_at(offset), self.layout.pages_to(end));
         let written_pages = self.layout.pages_to(self.zone(zone).written_bytes);
         let horizon = self.layout.pages_to(end + self.costs.read_ahead_bytes).min(written_pages).max(end_page);
@@ -580,7 +581,7 @@ impl FlashModel {
         let block_units = self.layout.block_units();
         let blocks_per_plane = self.layout.blocks_per_zone_plane;
         let full_erase = self.config.mapping.policy == MappingPolicy::StaticFullErase && media.written_bytes > 0;
-        let planes_per_zone = self.layout.planes_per_zone;
+        let planes_per_zone = self.layout.planes_per_zone.get();
         let planes = if full_erase { planes_per_zone } else { planes_per_zone.min(media.programmed_units) };
         for plane_in_zone in 0..planes {
             let programmed_here = self.layout.units_on_plane(media.programmed_units, plane_in_zone);
@@ -614,7 +615,7 @@ impl FlashModel {
         let erase = PlaneErase { seal_ns: 0, waited_blocks: if inline { blocks } else { 0 }, blocks };
         let mut done = start;
         for &physical_zone in physical_zones {
-            for plane_in_zone in 0..self.layout.planes_per_zone {
+            for plane_in_zone in 0..self.layout.planes_per_zone.get() {
                 let (plane_done, erased) = self.erase_on_plane(now, start, physical_zone, plane_in_zone, erase);
                 done = done.max(plane_done);
                 self.wear.erased_at(physical_zone, erased);
@@ -657,7 +658,7 @@ impl FlashModel {
             if block + 1 == erase.waited_blocks && !zone_latency {
                 self.resources.await_erase(now, plane, at);
             }
-            let unit = ProgramUnit(block * block_units * self.layout.planes_per_zone + plane_in_zone);
+            let unit = ProgramUnit(block * block_units * self.layout.planes_per_zone.get() + plane_in_zone);
             self.wear.record_erase(self.layout.block_of(physical_zone, unit), waited);
         }
         self.counters.add(FlashOp::BlockErase, OpSource::Reset, erase.blocks);
@@ -687,7 +688,7 @@ impl FlashModel {
             self.zone_mut(zone).sealed = true;
             return start.max(command_done);
         }
-        let (zone_cap_bytes, unit_bytes) = (self.layout.zone_cap_bytes, self.layout.unit_bytes);
+        let (zone_cap_bytes, unit_bytes) = (self.layout.zone_cap_bytes, self.layout.unit_bytes.get());
         let padding = zone_cap_bytes - written;
         let budget_start = self.resources.write_budget.start(start);
         let budget_done = self.resources.write_budget.take(start, padding).absorbed_ns;
@@ -718,7 +719,7 @@ impl FlashModel {
         let zone = LogicalZone(zone);
         let media = self.zone(zone);
         let (written, host_units) = (media.written_bytes, media.host_units);
-        let partial_units = written.div_ceil(self.layout.unit_bytes);
+        let partial_units = written.div_ceil(self.layout.unit_bytes.get());
         let mut done = now;
         if partial_units > host_units {
             done = self.program_through(now, zone, partial_units, now, OpSource::HostWrite);
@@ -737,7 +738,7 @@ impl FlashModel {
     /// Host bytes of the zone that are durable at `at`: programmed, and every unit before them too. What is
     /// only in the write buffer is not.
     pub fn durable_bytes(&self, zone: u32, at: u64) -> u64 {
-        self.zone(LogicalZone(zone)).durable_bytes(at, self.layout.unit_bytes)
+        self.zone(LogicalZone(zone)).durable_bytes(at, self.layout.unit_bytes.get())
     }
 
     /// Flush: every write completed so far becomes durable. The programs already under way finish, and the
@@ -746,7 +747,7 @@ impl FlashModel {
     pub fn flush(&mut self, now: u64) -> u64 {
         let command = self.management_command(now);
         let mut done = command.done_ns;
-        let (unit_bytes, zone_cap_bytes) = (self.layout.unit_bytes, self.layout.zone_cap_bytes);
+        let (unit_bytes, zone_cap_bytes) = (self.layout.unit_bytes.get(), self.layout.zone_cap_bytes);
         for index in 0..self.zones.len() as u32 {
             let zone = LogicalZone(index);
             let media = self.zone(zone);
@@ -770,7 +771,7 @@ impl FlashModel {
     /// A power loss at `at`: each zone keeps `durable_bytes` and its write buffer is gone. With power-loss
     /// protection the caller does not call this: the buffer is flushed on capacitor power.
     pub fn lose_power(&mut self, at: u64) {
-        let unit_bytes = self.layout.unit_bytes;
+        let unit_bytes = self.layout.unit_bytes.get();
         for media in &mut self.zones {
             media.lose_power(at, unit_bytes);
         }
@@ -781,7 +782,7 @@ impl FlashModel {
     /// preconditioned before a measurement. The tail that does not fill a program unit waits in the buffer.
     pub fn precondition(&mut self, zone: u32, bytes: u64) {
         let zone = LogicalZone(zone);
-        let (unit_bytes, zone_cap_bytes) = (self.layout.unit_bytes, self.layout.zone_cap_bytes);
+        let (unit_bytes, zone_cap_bytes) = (self.layout.unit_bytes.get(), self.layout.zone_cap_bytes);
         let units = if bytes == zone_cap_bytes { self.layout.units_per_zone } else { bytes / unit_bytes };
         if units > 0 {
             self.locate(zone, ProgramUnit(units - 1));
