@@ -248,7 +248,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
 
     /// Runs one command to completion: the only way a command reaches the namespace (the named methods below
     /// call it). Returns the completion with the list of what the command did, or the status of a command that
-    /// changed nothing. The namespace's invariants are checked after every command.
+    /// changed nothing. The namespace's invariants are checked after every command that can change state.
     pub fn execute(&mut self, command: Command<'_>) -> Result<Executed, Status> {
         self.effects.clear();
         let changes = !matches!(
