@@ -19,6 +19,7 @@ use crate::plot::{plot_lines, plot_scatter, Line};
 pub const EXPERIMENTS: &[(&str, &str)] = &[
     ("zns-study-reads", include_str!("../../../experiments/zns-study-reads.toml")),
     ("zns-study-writes", include_str!("../../../experiments/zns-study-writes.toml")),
+    ("zns-study-peak", include_str!("../../../experiments/zns-study-peak.toml")),
     ("zwal-append-scaling", include_str!("../../../experiments/zwal-append-scaling.toml")),
     ("zn540-calibration", include_str!("../../../experiments/zn540-calibration.toml")),
     ("zwal-buffer", include_str!("../../../experiments/zwal-buffer.toml")),
@@ -107,7 +108,8 @@ pub struct Series {
     /// or `ycsb` (real RocksDB; metrics in `realdb::metric`).
     #[serde(default)]
     pub tool: Option<String>,
-    /// For fio: `read|write.clat.pNN`, `read|write.kiops`, or `scheduler.commands_per_request`, of the last job.
+    /// For fio: `read|write.clat.pNN`, `read|write.kiops`, `read|write.gib_per_s` (bandwidth in GiB/s), or
+    /// `scheduler.commands_per_request`, of the last job.
     /// For wal-bench: `wal.kiops`, `wal.recovery_io_s` (the reads), `wal.recovery_s` (reads and memtable apply).
     /// For kv-bench: `kv.kiops`, `kv.put.p99.9`.
     pub metric: String,
@@ -368,6 +370,9 @@ pub struct Outcome {
 }
 
 /// A metric's value, and for a percentile the samples beyond it.
+/// Bytes in a GiB, the unit papers quote bandwidth in ("2GiB" per second).
+const GIB: f64 = (1u64 << 30) as f64;
+
 fn metric(result: &FioResult, metric: &str) -> Result<(f64, Option<u64>), String> {
     // `JOB/what` reads job JOB; a bare `what` reads the last job.
     let (job, metric) = match metric.split_once('/') {
@@ -392,6 +397,7 @@ fn metric(result: &FioResult, metric: &str) -> Result<(f64, Option<u64>), String
     };
     match parts.get(1..) {
         Some(["kiops"]) => Ok((direction.ios as f64 / (job.runtime_ns as f64 / 1e9) / 1000.0, None)),
+        Some(["gib_per_s"]) => Ok((direction.bytes as f64 / (job.runtime_ns as f64 / 1e9) / GIB, None)),
         Some(["lat_mean_ms"]) => Ok((direction.lat.mean() / 1e6, None)),
         Some(["clat", percentile]) => {
             let p: f64 = percentile.trim_start_matches('p').parse().map_err(|_| format!("unknown metric {metric}"))?;

@@ -78,7 +78,8 @@ fn tick_label(value: f64, log: bool) -> String {
 }
 
 /// A chart of `lines` into `path`: lines over x, or bars when every series has one point (a one-point line
-/// shows nothing). Integer x values get integer ticks, y values spanning more than 100x a logarithmic axis, and
+/// shows nothing). Integer x values get integer ticks, x values spanning more than 100x a base-2 logarithmic axis
+/// (queue depths and block sizes go in powers of two), y values spanning more than 100x a logarithmic axis, and
 /// series drawn later are thinner so that coinciding ones all show.
 pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> Result<(), String> {
     font()?;
@@ -90,7 +91,13 @@ pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, lines:
     let (smallest, largest) = positive.iter().fold((f64::MAX, 0.0f64), |(low, high), &y| (low.min(y), high.max(y)));
     let log =
         positive.len() == lines.iter().map(|line| line.points.len()).sum::<usize>() && largest / smallest > LOG_SPAN;
-    let (x_low, x_high) = range(lines.iter().flat_map(|line| line.points.iter().map(|p| p.0)));
+    let xs = || lines.iter().flat_map(|line| line.points.iter().map(|p| p.0));
+    let x_log = xs().all(|x| x > 0.0) && xs().fold(0.0f64, f64::max) / xs().fold(f64::MAX, f64::min) > LOG_SPAN;
+    let (x_low, x_high) = if x_log {
+        (xs().fold(f64::MAX, f64::min).log2().floor(), xs().fold(0.0f64, f64::max).log2().ceil())
+    } else {
+        range(xs())
+    };
     let (y_low, y_high) = if log {
         (to_axis(smallest, true).floor(), to_axis(largest, true).ceil())
     } else {
@@ -106,14 +113,20 @@ pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, lines:
         .y_label_area_size(64)
         .build_cartesian_2d(x_low..x_high, y_low..y_high)
         .map_err(|e| e.to_string())?;
-    let x_ticks = if integer_x { ((x_high - x_low).floor() as usize + 1).clamp(2, 12) } else { 10 };
+    let x_ticks = if integer_x || x_log { ((x_high - x_low).floor() as usize + 1).clamp(2, 12) } else { 10 };
+    let x_desc = if x_log { format!("{x_label}, log scale") } else { x_label.to_string() };
     let y_desc = if log { format!("{y_label}, log scale") } else { y_label.to_string() };
     chart
         .configure_mesh()
-        .x_desc(x_label)
+        .x_desc(x_desc)
         .y_desc(y_desc)
         .x_labels(x_ticks)
-        .x_label_formatter(&|x| if integer_x { format!("{x:.0}") } else { format!("{x}") })
+        .x_label_formatter(&|x| match (x_log, integer_x) {
+            (true, true) => format!("{:.0}", x.exp2()),
+            (true, false) => format!("{}", x.exp2()),
+            (false, true) => format!("{x:.0}"),
+            (false, false) => format!("{x}"),
+        })
         .y_labels(if log { (y_high - y_low) as usize + 1 } else { 10 })
         .y_label_formatter(&|y| tick_label(*y, log))
         .draw()
@@ -121,7 +134,8 @@ pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, lines:
     for (index, line) in lines.iter().enumerate() {
         let color = COLORS[index % COLORS.len()];
         let width = (2 * (lines.len() - index)).clamp(2, 8) as u32;
-        let points: Vec<(f64, f64)> = line.points.iter().map(|&(x, y)| (x, to_axis(y, log))).collect();
+        let points: Vec<(f64, f64)> =
+            line.points.iter().map(|&(x, y)| (if x_log { x.log2() } else { x }, to_axis(y, log))).collect();
         chart
             .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(width)))
             .map_err(|e| e.to_string())?

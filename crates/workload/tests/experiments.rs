@@ -28,7 +28,7 @@ fn rocksdb_plugin() -> Option<PathBuf> {
 fn every_experiment_runs_quick_and_writes_its_outputs() {
     let out = tempfile::tempdir().expect("tempdir");
     let all = experiments();
-    assert_eq!(all.len(), 18);
+    assert_eq!(all.len(), 19);
     let rocksdb = rocksdb_plugin();
     for experiment in all {
         let directory = out.path().join(&experiment.id);
@@ -106,4 +106,25 @@ fn the_reproductions_go_the_papers_way() {
         "{:?}",
         writes.summary
     );
+}
+
+/// Figure 4 of the ZNS study runs one job twice: 4 KiB sequential reads at QD 4 are a point of 4a (in KIOPS) and
+/// of 4b (in GiB/s), so the two metrics must give the same I/Os a second.
+#[test]
+fn bandwidth_and_throughput_of_one_job_agree() {
+    let out = tempfile::tempdir().expect("tempdir");
+    run("zns-study-peak", true, out.path()).expect("runs");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).expect("json")).expect("json");
+    let point = |figure: &str| {
+        let figure = results["figures"].as_array().expect("figures").iter().find(|f| f["id"] == figure).expect(figure);
+        let series = figure["series"].as_array().expect("series");
+        let reads = series.iter().find(|s| s["label"] == "sequential reads").expect("sequential reads");
+        let at_4 = reads["points"].as_array().expect("points").iter().find(|p| p["x"] == 4).expect("x = 4");
+        at_4["y"].as_f64().expect("y")
+    };
+    let (kiops, gib_per_s) = (point("fig4a"), point("fig4b"));
+    let from_bandwidth = gib_per_s * f64::from(1u32 << 30) / 4096.0 / 1000.0;
+    assert!(kiops > 100.0, "{kiops} KIOPS");
+    assert!((from_bandwidth - kiops).abs() < kiops * 1e-9, "{gib_per_s} GiB/s is {from_bandwidth} KIOPS, not {kiops}");
 }

@@ -1034,23 +1034,31 @@ struct FioLoop {
     /// Workers on the job's thread: started or reaped and not yet queued, nor waiting (for a zone, for their
     /// rate) or done. When none is, the thread submits what it has queued and waits for completions.
     runnable: u32,
-    /// Workers queued for the next submission, and the cell their submission's times will be put in.
+    /// Workers queued for the next submission, and the call they wait for.
     queued: u32,
-    next_submission: Rc<Cell<Option<Submission>>>,
+    next_submission: Rc<SubmissionCall>,
     /// Commands submitted and not yet reaped; of them, the completed ones, oldest first, each with what its reap
     /// will say.
     outstanding: u32,
     completed: VecDeque<Rc<Reaped>>,
-    /// Wakes workers waiting for their submission or their reap.
-    progress: Rc<Notify>,
 }
 
 /// A completed command's reap, as fio's thread does it: when the reap ends, and whether the worker must then
-/// wait for the queue to drain to its low-water mark before it queues again.
+/// wait for the queue to drain to its low-water mark before it queues again. `changed` wakes that worker
+/// alone: woken together, a deep queue's workers would all look at every step of the thread, a cost that grows
+/// with the square of the depth.
 #[derive(Default)]
 struct Reaped {
     at: Cell<Option<u64>>,
     held: Cell<bool>,
+    changed: Notify,
+}
+
+/// The submission call the workers queued for it wait for: its times once the thread makes it.
+#[derive(Default)]
+struct SubmissionCall {
+    made: Cell<Option<Submission>>,
+    changed: Notify,
 }
 
 /// One submission call: when its CPU work ended (fio's issue time of each of its I/Os), and whether Linux
@@ -1081,10 +1089,9 @@ impl FioLoop {
             held: Vec::new(),
             runnable: depth,
             queued: 0,
-            next_submission: Rc::new(Cell::new(None)),
+            next_submission: Rc::default(),
             outstanding: 0,
             completed: VecDeque::new(),
-            progress: Rc::new(Notify::new()),
         })
     }
 }
@@ -1099,11 +1106,11 @@ impl JobState {
         let (complete_ns, measured) = (self.cost.complete_ns, now >= self.ramp_end_ns);
         let Some(fio_loop) = self.fio_loop.as_mut() else { return };
         if fio_loop.queued > 0 && (fio_loop.queued >= fio_loop.submit || fio_loop.runnable == 0) {
-            fio_loop.next_submission.set(Some(Submission { issued_ns, plugged: fio_loop.queued > 2 }));
-            fio_loop.next_submission = Rc::new(Cell::new(None));
+            let call = std::mem::take(&mut fio_loop.next_submission);
+            call.made.set(Some(Submission { issued_ns, plugged: fio_loop.queued > 2 }));
+            call.changed.notify_waiters();
             fio_loop.outstanding += fio_loop.queued;
             fio_loop.queued = 0;
-            fio_loop.progress.notify_waiters();
         }
         // Rounds follow each other while the thread has nothing else to do (it drains towards `low`).
         while fio_loop.runnable == 0
@@ -1116,6 +1123,7 @@ impl JobState {
             let drained = fio_loop.outstanding <= fio_loop.low;
             for admitted in fio_loop.completed.drain(..reaped) {
                 admitted.at.set(Some(reaped_ns));
+                admitted.changed.notify_waiters();
                 if !drained {
                     admitted.held.set(true);
                     fio_loop.held.push(admitted);
@@ -1126,9 +1134,9 @@ impl JobState {
                 fio_loop.runnable += (reaped + fio_loop.held.len()) as u32;
                 for released in fio_loop.held.drain(..) {
                     released.held.set(false);
+                    released.changed.notify_waiters();
                 }
             }
-            fio_loop.progress.notify_waiters();
         }
     }
 
@@ -1236,17 +1244,17 @@ async fn submit_in_batch<S: MediaStore + 'static>(
     direction: Direction,
 ) -> SubmitTimes {
     let now = queue.now_ns();
-    let (prepared_ns, call, progress) = {
+    let (prepared_ns, call) = {
         let mut job = state.borrow_mut();
         let prepared_ns = job.prepare_on_core(now);
         let fio_loop = job.fio_loop.as_mut().expect("only an asynchronous job submits in batches");
         fio_loop.runnable -= 1;
         fio_loop.queued += 1;
-        let waiting = (Rc::clone(&fio_loop.next_submission), Rc::clone(&fio_loop.progress));
+        let call = Rc::clone(&fio_loop.next_submission);
         job.settle_batches(now);
-        (prepared_ns, waiting.0, waiting.1)
+        (prepared_ns, call)
     };
-    let submission = wait_for(&progress, || call.get()).await;
+    let submission = wait_for(&call.changed, || call.made.get()).await;
     let arrival = {
         let mut job = state.borrow_mut();
         let dispatch_ns = if submission.plugged { 0 } else { job.cost.dispatch_ns(direction) };
@@ -1270,38 +1278,34 @@ async fn reap<S: MediaStore + 'static>(
             Some(fio_loop) => {
                 let reaped = Rc::new(Reaped::default());
                 fio_loop.completed.push_back(Rc::clone(&reaped));
-                let progress = Rc::clone(&fio_loop.progress);
                 job.settle_batches(now);
-                Some((reaped, progress))
+                Some(reaped)
             }
             None => None,
         }
     };
-    let Some((reaped, progress)) = waiting else {
+    let Some(reaped) = waiting else {
         reap_on_job_core(queue, state).await;
         return None;
     };
-    let reaped_ns = wait_for(&progress, || reaped.at.get()).await;
+    let reaped_ns = wait_for(&reaped.changed, || reaped.at.get()).await;
     sleep_until(queue, reaped_ns).await;
     Some(reaped)
 }
 
 /// Waits until fio's thread has drained its queue to the low-water mark, if `reaped` is held for it.
-async fn wait_to_queue(state: &Rc<RefCell<JobState>>, reaped: Option<Rc<Reaped>>) {
+async fn wait_to_queue(reaped: Option<Rc<Reaped>>) {
     let Some(reaped) = reaped else { return };
-    let Some(progress) = state.borrow().fio_loop.as_ref().map(|fio_loop| Rc::clone(&fio_loop.progress)) else {
-        return;
-    };
-    wait_for(&progress, || (!reaped.held.get()).then_some(())).await;
+    wait_for(&reaped.changed, || (!reaped.held.get()).then_some(())).await;
 }
 
-/// Waits on fio's thread's `progress` until `ready` has a value.
-async fn wait_for<T>(progress: &Notify, ready: impl Fn() -> Option<T>) -> T {
+/// Waits until `ready` has a value, looking again each time fio's thread notifies `changed`.
+async fn wait_for<T>(changed: &Notify, ready: impl Fn() -> Option<T>) -> T {
     loop {
         if let Some(value) = ready() {
             return value;
         }
-        progress.notified().await;
+        changed.notified().await;
     }
 }
 
@@ -1381,7 +1385,7 @@ async fn worker<S: MediaStore + 'static>(
     sleep_until(&queue, started).await;
     let mut last_reap = None;
     loop {
-        wait_to_queue(&state, last_reap.take()).await;
+        wait_to_queue(last_reap.take()).await;
         let now = queue.now_ns();
         let next = state.borrow_mut().next_io(now, &mut zones.borrow_mut());
         let io = match next {
