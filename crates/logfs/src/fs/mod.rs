@@ -181,9 +181,11 @@ impl PageCache {
 
     /// Caches a page; returns the pages evicted to make room (their inodes forget them).
     fn insert(&mut self, ino: u32, block: u64, page: Page) -> Vec<(u32, u64)> {
-        self.remove(ino, block);
         self.next += 1;
-        self.pages.insert((ino, block), (self.next, page));
+        // One lookup: a page cached before gives its place in the order up.
+        if let Some((stamp, _)) = self.pages.insert((ino, block), (self.next, page)) {
+            self.order.remove(&stamp);
+        }
         self.order.insert(self.next, (ino, block));
         let mut evicted = Vec::new();
         while self.pages.len() > self.limit_pages {
