@@ -369,10 +369,10 @@ pub struct Outcome {
     pub summary: Vec<String>,
 }
 
-/// A metric's value, and for a percentile the samples beyond it.
 /// Bytes in a GiB, the unit papers quote bandwidth in ("2GiB" per second).
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// A metric's value, and for a percentile the samples beyond it.
 fn metric(result: &FioResult, metric: &str) -> Result<(f64, Option<u64>), String> {
     // `JOB/what` reads job JOB; a bare `what` reads the last job.
     let (job, metric) = match metric.split_once('/') {

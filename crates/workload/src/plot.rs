@@ -92,12 +92,9 @@ pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, lines:
     let log =
         positive.len() == lines.iter().map(|line| line.points.len()).sum::<usize>() && largest / smallest > LOG_SPAN;
     let xs = || lines.iter().flat_map(|line| line.points.iter().map(|p| p.0));
-    let x_log = xs().all(|x| x > 0.0) && xs().fold(0.0f64, f64::max) / xs().fold(f64::MAX, f64::min) > LOG_SPAN;
-    let (x_low, x_high) = if x_log {
-        (xs().fold(f64::MAX, f64::min).log2().floor(), xs().fold(0.0f64, f64::max).log2().ceil())
-    } else {
-        range(xs())
-    };
+    let (x_min, x_max) = xs().fold((f64::MAX, f64::MIN), |(low, high), x| (low.min(x), high.max(x)));
+    let x_log = x_min > 0.0 && x_max / x_min > LOG_SPAN;
+    let (x_low, x_high) = if x_log { (x_min.log2().floor(), x_max.log2().ceil()) } else { range(xs()) };
     let (y_low, y_high) = if log {
         (to_axis(smallest, true).floor(), to_axis(largest, true).ceil())
     } else {
