@@ -26,6 +26,11 @@ pub fn yield_now() -> impl Future<Output = ()> {
 struct Waiters(RefCell<Vec<Waker>>);
 
 impl Waiters {
+    /// Lists a waker not listed yet.
+    fn push(&self, waker: &Waker) {
+        self.0.borrow_mut().push(waker.clone());
+    }
+
     fn register(&self, waker: &Waker) {
         let mut waiters = self.0.borrow_mut();
         if !waiters.iter().any(|known| known.will_wake(waker)) {
@@ -196,13 +201,23 @@ impl Notify {
 
     pub fn notified(&self) -> impl Future<Output = ()> + '_ {
         let mut seen = None;
+        let mut listed: Option<Waker> = None;
         poll_fn(move |context| {
             let generation = self.generation.get();
             match seen {
                 Some(seen) if seen != generation => Poll::Ready(()),
                 _ => {
                     seen.get_or_insert(generation);
-                    self.waiters.register(context.waker());
+                    // A wait is listed once, without a search of the list (many tasks may wait on one
+                    // notification, and each would search it); polled again with another waker, it searches.
+                    if !listed.as_ref().is_some_and(|known| known.will_wake(context.waker())) {
+                        if listed.is_some() {
+                            self.waiters.register(context.waker());
+                        } else {
+                            self.waiters.push(context.waker());
+                        }
+                        listed = Some(context.waker().clone());
+                    }
                     Poll::Pending
                 }
             }

@@ -175,3 +175,34 @@ fn join_all_runs_every_task_and_keeps_their_order() {
     simulation.run();
     assert_eq!(*out.borrow(), [(300, 300), (100, 100), (200, 200)], "in order given, each at its own time");
 }
+
+/// A waker that only counts its wakes.
+struct Count(AtomicUsize);
+
+impl Wake for Count {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A wait is listed once however often it is polled, and a poll with another waker lists that one too: the
+/// notification wakes each waker it holds once, the latest included.
+#[test]
+fn a_notification_wakes_each_waker_of_a_wait_once() {
+    let notify = Notify::new();
+    let (first, second) = (Arc::new(Count(AtomicUsize::new(0))), Arc::new(Count(AtomicUsize::new(0))));
+    let (first_waker, second_waker) = (Waker::from(Arc::clone(&first)), Waker::from(Arc::clone(&second)));
+    let mut wait = pin!(notify.notified());
+    for waker in [&first_waker, &first_waker, &second_waker, &second_waker] {
+        assert!(wait.as_mut().poll(&mut Context::from_waker(waker)).is_pending());
+    }
+    notify.notify_waiters();
+    assert_eq!(first.0.load(Ordering::SeqCst), 1, "polled twice with one waker, woken once");
+    assert_eq!(second.0.load(Ordering::SeqCst), 1, "the waker of the latest poll is woken");
+    assert!(wait.as_mut().poll(&mut Context::from_waker(&second_waker)).is_ready());
+    notify.notify_waiters();
+    assert_eq!(second.0.load(Ordering::SeqCst), 1, "a finished wait is no longer listed");
+}
