@@ -21,26 +21,35 @@ pub fn yield_now() -> impl Future<Output = ()> {
     })
 }
 
-/// Wakers waiting for something; all are woken at once and re-check what they wait for.
+/// Wakers waiting for something; all are woken at once and re-check what they wait for. Each waking starts a new
+/// round of the list.
 #[derive(Default)]
-struct Waiters(RefCell<Vec<Waker>>);
+struct Waiters {
+    wakers: RefCell<Vec<Waker>>,
+    round: Cell<u64>,
+}
+
+/// Where one waiting future's waker stands: listed in a round of a `Waiters`, or not yet. Polled again in the same
+/// round with the same waker, the future is listed already, so listing needs no search of the list (many tasks may
+/// wait on one primitive, and each would search it on every wake).
+#[derive(Default)]
+struct Listing(Option<(u64, Waker)>);
 
 impl Waiters {
-    /// Lists a waker not listed yet.
-    fn push(&self, waker: &Waker) {
-        self.0.borrow_mut().push(waker.clone());
-    }
-
-    fn register(&self, waker: &Waker) {
-        let mut waiters = self.0.borrow_mut();
-        if !waiters.iter().any(|known| known.will_wake(waker)) {
-            waiters.push(waker.clone());
+    /// Lists `waker` for the next waking, unless `listing` says it is listed already.
+    fn register(&self, listing: &mut Listing, waker: &Waker) {
+        let round = self.round.get();
+        if matches!(&listing.0, Some((listed_round, listed)) if *listed_round == round && listed.will_wake(waker)) {
+            return;
         }
+        self.wakers.borrow_mut().push(waker.clone());
+        listing.0 = Some((round, waker.clone()));
     }
 
     fn wake_all(&self) {
-        let waiters = std::mem::take(&mut *self.0.borrow_mut());
-        for waker in waiters {
+        self.round.set(self.round.get() + 1);
+        let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
+        for waker in wakers {
             waker.wake();
         }
     }
@@ -68,9 +77,10 @@ impl<T> Mutex<T> {
 
     /// Waits for the lock.
     pub async fn lock(&self) -> MutexGuard<'_, T> {
+        let mut listing = Listing::default();
         poll_fn(|context| {
             if self.locked.get() {
-                self.waiters.register(context.waker());
+                self.waiters.register(&mut listing, context.waker());
                 return Poll::Pending;
             }
             self.locked.set(true);
@@ -130,9 +140,10 @@ impl RwLock {
 
     /// Waits for shared access: no writer holds or waits for the lock.
     pub async fn read(&self) -> RwLockGuard<'_> {
+        let mut listing = Listing::default();
         poll_fn(|context| {
             if self.writer.get() || self.writers_waiting.get() > 0 {
-                self.waiters.register(context.waker());
+                self.waiters.register(&mut listing, context.waker());
                 return Poll::Pending;
             }
             self.readers.set(self.readers.get() + 1);
@@ -146,9 +157,10 @@ impl RwLock {
     pub async fn write(&self) -> RwLockGuard<'_> {
         self.writers_waiting.set(self.writers_waiting.get() + 1);
         let waiting = WaitingWriter(self);
+        let mut listing = Listing::default();
         poll_fn(|context| {
             if self.writer.get() || self.readers.get() > 0 {
-                self.waiters.register(context.waker());
+                self.waiters.register(&mut listing, context.waker());
                 return Poll::Pending;
             }
             self.writer.set(true);
@@ -184,7 +196,6 @@ impl Drop for RwLockGuard<'_> {
 /// A notification: `notified` resolves at the first `notify_waiters` after it was first polled.
 #[derive(Default)]
 pub struct Notify {
-    generation: Cell<u64>,
     waiters: Waiters,
 }
 
@@ -195,29 +206,19 @@ impl Notify {
 
     /// Wakes every task waiting in `notified`.
     pub fn notify_waiters(&self) {
-        self.generation.set(self.generation.get() + 1);
         self.waiters.wake_all();
     }
 
     pub fn notified(&self) -> impl Future<Output = ()> + '_ {
         let mut seen = None;
-        let mut listed: Option<Waker> = None;
+        let mut listing = Listing::default();
         poll_fn(move |context| {
-            let generation = self.generation.get();
+            let round = self.waiters.round.get();
             match seen {
-                Some(seen) if seen != generation => Poll::Ready(()),
+                Some(seen) if seen != round => Poll::Ready(()),
                 _ => {
-                    seen.get_or_insert(generation);
-                    // A wait is listed once, without a search of the list (many tasks may wait on one
-                    // notification, and each would search it); polled again with another waker, it searches.
-                    if !listed.as_ref().is_some_and(|known| known.will_wake(context.waker())) {
-                        if listed.is_some() {
-                            self.waiters.register(context.waker());
-                        } else {
-                            self.waiters.push(context.waker());
-                        }
-                        listed = Some(context.waker().clone());
-                    }
+                    seen.get_or_insert(round);
+                    self.waiters.register(&mut listing, context.waker());
                     Poll::Pending
                 }
             }
@@ -250,13 +251,14 @@ impl<T> Channel<T> {
     /// Sends `item`, waiting for room; a closed channel hands it back.
     pub async fn send(&self, item: T) -> Result<(), T> {
         let mut item = Some(item);
+        let mut listing = Listing::default();
         poll_fn(|context| {
             if self.closed.get() {
                 return Poll::Ready(Err(item.take().expect("sent once")));
             }
             let mut items = self.items.borrow_mut();
             if items.len() >= self.bound {
-                self.senders.register(context.waker());
+                self.senders.register(&mut listing, context.waker());
                 return Poll::Pending;
             }
             items.push_back(item.take().expect("sent once"));
@@ -269,6 +271,7 @@ impl<T> Channel<T> {
 
     /// The next item, waiting for one; None when the channel is closed and drained.
     pub async fn recv(&self) -> Option<T> {
+        let mut listing = Listing::default();
         poll_fn(|context| {
             let next = self.items.borrow_mut().pop_front();
             match next {
@@ -278,7 +281,7 @@ impl<T> Channel<T> {
                 }
                 None if self.closed.get() => Poll::Ready(None),
                 None => {
-                    self.receivers.register(context.waker());
+                    self.receivers.register(&mut listing, context.waker());
                     Poll::Pending
                 }
             }
