@@ -183,6 +183,11 @@ impl<S: MediaStore> Device<S> {
         &self.namespace
     }
 
+    /// The stored bytes, to damage behind the controller's back in fault-injection tests.
+    pub fn store_mut(&mut self) -> &mut S {
+        self.namespace.store_mut()
+    }
+
     pub fn media(&self) -> &FlashModel {
         &self.media
     }

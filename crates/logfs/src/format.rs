@@ -173,6 +173,11 @@ impl NodeBlock {
         sealed
     }
 
+    /// Whether `bytes` starts as a node block does, whether or not the rest checks.
+    pub fn has_magic(bytes: &[u8]) -> bool {
+        bytes.get(..4) == Some(&NODE_MAGIC.to_le_bytes()[..])
+    }
+
     pub fn decode(bytes: &[u8]) -> Option<NodeBlock> {
         let mut r = Reader::open(bytes, NODE_MAGIC)?;
         let (ino, index, checkpoint, seq, flags) = (r.u32()?, r.u32()?, r.u64()?, r.u64()?, r.u8()?);

@@ -196,6 +196,12 @@ impl<S: MediaStore> ZonedNamespace<S> {
         &self.store
     }
 
+    /// The bytes behind the namespace, to change as a bad cell or a stray write would (fault injection in
+    /// tests); zone states and write pointers stay as they are.
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
     /// Zones holding an open resource (IMPL_OPEN + EXPL_OPEN).
     pub fn open_zones(&self) -> u32 {
         self.nr_open

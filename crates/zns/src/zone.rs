@@ -229,6 +229,13 @@ impl ZoneDescriptor {
     pub fn wp_lba(&self) -> Option<u64> {
         (self.wp_lba != WP_INVALID).then_some(self.wp_lba)
     }
+
+    /// Whether the zone's last written blocks may read as zeros: a power loss that caught a FULL zone's write
+    /// buffer leaves it FULL with Zone Finished by Controller (`lose_unwritten_data`). Anywhere else, a block
+    /// below the write pointer holds what was written to it.
+    pub fn may_have_lost_tail(&self) -> bool {
+        self.state == ZoneState::Full && self.attrs & zone_attrs::ZFC != 0
+    }
 }
 
 /// Size of the report header and of one zone descriptor, in bytes.

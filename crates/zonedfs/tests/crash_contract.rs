@@ -229,34 +229,20 @@ fn check(seed: u64) -> FsStats {
     if done < ops.len() {
         step(&mut after, seed, done, &ops[done]);
     }
-    let mut recovery = Simulation::new(device, Some(seed ^ 1));
-    let host = recovery.host();
-    let found = Rc::new(RefCell::new(None));
-    let out = Rc::clone(&found);
-    recovery.spawn(async move {
-        let mounted = ZonedFs::mount(host, options(seed)).await;
-        let fs = match mounted {
-            Ok(fs) => fs,
-            Err(error) => {
-                *out.borrow_mut() = Some(Err(error.to_string()));
-                return;
-            }
-        };
-        let mut files = BTreeMap::new();
-        for info in fs.files() {
-            let id = fs.open_read(&info.name).expect("listed");
-            let data = fs.read(id, 0, info.size_bytes).await.expect("read");
-            files.insert(info.name, data);
-        }
-        *out.borrow_mut() = Some(Ok((files, fs.check())));
-    });
-    recovery.run();
-    let (files, problems) = found
-        .borrow_mut()
-        .take()
-        .expect("the mount ran")
-        .unwrap_or_else(|error| panic!("seed {seed}: the mount after a power loss at {stop} ns failed: {error}"));
+    let (device, files, problems) = mount_and_read(device, seed, stop, Some(seed ^ 1), true);
     assert_eq!(problems, Vec::<String>::new(), "seed {seed}: fsck after the power loss");
+    // What the first mount after the crash commits, a second mount finds, with all the first one showed (a
+    // torn commit's bytes must never hide later records).
+    let (_, again, problems) = mount_and_read(device, seed, stop, Some(seed ^ 2), false);
+    assert_eq!(problems, Vec::<String>::new(), "seed {seed}: fsck at the second mount");
+    let mut expected = files.clone();
+    expected.insert(AFTER_RECOVERY.to_string(), after_recovery_bytes(seed));
+    assert_eq!(
+        again.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>(),
+        "seed {seed}: the second mount lists what the first showed and then wrote"
+    );
+    assert_eq!(again, expected, "seed {seed}: the second mount reads what the first showed and then wrote");
     let in_flight = ops.get(done);
     for (name, data) in &files {
         let ok = before.get(name).is_some_and(|model| agrees(data, model))
@@ -272,6 +258,56 @@ fn check(seed: u64) -> FsStats {
         assert!(files.contains_key(name), "seed {seed}: {name} was lost (power loss after {done} operations)");
     }
     stats
+}
+
+/// A file the first mount after a power loss writes and syncs.
+const AFTER_RECOVERY: &str = "/db/after-recovery.sst";
+
+fn after_recovery_bytes(seed: u64) -> Vec<u8> {
+    bytes_for(seed, 9999, 20_000)
+}
+
+/// Mounts, reads every file and runs fsck; when `write_after`, then writes and syncs `AFTER_RECOVERY`.
+fn mount_and_read(
+    device: Device<MemoryStore>,
+    seed: u64,
+    stop: u64,
+    sim_seed: Option<u64>,
+    write_after: bool,
+) -> (Device<MemoryStore>, BTreeMap<String, Vec<u8>>, Vec<String>) {
+    let mut recovery = Simulation::new(device, sim_seed);
+    let host = recovery.host();
+    let found = Rc::new(RefCell::new(None));
+    let out = Rc::clone(&found);
+    recovery.spawn(async move {
+        let fs = match ZonedFs::mount(host, options(seed)).await {
+            Ok(fs) => fs,
+            Err(error) => {
+                *out.borrow_mut() = Some(Err(error.to_string()));
+                return;
+            }
+        };
+        let mut files = BTreeMap::new();
+        for info in fs.files() {
+            let id = fs.open_read(&info.name).expect("listed");
+            let data = fs.read(id, 0, info.size_bytes).await.expect("read");
+            files.insert(info.name, data);
+        }
+        let problems = fs.check();
+        if write_after {
+            let id = fs.open_write(AFTER_RECOVERY, 2, OpenMode::Truncate).await.expect("create after recovery");
+            fs.append(id, &after_recovery_bytes(seed)).await.expect("append after recovery");
+            fs.sync(id).await.expect("sync after recovery");
+        }
+        *out.borrow_mut() = Some(Ok((files, problems)));
+    });
+    recovery.run();
+    let (files, problems) = found
+        .borrow_mut()
+        .take()
+        .expect("the mount ran")
+        .unwrap_or_else(|error| panic!("seed {seed}: the mount after a power loss at {stop} ns failed: {error}"));
+    (recovery.into_device(), files, problems)
 }
 
 /// Checks seeds `0..count`; the runs must between them have reset zones, collected garbage and rolled the

@@ -1,5 +1,6 @@
 //! `zonelab fs mkfs|ls|df|dump|fsck DEVICE`: zonedfs (the file system the RocksDB plugin mounts) seen from the
-//! command line, in virtual time, as the zenfs tool shows ZenFS. Only mkfs writes; the others mount read-only.
+//! command line, in virtual time, as the zenfs tool shows ZenFS. Only mkfs and `fsck --repair` write; the others
+//! mount read-only.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -37,17 +38,34 @@ pub enum FsCommand {
     },
     /// The metadata journal, one JSON record per line (superblock, snapshot, then changes).
     Dump { device: String },
-    /// Check consistency (extents within zones and below write pointers, no overlaps, live counts): exit 1
-    /// when anything is wrong.
-    Fsck { device: String },
+    /// Check consistency (the journal's frames, extents within zones and below write pointers, no overlaps,
+    /// live counts): exit 1 when anything is wrong, naming the damaged journal frames and the files they touch.
+    Fsck {
+        device: String,
+        /// Keep every journal record that checks, skipping damaged frames, and write what they describe as a
+        /// new journal generation; zones no kept record names are left for the next mount to reclaim.
+        #[arg(long)]
+        repair: bool,
+    },
 }
 
 type Fs = ZonedFs<Host<Box<dyn MediaStore>>>;
 
+/// How `on_fs` reaches the file system.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Format,
+    ReadOnly,
+    /// Read-only, replaying every journal record that checks and listing the damage (fsck).
+    Examine,
+    /// Read-write, writing what a damaged journal's checking records describe as a new generation.
+    Repair,
+}
+
 /// Runs `work` on the file system of `device`, in virtual time.
 fn on_fs<T: 'static, F: Future<Output = Result<T, ZonedFsError>>>(
     device: &str,
-    format: bool,
+    access: Access,
     work: impl FnOnce(Fs) -> F + 'static,
 ) -> Result<T, CliError> {
     let built = DeviceBuilder::new(DeviceSpec::parse(device))
@@ -60,10 +78,12 @@ fn on_fs<T: 'static, F: Future<Output = Result<T, ZonedFsError>>>(
     let out = Rc::new(RefCell::new(None));
     let result = Rc::clone(&out);
     simulation.spawn(async move {
-        let mounted = if format {
+        let read_only = matches!(access, Access::ReadOnly | Access::Examine);
+        let salvage = matches!(access, Access::Examine | Access::Repair);
+        let mounted = if access == Access::Format {
             ZonedFs::format(host, FsOptions::default()).await
         } else {
-            ZonedFs::mount(host, FsOptions { read_only: true, ..FsOptions::default() }).await
+            ZonedFs::mount(host, FsOptions { read_only, salvage, ..FsOptions::default() }).await
         };
         let done = match mounted {
             Ok(fs) => work(fs).await,
@@ -81,7 +101,7 @@ pub fn run(command: FsCommand, out: &mut impl Write) -> Result<(), CliError> {
     match command {
         FsCommand::Mkfs { device, force } => {
             if !force {
-                let holds_data = on_fs(&device, false, |fs| async move { Ok(!fs.files().is_empty()) });
+                let holds_data = on_fs(&device, Access::ReadOnly, |fs| async move { Ok(!fs.files().is_empty()) });
                 match holds_data {
                     Ok(true) => {
                         return Err(CliError::Usage(format!(
@@ -94,7 +114,7 @@ pub fn run(command: FsCommand, out: &mut impl Write) -> Result<(), CliError> {
                     _ => {}
                 }
             }
-            let geometry = on_fs(&device, true, |fs| async move { Ok(fs.geometry()) })?;
+            let geometry = on_fs(&device, Access::Format, |fs| async move { Ok(fs.geometry()) })?;
             writeln!(
                 out,
                 "formatted {device}: {} zones of {} bytes ({} data zones, 2 for the journal)",
@@ -106,7 +126,11 @@ pub fn run(command: FsCommand, out: &mut impl Write) -> Result<(), CliError> {
         }
         FsCommand::Ls { device, json } => {
             let (files, directories, geometry) =
-                on_fs(&device, false, |fs| async move { Ok((fs.files(), fs.directories(), fs.geometry())) })?;
+                on_fs(
+                    &device,
+                    Access::ReadOnly,
+                    |fs| async move { Ok((fs.files(), fs.directories(), fs.geometry())) },
+                )?;
             if json {
                 let value = serde_json::json!({ "directories": directories, "files": files });
                 return writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
@@ -137,7 +161,7 @@ pub fn run(command: FsCommand, out: &mut impl Write) -> Result<(), CliError> {
             writeln!(out, "{} files, {} directories", files.len(), directories.len()).map_err(stdout_error)
         }
         FsCommand::Df { device, json } => {
-            let (space, zones) = on_fs(&device, false, |fs| async move { Ok((fs.space(), fs.zones())) })?;
+            let (space, zones) = on_fs(&device, Access::ReadOnly, |fs| async move { Ok((fs.space(), fs.zones())) })?;
             if json {
                 let value = serde_json::json!({ "space": space, "zones": zones });
                 return writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
@@ -171,16 +195,23 @@ pub fn run(command: FsCommand, out: &mut impl Write) -> Result<(), CliError> {
             Ok(())
         }
         FsCommand::Dump { device } => {
-            let records = on_fs(&device, false, |fs| async move { fs.journal_records().await })?;
+            let records = on_fs(&device, Access::ReadOnly, |fs| async move { fs.journal_records().await })?;
             for record in records {
                 writeln!(out, "{}", serde_json::to_string(&record).unwrap_or_default()).map_err(stdout_error)?;
             }
             Ok(())
         }
-        FsCommand::Fsck { device } => {
-            let (problems, files, zones) = on_fs(&device, false, |fs| async move {
-                let used = fs.zones().iter().filter(|zone| zone.written_bytes > 0).count();
-                Ok((fs.check(), fs.files().len(), used))
+        FsCommand::Fsck { device, repair } => {
+            let access = if repair { Access::Repair } else { Access::Examine };
+            let (problems, files, zones, dead) = on_fs(&device, access, |fs| async move {
+                let zones = fs.zones();
+                let used = zones.iter().filter(|zone| zone.written_bytes > 0).count();
+                let dead: Vec<u32> = zones
+                    .iter()
+                    .filter(|zone| zone.role == "data" && zone.written_bytes > 0 && zone.live_bytes == 0)
+                    .map(|zone| zone.zone)
+                    .collect();
+                Ok((fs.check(), fs.files().len(), used, dead))
             })?;
             if problems.is_empty() {
                 return writeln!(out, "{device}: clean, {files} files in {zones} written zones").map_err(stdout_error);
@@ -188,7 +219,25 @@ pub fn run(command: FsCommand, out: &mut impl Write) -> Result<(), CliError> {
             for problem in &problems {
                 writeln!(out, "{problem}").map_err(stdout_error)?;
             }
-            Err(CliError::Failed(format!("{device}: {} problems", problems.len())))
+            if !repair {
+                return Err(CliError::Failed(format!(
+                    "{device}: {} problems{}",
+                    problems.len(),
+                    if problems.iter().any(|problem| problem.starts_with("journal zone")) {
+                        "; `zonelab fs fsck --repair` keeps every journal record that checks"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+            let dead: Vec<String> = dead.iter().map(u32::to_string).collect();
+            writeln!(
+                out,
+                "{device}: repaired: a new journal generation holds {files} files; zones no kept record names \
+                 (reclaimed at the next read-write mount): {}",
+                if dead.is_empty() { "none".to_string() } else { dead.join(", ") }
+            )
+            .map_err(stdout_error)
         }
     }
 }

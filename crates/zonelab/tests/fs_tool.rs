@@ -58,3 +58,74 @@ fn a_bad_device_spec_is_a_usage_error() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("zonez"), "{}", run.stderr);
 }
+
+/// Writes `files` small files of three synced pieces each on the zonedfs of `image`, in-process.
+fn write_files(image: &common::TestImage, files: u32) {
+    use std::{cell::RefCell, rc::Rc};
+    use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+    use zonelab_runtime::Simulation;
+    use zonelab_zonedfs::{FsOptions, OpenMode, ZonedFs};
+
+    let built = DeviceBuilder::new(DeviceSpec::parse(image.s()))
+        .host(HostPath::Kernel)
+        .store(StoreChoice::Memory)
+        .build()
+        .expect("open the image");
+    let mut simulation = Simulation::over(built, None);
+    let host = simulation.host();
+    let done = Rc::new(RefCell::new(false));
+    let finished = Rc::clone(&done);
+    simulation.spawn(async move {
+        let fs =
+            ZonedFs::mount(host, FsOptions { write_buffer_bytes: 4096, ..FsOptions::default() }).await.expect("mount");
+        for file in 0..files {
+            let id = fs.open_write(&format!("/f{file:03}"), 2, OpenMode::Truncate).await.expect("create");
+            for piece in 0..3u8 {
+                fs.append(id, &[piece.wrapping_add(file as u8); 5000]).await.expect("append");
+                fs.sync(id).await.expect("sync");
+            }
+            fs.close(id).await.expect("close");
+        }
+        fs.unmount().await.expect("unmount");
+        *finished.borrow_mut() = true;
+    });
+    simulation.run();
+    assert!(*done.borrow(), "the files were written");
+}
+
+#[test]
+fn a_flipped_bit_in_the_journal_is_reported_refused_and_repaired_never_taken_for_a_torn_end() {
+    let image = image_created_with(&["--zones", "16", "--zone-size", "1MiB"]);
+    ok(&["fs", "mkfs", image.s()]);
+    write_files(&image, 12);
+    assert!(ok(&["fs", "fsck", image.s()]).contains("clean, 12 files"));
+    // One bit of a frame in the journal's third block, with valid frames after it.
+    let data = image.path.join("data");
+    let mut bytes = std::fs::read(&data).expect("read the image's data");
+    bytes[2 * 4096 + 40] ^= 0x04;
+    std::fs::write(&data, &bytes).expect("write the image's data");
+    let before = snapshot(&image.path);
+    let fsck = zonelab(&["fs", "fsck", image.s()]);
+    assert_eq!(fsck.code, 1, "fsck fails on a damaged journal: {}", fsck.stdout);
+    assert!(
+        fsck.stdout.contains("journal zone 0") && fsck.stdout.contains("frame at byte 8192 (block 2)"),
+        "{}",
+        fsck.stdout
+    );
+    assert!(fsck.stdout.contains("files they touch: /f"), "{}", fsck.stdout);
+    assert!(fsck.stderr.contains("fsck --repair"), "{}", fsck.stderr);
+    for command in ["ls", "df", "dump"] {
+        let run = zonelab(&["fs", command, image.s()]);
+        assert_eq!(run.code, 1, "fs {command} refuses a damaged journal: {}", run.stdout);
+        assert!(run.stderr.contains("damaged, not torn"), "{}", run.stderr);
+    }
+    assert_eq!(snapshot(&image.path), before, "neither fsck nor a refused mount changes the image");
+    let repaired = ok(&["fs", "fsck", "--repair", image.s()]);
+    assert!(repaired.contains("repaired: a new journal generation holds"), "{repaired}");
+    let after = ok(&["fs", "fsck", image.s()]);
+    assert!(after.contains("clean"), "{after}");
+    // The damaged record was one change to one file: the other eleven files are whole.
+    let listed = ok(&["fs", "ls", image.s()]);
+    let whole = listed.lines().filter(|line| line.trim_start().starts_with("15000 /f")).count();
+    assert!(whole >= 11, "{listed}");
+}

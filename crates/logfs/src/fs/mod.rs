@@ -68,6 +68,9 @@ pub enum LogFsError {
     NoSpace { needed: u64, free: u64, capacity: u64 },
     #[error("not a logfs device: {0}")]
     NotFormatted(String),
+    /// A checkpoint or node log holds a block that does not check where no crash leaves one: nothing mounted.
+    #[error("the file system's metadata is damaged: {0}")]
+    Corrupt(String),
     #[error("the device has {zones} zones; logfs needs at least {needed} (2 for checkpoints, 6 logs, room to clean)")]
     TooSmall { zones: u32, needed: u32 },
     #[error("{what}: the device failed the command: {status}")]
@@ -82,6 +85,7 @@ impl LogFsError {
             LogFsError::BadName(_) => 22,
             LogFsError::NoSpace { .. } => 28,
             LogFsError::NotFormatted(_) | LogFsError::TooSmall { .. } => 22,
+            LogFsError::Corrupt(_) => 117,
             LogFsError::Device { .. } => 5,
         }
     }

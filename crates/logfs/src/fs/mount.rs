@@ -125,33 +125,60 @@ impl<Q: CommandQueue> LogFs<Q> {
         }
     }
 
-    /// The newest checkpoint record in the two checkpoint zones: (record, zone, the block after it).
+    /// The newest checkpoint record in the two checkpoint zones: (record, zone, the block after it). Records
+    /// follow one another from a zone's start, so the only thing a crash leaves that does not check is a last
+    /// record cut by the write pointer, or (in a zone a power loss finished) zeroed blocks at its end. Any
+    /// other record that does not check is damage, and damage in the zone that may hold the newest
+    /// checkpoint (not older than the other's newest) fails the mount rather than fall back to an older one.
     async fn newest_checkpoint(&self, zones: &[ZoneDescriptor]) -> Result<Option<(Checkpoint, u32, u32)>, LogFsError> {
         let mut newest: Option<(Checkpoint, u32, u32)> = None;
+        let mut damaged: Vec<(u32, u32, Option<u64>)> = Vec::new();
         for zone in 0..CHECKPOINT_ZONES {
-            let written = self.written_blocks(&zones[zone as usize]);
+            let descriptor = &zones[zone as usize];
+            let lost_tail = descriptor.may_have_lost_tail();
+            let written = self.written_blocks(descriptor);
             let mut offset = 0;
+            let mut zone_newest = None;
             while offset < written {
                 let addr = zone * self.geo.blocks_per_zone + offset;
                 let header = self.read_blocks(addr, 1).await?;
-                let Some(len) = Checkpoint::payload_len(&header) else { break };
-                let blocks = len.div_ceil(BLOCK) as u32;
-                if offset + 1 + blocks > written {
+                let record = match Checkpoint::payload_len(&header) {
+                    Some(len) if offset + 1 + len.div_ceil(BLOCK) as u32 > written => break,
+                    Some(len) => {
+                        let blocks = len.div_ceil(BLOCK) as u32;
+                        let mut payload = Vec::new();
+                        let mut at = 0;
+                        while at < blocks {
+                            let count = (blocks - at).min(self.geo.max_blocks);
+                            payload.extend(self.read_blocks(addr + 1 + at, count).await?);
+                            at += count;
+                        }
+                        Checkpoint::decode(&header, &payload).map(|record| (record, blocks))
+                    }
+                    None => None,
+                };
+                let Some((record, blocks)) = record else {
+                    if !lost_tail {
+                        damaged.push((zone, offset, zone_newest));
+                    }
                     break;
-                }
-                let mut payload = Vec::new();
-                let mut at = 0;
-                while at < blocks {
-                    let count = (blocks - at).min(self.geo.max_blocks);
-                    payload.extend(self.read_blocks(addr + 1 + at, count).await?);
-                    at += count;
-                }
-                let Some(record) = Checkpoint::decode(&header, &payload) else { break };
+                };
                 offset += 1 + blocks;
+                zone_newest = zone_newest.max(Some(record.version));
                 if newest.as_ref().is_none_or(|(known, _, _)| record.version > known.version) {
                     newest = Some((record, zone, offset));
                 }
             }
+        }
+        let newest_version = newest.as_ref().map(|(record, ..)| record.version);
+        for (zone, block, zone_newest) in damaged {
+            if zone_newest.is_some() && zone_newest < newest_version {
+                continue;
+            }
+            return Err(LogFsError::Corrupt(format!(
+                "checkpoint zone {zone}: the record at block {block} does not check, and it is not a record a crash \
+                 cut short; it may be the newest checkpoint, so nothing was mounted"
+            )));
         }
         Ok(newest)
     }
@@ -206,8 +233,15 @@ impl<Q: CommandQueue> LogFs<Q> {
             }
         }
         let mut found: Vec<(u32, NodeBlock)> = Vec::new();
-        for (zone, from) in scan {
-            let written = fs.written_blocks(&zones[zone as usize]);
+        let node_logs = checkpoint.node_logs.iter().flatten().count();
+        for (position, (zone, from)) in scan.into_iter().enumerate() {
+            let descriptor = &zones[zone as usize];
+            let written = fs.written_blocks(descriptor);
+            // A node log holds nothing but node blocks from the checkpoint's position on, and a crash never
+            // leaves one half written (one block, one command): one that does not check is damage, unless a
+            // power loss finished the zone and zeroed its end.
+            let lost_tail = descriptor.may_have_lost_tail();
+            let node_log = position < node_logs;
             let mut offset = from;
             while offset < written {
                 let count = (written - offset).min(fs.geo.max_blocks);
@@ -215,10 +249,25 @@ impl<Q: CommandQueue> LogFs<Q> {
                 let bytes = fs.read_blocks(addr, count).await?;
                 for i in 0..count {
                     let block = &bytes[(i as u64 * BLOCK) as usize..((i + 1) as u64 * BLOCK) as usize];
-                    if let Some(node) = NodeBlock::decode(block) {
-                        if node.checkpoint == checkpoint.version && node.flags & FLAG_FSYNC != 0 {
+                    match NodeBlock::decode(block) {
+                        Some(node) if node.checkpoint == checkpoint.version && node.flags & FLAG_FSYNC != 0 => {
                             found.push((addr + i, node));
                         }
+                        Some(_) => {}
+                        // Elsewhere (a log opened after the checkpoint, or data) only what claims to be a node is.
+                        None if (node_log && !(lost_tail && block.iter().all(|&byte| byte == 0)))
+                            || NodeBlock::has_magic(block) =>
+                        {
+                            return Err(LogFsError::Corrupt(format!(
+                                "node log in zone {zone}: block {} (device block {}) after checkpoint {} is no \
+                                 node that checks; fsynced data after it could not be recovered, so nothing was \
+                                 mounted",
+                                offset + i,
+                                addr + i,
+                                checkpoint.version
+                            )));
+                        }
+                        None => {}
                     }
                 }
                 offset += count;

@@ -1,10 +1,216 @@
 //! The journal's commits and rolls, and replay at mount.
 
-use zonelab_runtime::{CommandQueue, HostExt, IoData};
-use zonelab_zns::ZoneSendAction;
+use std::collections::BTreeMap;
 
-use super::{Node, Result, State, ZonedFs, ZonedFsError, META_ZONES};
-use crate::journal::{self, FileRecord, Record, FORMAT_VERSION, SUPERBLOCK_MAGIC};
+use zonelab_runtime::{CommandQueue, HostExt, IoData};
+use zonelab_zns::{Geometry, ZoneDescriptor, ZoneSendAction, ZoneState};
+
+use super::{read_blocks, Node, Result, State, ZonedFs, ZonedFsError, META_ZONES};
+use crate::journal::{self, FileRecord, JournalEnd, Record, FORMAT_VERSION, SUPERBLOCK_MAGIC};
+
+/// A metadata zone's written bytes, as a mount reads them.
+pub(super) struct MetaZone {
+    zone: u32,
+    bytes: Vec<u8>,
+    /// FULL and finished by the controller: a power loss may have left its last blocks reading as zeros.
+    lost_tail: bool,
+}
+
+/// The journal a mount replays: the zone it continues in, and the records after the superblock.
+pub(super) struct Journal {
+    pub generation: u64,
+    pub current: u32,
+    pub fs_id: u64,
+    pub records: Vec<Record>,
+    /// Damage a salvaging mount skipped, for `check` to report.
+    pub problems: Vec<String>,
+    /// The journal ends in bytes replay stops at (a torn commit, or damage salvaged): a writable mount must
+    /// start a new generation before it commits anything, or replay would never reach what it commits.
+    pub needs_roll: bool,
+}
+
+/// Reads the written part of every metadata zone.
+pub(super) async fn read_meta_zones<Q: CommandQueue>(queue: &Q, report: &[ZoneDescriptor]) -> Result<Vec<MetaZone>> {
+    let mut zones = Vec::new();
+    for (zone, descriptor) in report.iter().enumerate().take(META_ZONES as usize) {
+        let written = match descriptor.state {
+            ZoneState::Full => descriptor.capacity_lba,
+            _ => descriptor.wp_lba.saturating_sub(descriptor.start_lba).min(descriptor.capacity_lba),
+        };
+        if written > 0 {
+            let bytes = read_blocks(queue, descriptor.start_lba, written).await?;
+            let lost_tail = descriptor.may_have_lost_tail();
+            zones.push(MetaZone { zone: zone as u32, bytes, lost_tail });
+        }
+    }
+    Ok(zones)
+}
+
+/// A metadata zone parsed: its generation when its superblock checks.
+struct Seen<'a> {
+    zone: &'a MetaZone,
+    generation: Option<u64>,
+    fs_id: u64,
+    parsed: journal::Parsed,
+}
+
+/// Picks the journal to replay: the highest generation whose superblock and snapshot check. A damaged zone
+/// that may be current (not older than it) makes the mount fail with where the damage is, unless `salvage`:
+/// then every record that checks is replayed, from the newest zone with a readable snapshot on, and the
+/// damage is listed. None when no zone holds a superblock and snapshot.
+pub(super) fn choose_journal(zones: &[MetaZone], geometry: &Geometry, salvage: bool) -> Result<Option<Journal>> {
+    let block = geometry.lba_size as usize;
+    let mut seen = Vec::new();
+    for zone in zones {
+        let parsed = journal::parse(&zone.bytes, block, zone.lost_tail);
+        let (generation, fs_id) = match parsed.records.first() {
+            Some(Record::Superblock { magic, version, generation, fs_id, lba_size, zone_size_lba, zones, .. }) => {
+                if magic != SUPERBLOCK_MAGIC || *version != FORMAT_VERSION {
+                    return Err(ZonedFsError::NotFormatted(format!(
+                        "zone {} holds {magic} version {version}; this is {SUPERBLOCK_MAGIC} version {FORMAT_VERSION}",
+                        zone.zone
+                    )));
+                }
+                if (*lba_size, *zone_size_lba, *zones) != (geometry.lba_size, geometry.zone_size_lba, geometry.zones) {
+                    return Err(ZonedFsError::Corrupt(format!(
+                        "the superblock was written for {zones} zones of {zone_size_lba} blocks of {lba_size} bytes; \
+                         the device has {} zones of {} blocks of {} bytes",
+                        geometry.zones, geometry.zone_size_lba, geometry.lba_size
+                    )));
+                }
+                (Some(*generation), *fs_id)
+            }
+            _ => (None, 0),
+        };
+        seen.push(Seen { zone, generation, fs_id, parsed });
+    }
+    let has_snapshot = |seen: &Seen| matches!(seen.parsed.records.get(1), Some(Record::Snapshot { .. }));
+    let current = seen.iter().filter(|seen| has_snapshot(seen)).max_by_key(|seen| seen.generation);
+    let Some(current_generation) = current.and_then(|seen| seen.generation) else {
+        // Nothing here was ever a whole zonedfs superblock and snapshot, or a repair must find what is.
+        return Ok(if salvage { salvage_journal(&seen, block) } else { None });
+    };
+    // Damage in a zone older than the current one is harmless: the current snapshot holds all it said.
+    let harmful = seen.iter().find_map(|seen| match &seen.parsed.end {
+        JournalEnd::Damaged { offset, reason }
+            if seen.generation.is_none_or(|generation| generation >= current_generation) =>
+        {
+            Some(format!("journal zone {}: {}", seen.zone.zone, at_offset(*offset, block, reason)))
+        }
+        _ => None,
+    });
+    match (harmful, salvage) {
+        (Some(damage), false) => Err(ZonedFsError::Corrupt(format!(
+            "{damage}. The journal is damaged, not torn by a crash: nothing was mounted. `zonelab fs fsck DEVICE` \
+             lists what the damage affects; `zonelab fs fsck --repair DEVICE` keeps every record that checks"
+        ))),
+        (None, _) => Ok(current.map(|current| Journal {
+            generation: current_generation,
+            current: current.zone.zone,
+            fs_id: current.fs_id,
+            records: current.parsed.records[1..].to_vec(),
+            problems: Vec::new(),
+            needs_roll: matches!(current.parsed.end, JournalEnd::Torn { .. }),
+        })),
+        (Some(_), true) => Ok(salvage_journal(&seen, block)),
+    }
+}
+
+/// Every record that checks, zone by zone in generation order from the newest zone whose snapshot survives,
+/// with a problem line for each damaged stretch and each zone whose superblock does not check.
+fn salvage_journal(seen: &[Seen], block: usize) -> Option<Journal> {
+    let mut ordered: Vec<(u64, &Seen, Vec<Record>, Vec<journal::Damage>)> = Vec::new();
+    let mut problems = Vec::new();
+    for seen in seen {
+        let Some(generation) = seen.generation else {
+            problems.push(format!(
+                "journal zone {}: its superblock does not check ({}); the zone was skipped",
+                seen.zone.zone,
+                match &seen.parsed.end {
+                    JournalEnd::Damaged { reason, .. } => reason.as_str(),
+                    _ => "no superblock",
+                }
+            ));
+            continue;
+        };
+        let (records, damage) = journal::salvage(&seen.zone.bytes, block, seen.zone.lost_tail);
+        ordered.push((generation, seen, records, damage));
+    }
+    ordered.sort_by_key(|(generation, ..)| *generation);
+    let from = ordered
+        .iter()
+        .rposition(|(_, _, records, _)| records.iter().any(|record| matches!(record, Record::Snapshot { .. })))?;
+    let names = file_names(ordered[from..].iter().flat_map(|(_, _, records, _)| records));
+    let mut records = Vec::new();
+    for (generation, seen, zone_records, damage) in &ordered[from..] {
+        for stretch in damage {
+            let after = &zone_records[stretch.records_before..];
+            let mut touched: Vec<&str> = Vec::new();
+            for name in after.iter().filter_map(|record| record_file(record).and_then(|id| names.get(&id))) {
+                if !touched.contains(&name.as_str()) {
+                    touched.push(name);
+                }
+            }
+            let unchecked = stretch.unchecked.as_ref().map_or("unreadable".to_string(), |record| {
+                let file = record_file(record).and_then(|id| names.get(&id));
+                let file = file.map_or(String::new(), |name| format!(" (file {name})"));
+                format!("{}{file}", serde_json::to_string(record).unwrap_or_default())
+            });
+            problems.push(format!(
+                "journal zone {} (generation {generation}): {}; the damaged record, unchecked: {unchecked}; {} \
+                 records after it check and were kept; files they touch: {}",
+                seen.zone.zone,
+                at_offset(stretch.offset, block, &stretch.reason),
+                after.len(),
+                if touched.is_empty() { "none".to_string() } else { touched.join(", ") }
+            ));
+        }
+        records.extend(zone_records.iter().filter(|record| !matches!(record, Record::Superblock { .. })).cloned());
+    }
+    let (generation, current, ..) = ordered.last()?;
+    Some(Journal {
+        generation: *generation,
+        current: current.zone.zone,
+        fs_id: current.fs_id,
+        records,
+        problems,
+        needs_roll: true,
+    })
+}
+
+/// `reason` at a byte offset of a zone, with the block it falls in.
+fn at_offset(offset: usize, block: usize, reason: &str) -> String {
+    format!("the frame at byte {offset} (block {}) is damaged: {reason}", offset / block)
+}
+
+/// The file a record changes.
+fn record_file(record: &Record) -> Option<u64> {
+    match record {
+        Record::Create { file } => Some(file.id),
+        Record::Extents { id, .. } | Record::WalZone { id, .. } | Record::Rename { id, .. } | Record::Delete { id } => {
+            Some(*id)
+        }
+        _ => None,
+    }
+}
+
+/// Every file id's last name in `records` (snapshots, creates and renames).
+fn file_names<'a>(records: impl Iterator<Item = &'a Record>) -> BTreeMap<u64, String> {
+    let mut names = BTreeMap::new();
+    for record in records {
+        match record {
+            Record::Snapshot { files, .. } => names.extend(files.iter().map(|file| (file.id, file.name.clone()))),
+            Record::Create { file } => {
+                names.insert(file.id, file.name.clone());
+            }
+            Record::Rename { id, to } => {
+                names.insert(*id, to.clone());
+            }
+            _ => {}
+        }
+    }
+    names
+}
 
 impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
     /// Makes `records` durable: the device flushed first (so data they point at is durable), then the records

@@ -23,7 +23,7 @@ mod zones;
 
 use commits::apply;
 
-use crate::journal::{self, Extent, FileRecord, Record, WalLayout, FORMAT_VERSION, SUPERBLOCK_MAGIC};
+use crate::journal::{self, Extent, FileRecord, Record, WalLayout};
 
 /// The zones the journal uses: the first two.
 const META_ZONES: u32 = 2;
@@ -95,6 +95,10 @@ pub struct FsOptions {
     pub format_blank: bool,
     /// Mount without writing anything (for inspection): zones a crash left dead wait for a read-write mount.
     pub read_only: bool,
+    /// Mount a damaged journal anyway, replaying every record that checks and listing the damage among the
+    /// mount's problems (`check`); a read-write mount then writes what it salvaged as a new generation
+    /// (`zonelab fs fsck --repair`). Without it, a mount refuses a damaged journal.
+    pub salvage: bool,
     /// Zones at the end of the device left to another user of it (a reset load), never written.
     pub reserved_tail_zones: u32,
     /// How files named `*.log` (RocksDB's WALs) created from now on are written: None (default) as any other
@@ -118,6 +122,7 @@ impl Default for FsOptions {
             epoch_s: 0,
             format_blank: false,
             read_only: false,
+            salvage: false,
             reserved_tail_zones: 0,
             wal: None,
             wal_buffer_bytes: 1 << 20,
@@ -460,44 +465,9 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
     /// write pointer (what a crash left unwritten is not there), and resets zones with no live data.
     pub async fn mount(queue: Q, options: FsOptions) -> Result<ZonedFs<Q>> {
         let geometry = queue.geometry();
-        let block_bytes = u64::from(geometry.lba_size);
         let report = report_all(&queue).await?;
-        let mut best: Option<(u64, u32, Vec<Record>)> = None;
-        for zone in 0..META_ZONES.min(geometry.zones) {
-            let descriptor = &report[zone as usize];
-            let written = descriptor.wp_lba.saturating_sub(descriptor.start_lba).min(descriptor.capacity_lba);
-            let written = if descriptor.state == ZoneState::Full { descriptor.capacity_lba } else { written };
-            if written == 0 {
-                continue;
-            }
-            let bytes = read_blocks(&queue, descriptor.start_lba, written).await?;
-            let parsed = journal::parse(&bytes, block_bytes as usize);
-            let generation = match parsed.records.as_slice() {
-                [Record::Superblock { magic, version, generation, lba_size, zone_size_lba, zones, .. }, Record::Snapshot { .. }, ..] =>
-                {
-                    if magic != SUPERBLOCK_MAGIC || *version != FORMAT_VERSION {
-                        return Err(ZonedFsError::NotFormatted(format!(
-                            "zone {zone} holds {magic} version {version}; this is {SUPERBLOCK_MAGIC} version {FORMAT_VERSION}"
-                        )));
-                    }
-                    if (*lba_size, *zone_size_lba, *zones)
-                        != (geometry.lba_size, geometry.zone_size_lba, geometry.zones)
-                    {
-                        return Err(ZonedFsError::Corrupt(format!(
-                            "the superblock was written for {zones} zones of {zone_size_lba} blocks of {lba_size} bytes; \
-                             the device has {} zones of {} blocks of {} bytes",
-                            geometry.zones, geometry.zone_size_lba, geometry.lba_size
-                        )));
-                    }
-                    *generation
-                }
-                _ => continue,
-            };
-            if best.as_ref().is_none_or(|(known, ..)| generation > *known) {
-                best = Some((generation, zone, parsed.records));
-            }
-        }
-        let Some((generation, current, records)) = best else {
+        let zones = commits::read_meta_zones(&queue, &report).await?;
+        let Some(found) = commits::choose_journal(&zones, &geometry, options.salvage)? else {
             let ours = geometry.zones.saturating_sub(options.reserved_tail_zones) as usize;
             let blank = report.iter().take(ours).all(|zone| zone.state == ZoneState::Empty);
             if blank && options.format_blank {
@@ -509,10 +479,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 "no superblock in zones 0 and 1, and the device holds data".to_string()
             }));
         };
-        let fs_id = match &records[0] {
-            Record::Superblock { fs_id, .. } => *fs_id,
-            _ => unreachable!("checked above"),
-        };
+        let commits::Journal { generation, current, fs_id, records, problems, needs_roll } = found;
         let descriptor = &report[current as usize];
         let written_lba = if descriptor.state == ZoneState::Full {
             descriptor.capacity_lba
@@ -522,13 +489,24 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         let fs = ZonedFs::assemble(queue, options, MetaLog { current, written_lba, generation, fs_id })?;
         let dead = {
             let mut state = fs.inner.state.borrow_mut();
-            for record in &records[1..] {
+            state.mount_problems = problems;
+            for record in &records {
                 apply(&mut state, record);
             }
             fs.adopt_report(&mut state, &report)
         };
         if !fs.inner.options.read_only {
-            fs.reclaim(dead).await?;
+            if needs_roll {
+                // New commits must never follow bytes that replay stops at: the next generation starts clean.
+                let _journal = fs.inner.journal_lock.lock().await;
+                fs.roll_journal().await?;
+                fs.inner.queue.flush().await?;
+            }
+            // A salvage resets nothing: a zone only the damaged records named stays as it is for a person to
+            // read, until a later mount finds it dead.
+            if !fs.inner.options.salvage {
+                fs.reclaim(dead).await?;
+            }
         }
         fs.recover_wals().await?;
         Ok(fs)
@@ -1118,7 +1096,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             (state.meta.current, state.meta.written_lba)
         };
         let bytes = read_blocks(&self.inner.queue, self.inner.geometry.zone_start_lba(zone), written).await?;
-        Ok(journal::parse(&bytes, self.inner.block_bytes as usize).records)
+        Ok(journal::salvage(&bytes, self.inner.block_bytes as usize, true).0)
     }
 }
 
