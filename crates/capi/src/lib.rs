@@ -334,8 +334,9 @@ pub unsafe extern "C" fn zl_report_zones(handle: u64, start_lba: u64, zones: *mu
             Ok(_) => return ZL_EINTERNAL,
             Err(code) => return code,
         };
-        // SAFETY: the caller passes room for `room` zones, and a report lists at most `max_zones` = `room`.
-        let out = unsafe { std::slice::from_raw_parts_mut(zones, room as usize) };
+        // SAFETY: the caller passes room for `room` zones, and a report lists at most `max_zones` = `room`
+        // (and no more than the namespace has, so a huge `room` never becomes a huge slice).
+        let out = unsafe { std::slice::from_raw_parts_mut(zones, report.zones.len().min(room as usize)) };
         for (slot, zone) in out.iter_mut().zip(&report.zones) {
             *slot = zl_zone {
                 start_lba: zone.start_lba,
@@ -383,6 +384,11 @@ unsafe fn blocks(handle: u64, nlb: u32, buf: *const u8) -> Result<IoData, i32> {
         return Err(ZL_EINVAL);
     }
     let geometry = geometry_of(handle)?;
+    // Past MDTS the device refuses the command whatever its data: refuse it before copying nlb blocks, as
+    // many as 4 billion, from a buffer the caller may not have.
+    if geometry.max_transfer_lba.is_some_and(|limit| u64::from(nlb) > limit) {
+        return Err(status_code(Status::InvalidField));
+    }
     let len = (u64::from(nlb) << geometry.lba_shift) as usize;
     // SAFETY: the caller passes nlb blocks of readable bytes.
     Ok(IoData::Bytes(unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()))
@@ -799,5 +805,37 @@ mod tests {
         assert_eq!(zl_close(u64::MAX), ZL_EHANDLE);
         // SAFETY: null pointers are what is tested; the functions check them.
         assert_eq!(unsafe { zl_open(std::ptr::null(), ZL_MODE_VIRTUAL, std::ptr::null_mut()) }, ZL_EINVAL);
+    }
+
+    #[test]
+    fn sizes_past_mdts_or_the_zone_count_are_refused_or_capped_without_allocating_them() {
+        let mut handle = 0;
+        for mode in [ZL_MODE_VIRTUAL, ZL_MODE_REALTIME] {
+            let spec = c"preset:instant,zones=8";
+            // SAFETY: a NUL-terminated spec and a writable handle.
+            assert_eq!(unsafe { zl_open(spec.as_ptr(), mode, &mut handle) }, ZL_OK);
+            let mut buf = vec![0u8; 4096];
+            // A read of 4 billion blocks: the device's status, not an allocation of 16 TiB.
+            // SAFETY: the call fails before it writes to `buf`.
+            let code = unsafe { zl_read(handle, 0, u32::MAX, buf.as_mut_ptr()) };
+            assert_eq!(code, status_code(Status::InvalidField), "mode {mode}");
+            let io = zl_io { opcode: ZL_OP_READ, nlb: u32::MAX, slba: 0, buf: buf.as_mut_ptr(), action: 0, all: 0 };
+            // SAFETY: `io` is valid, and its read fails before any data moves.
+            assert_eq!(unsafe { zl_submit(handle, &io, 7) }, ZL_OK);
+            let mut completions = [zl_completion::default(); 1];
+            let mut count = 0;
+            while count == 0 {
+                // SAFETY: room for one completion and a writable count.
+                assert_eq!(unsafe { zl_poll(handle, completions.as_mut_ptr(), 1, &mut count) }, ZL_OK);
+            }
+            assert_eq!((completions[0].tag, completions[0].status), (7, status_code(Status::InvalidField)));
+            // Room for 4 billion zones: the report lists the eight there are.
+            let mut zones = vec![zl_zone::default(); 8];
+            let mut nr_zones = u32::MAX;
+            // SAFETY: the report writes no more zones than the namespace has, and `zones` has room for all.
+            assert_eq!(unsafe { zl_report_zones(handle, 0, zones.as_mut_ptr(), &mut nr_zones) }, ZL_OK);
+            assert_eq!(nr_zones, 8);
+            assert_eq!(zl_close(handle), ZL_OK);
+        }
     }
 }

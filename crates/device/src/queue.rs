@@ -99,6 +99,11 @@ impl<S: MediaStore> Device<S> {
                 with(self.submit(now, Command::ReadDiscard { slba, nlb }), Output::Done)
             }
             QueuedCommand::Read { slba, nlb, keep: true } => {
+                // A read the namespace refuses (past MDTS or the namespace's end, say) fails before data moves:
+                // send it without its buffer, which for a hostile `nlb` would not fit in memory.
+                if self.namespace().check_read(slba, nlb).is_err() {
+                    return with(self.submit(now, Command::ReadDiscard { slba, nlb }), Output::Done);
+                }
                 let mut buf = vec![0u8; nlb.saturating_mul(lba_size).min(usize::MAX as u64) as usize];
                 let submitted = self.submit(now, Command::Read { slba, buf: &mut buf });
                 with(submitted, Output::Data(Box::new(buf)))
@@ -119,6 +124,8 @@ impl<S: MediaStore> Device<S> {
                 with(self.submit(now, Command::ZoneManagementSend { slba, action, select_all }), Output::Done)
             }
             QueuedCommand::Report { slba, filter, partial, max_zones } => {
+                // No report lists more zones than the namespace has, whatever room the host offers.
+                let max_zones = max_zones.min(self.namespace().geometry().zones);
                 let mut buf = vec![0u8; REPORT_HEADER_BYTES + ZONE_DESCRIPTOR_BYTES * max_zones as usize];
                 let action = ReceiveAction::ReportZones;
                 let submitted =

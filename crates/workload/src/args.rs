@@ -92,6 +92,20 @@ impl<'a> ToolOption<'a> {
         Ok((us * 1000.0).round() as u64)
     }
 
+    /// A run's length in seconds of device time (`--runtime`), above 0 and at most a day, in nanoseconds: a
+    /// simulation of more would not end in a person's lifetime, and infinity or 1e30 would wrap the clock.
+    pub fn run_time_ns(&self) -> Result<u64, ToolError> {
+        const MOST_S: f64 = 86_400.0;
+        let seconds = self.number::<f64>()?;
+        if !(seconds > 0.0 && seconds <= MOST_S) {
+            return Err(ToolError::Usage(format!(
+                "option {}: {seconds} is not a time above 0 and at most {MOST_S} seconds",
+                self.key
+            )));
+        }
+        Ok((seconds * 1e9).round() as u64)
+    }
+
     /// `--output-format`: true for json, false for normal; anything else is refused.
     pub fn json(&self) -> Result<bool, ToolError> {
         match self.value()? {

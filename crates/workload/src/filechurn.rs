@@ -123,7 +123,7 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
             }
             "files" => spec.files_per_job = option.number()?,
             "fileset" => spec.fileset_files = option.number()?,
-            "runtime" => spec.runtime_ns = (option.number::<f64>()? * 1e9) as u64,
+            "runtime" => spec.runtime_ns = option.run_time_ns()?,
             "preset" => spec.preset = option.value()?.to_string(),
             "jobs" => spec.jobs = option.number()?,
             "file-size" => spec.file_bytes = option.bytes()?,
@@ -157,6 +157,9 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
     }
     if spec.file_bytes < spec.write_bytes {
         return Err(ToolError::Usage(format!("file-size {} is below bs {}", spec.file_bytes, spec.write_bytes)));
+    }
+    if spec.fs == FileSystem::Logfs {
+        whole_blocks(&spec, BLOCK, "logfs's block")?;
     }
     if !(0.0..1.0).contains(&spec.prefill) {
         return Err(ToolError::Usage(format!("option prefill: {} is not a fraction in [0, 1)", spec.prefill)));
@@ -377,6 +380,17 @@ fn logfs_delta(after: &LogFsStats, before: &LogFsStats) -> LogFsStats {
     }
 }
 
+/// Refuses a file size or write size that is not whole blocks of `block` bytes: a smaller write moves no block
+/// to the device, so the run would report operations that wrote nothing.
+fn whole_blocks(spec: &FileChurnSpec, block: u64, what: &str) -> Result<(), ToolError> {
+    for (name, bytes) in [("file-size", spec.file_bytes), ("bs", spec.write_bytes)] {
+        if !bytes.is_multiple_of(block) {
+            return Err(ToolError::Usage(format!("option {name}: {bytes} is not a multiple of {block} bytes, {what}")));
+        }
+    }
+    Ok(())
+}
+
 /// The workloads on zonefs: one file per zone.
 fn run_zonefs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset)).host(HostPath::IoUring).build()?;
@@ -395,6 +409,7 @@ fn run_zonefs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     if spec.file_bytes > capacity {
         return Err(ToolError::Usage(format!("file-size {} is past the zone capacity {capacity}", spec.file_bytes)));
     }
+    whole_blocks(spec, u64::from(geometry.lba_size), "the device's LBA size (zonefs writes are direct)")?;
     for zone in 0..prefilled {
         device.precondition(zone, capacity).map_err(|status| ToolError::Prefill { zone, status })?;
     }

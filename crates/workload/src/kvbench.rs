@@ -121,7 +121,7 @@ pub fn parse_args(args: &[String]) -> Result<KvBenchSpec, ToolError> {
             "l0-trigger" => spec.l0_trigger = option.number()?,
             "level-base-size" => spec.level_base_bytes = option.bytes()?,
             "level-multiplier" => spec.level_multiplier = option.number()?,
-            "runtime" => spec.runtime_ns = (option.number::<f64>()? * 1e9) as u64,
+            "runtime" => spec.runtime_ns = option.run_time_ns()?,
             "resets-per-second" => spec.resets_per_second = option.number()?,
             "reset-pool-zones" => spec.reset_pool_zones = option.number()?,
             "seed" => spec.seed = option.number()?,

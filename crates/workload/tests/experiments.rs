@@ -18,7 +18,8 @@ fn rocksdb_plugin() -> Option<PathBuf> {
         eprintln!("RocksDB is not installed: the real-time experiments report that they did not run");
         return None;
     }
-    let out = std::env::temp_dir().join(format!("zonelab-experiments-plugin-{}", std::process::id()));
+    // In the target directory's scratch space, rebuilt in place each run: nothing is left in /tmp.
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("zonelab-experiments-plugin");
     let plugin = zonelab_workload::realdb::build_plugin(Some(&out), "test").unwrap_or_else(|error| panic!("{error}"));
     zonelab_workload::realdb::use_plugin(plugin.clone());
     Some(plugin)

@@ -187,6 +187,22 @@ const ATTACKS: &[Attack] = &[
     // 10. Values out of range, in fio's words where fio has them.
     attack(10, &["wal-bench", "--output-format=xml"], 2, "\"xml\" is not normal or json"),
     attack(10, &["file-churn", "--output-format=xml"], 2, "\"xml\" is not normal or json"),
+    // Runs that cannot run: an endless or clock-wrapping run time, writes smaller than a block.
+    attack(10, &["kv-bench", "--runtime=inf"], 2, "runtime: inf is not a time above 0 and at most 86400 seconds"),
+    attack(10, &["kv-bench", "--runtime=1e30"], 2, "is not a time above 0 and at most 86400 seconds"),
+    attack(10, &["file-churn", "--runtime=nan"], 2, "runtime: NaN is not a time above 0"),
+    attack(
+        10,
+        &["file-churn", "--file-size=1", "--bs=1"],
+        2,
+        "file-size: 1 is not a multiple of 4096 bytes, logfs's block",
+    ),
+    attack(
+        10,
+        &["file-churn", "--fs=zonefs", "--file-size=8k", "--bs=100"],
+        2,
+        "bs: 100 is not a multiple of 512 bytes, the device's LBA size",
+    ),
     attack(
         10,
         &["fio", "--name=j", "--filename=preset:instant", "--rw=randrw", "--rwmixread=150"],

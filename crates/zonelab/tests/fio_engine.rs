@@ -18,7 +18,8 @@ fn engine() -> &'static Path {
     static ENGINE: OnceLock<PathBuf> = OnceLock::new();
     ENGINE.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let out = std::env::temp_dir().join(format!("zonelab-fio-engine-{}", std::process::id()));
+        // In the target directory's scratch space, rebuilt in place each run: nothing is left in /tmp.
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zonelab-fio-engine");
         let built = Command::new("bash")
             .arg(root.join("ioengine/build.sh"))
             .args(["", out.to_str().expect("utf-8 path"), "test"])

@@ -32,7 +32,8 @@ fn have_rocksdb() -> bool {
 fn plugin() -> &'static Path {
     static PLUGIN: OnceLock<PathBuf> = OnceLock::new();
     PLUGIN.get_or_init(|| {
-        let out = std::env::temp_dir().join(format!("zonelab-rocksdb-plugin-{}", std::process::id()));
+        // In the target directory's scratch space, rebuilt in place each run: nothing is left in /tmp.
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zonelab-rocksdb-plugin");
         zonelab_workload::realdb::build_plugin(Some(&out), "test").unwrap_or_else(|error| panic!("{error}"))
     })
 }

@@ -96,8 +96,10 @@ pub struct Wal<Q> {
     lba_bytes: u64,
     /// Largest entry: the buffer, the device's transfer (or append) limit.
     max_entry_bytes: u64,
-    /// Framed record bytes not yet in an entry.
+    /// Framed record bytes not yet in an entry: `stream[stream_sent..]`. The front already sent is dropped once
+    /// it is half the vector, so cutting a 64 MiB record into entries costs linear time, not quadratic.
     stream: Vec<u8>,
+    stream_sent: usize,
     next_record: u64,
     next_seq: u64,
     zone_slot: usize,
@@ -161,6 +163,7 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
             lba_bytes,
             max_entry_bytes,
             stream: Vec::new(),
+            stream_sent: 0,
             next_record: 0,
             next_seq: 0,
             zone_slot: 0,
@@ -203,7 +206,7 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
         self.next_record += 1;
         self.stats.records += 1;
         let full_payload = self.max_entry_bytes - HEADER_BYTES;
-        while self.stream.len() as u64 >= full_payload {
+        while self.unsent() >= full_payload {
             self.emit(full_payload).await?;
         }
         Ok(seq)
@@ -211,14 +214,18 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
 
     /// Flushes the buffer, waits for every write in flight, and makes it durable (Flush).
     pub async fn sync(&mut self) -> Result<(), WalError> {
-        while !self.stream.is_empty() {
-            let len = self.stream.len() as u64;
-            self.emit(len).await?;
+        while self.unsent() > 0 {
+            self.emit(self.unsent()).await?;
         }
         self.drain().await?;
         self.queue.submit(QueuedCommand::Flush).await?;
         self.stats.syncs += 1;
         Ok(())
+    }
+
+    /// Framed bytes not yet in an entry.
+    fn unsent(&self) -> u64 {
+        (self.stream.len() - self.stream_sent) as u64
     }
 
     /// Writes one entry of at most `max_payload` bytes from the front of the stream.
@@ -240,12 +247,17 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
                 continue;
             }
             let limit = self.max_entry_bytes.min(zone_room).min(barrier_room) / self.lba_bytes * self.lba_bytes;
-            let payload = (self.stream.len() as u64).min(max_payload).min(limit - HEADER_BYTES);
+            let payload = self.unsent().min(max_payload).min(limit - HEADER_BYTES) as usize;
             if payload == 0 {
                 return Ok(());
             }
-            let entry = encode_entry(self.next_seq, &self.stream[..payload as usize], self.lba_bytes);
-            self.stream.drain(..payload as usize);
+            let sent = self.stream_sent;
+            let entry = encode_entry(self.next_seq, &self.stream[sent..sent + payload], self.lba_bytes);
+            self.stream_sent += payload;
+            if self.stream_sent * 2 >= self.stream.len() {
+                self.stream.drain(..self.stream_sent);
+                self.stream_sent = 0;
+            }
             let zone_start = self.geometry.zone_start_lba(self.config.zones[self.zone_slot]);
             let entry_len = entry.len() as u64;
             let command = match self.config.design {
@@ -258,7 +270,7 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
             self.head_lba += entry_len / self.lba_bytes;
             self.since_barrier += entry_len;
             self.stats.entries += 1;
-            self.stats.payload_bytes += payload;
+            self.stats.payload_bytes += payload as u64;
             self.stats.flash_bytes += entry_len;
             return match self.config.design {
                 WalDesign::Conventional => self.queue.submit(command).await.map(|_| ()).map_err(WalError::from),
@@ -404,6 +416,7 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
         self.last_recovery = recovery;
         self.needs_delete = next_seq != seen;
         self.stream.clear();
+        self.stream_sent = 0;
         self.next_record = records.len() as u64;
         self.next_seq = next_seq;
         self.zone_slot = last_written.0;
@@ -426,6 +439,7 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
                 .await?;
         }
         self.stream.clear();
+        self.stream_sent = 0;
         self.next_record = 0;
         self.next_seq = 0;
         self.zone_slot = 0;
