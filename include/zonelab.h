@@ -177,6 +177,12 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * The calling thread's last failure of a `zl_*` or `zlfs_*` call that says why (a device that could not be
+ * opened: the preset, image or override at fault), in words; empty if none. Valid until its next failure.
+ */
+const char *zl_last_error(void);
+
+/**
  * Opens the device `spec` names (`preset:NAME[,key=value...]` or an image path) in `mode`
  * (`ZL_MODE_VIRTUAL` or `ZL_MODE_REALTIME`) and stores its handle in `*handle`. The device keeps data in
  * memory for a preset, in the image for an image. A virtual-time handle may be used only from the thread that
@@ -492,7 +498,8 @@ int32_t zlfs_stats_json(uint64_t handle,
                         size_t *needed);
 
 /**
- * The calling thread's last `zlfs_*` failure, in words (empty if none); valid until its next failure.
+ * The calling thread's last failure of a `zlfs_*` (or `zl_*`) call, in words (empty if none); valid until its
+ * next failure. The same as `zl_last_error`.
  */
 const char *zlfs_last_error(void);
 

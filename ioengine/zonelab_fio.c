@@ -72,7 +72,11 @@ static struct zonelab_device *device_attach(const char *spec, int *error)
 	if (code == ZL_OK)
 		code = zl_get_geometry(device->handle, &device->geometry);
 	if (code != ZL_OK || !device->spec) {
-		log_err("zonelab: cannot open device '%s': %s\n", spec, zl_strerror(code));
+		/* fio splits --filename at each unescaped ':', so "preset:zn540" arrives as "preset". */
+		const char *hint = strcmp(spec, "preset") ? "" :
+			" (fio splits --filename at each ':'; write preset\\:NAME, as in --filename=preset\\:zn540)";
+		const char *why = code == ZL_OK ? "" : zl_last_error();
+		log_err("zonelab: cannot open device '%s': %s%s\n", spec, *why ? why : zl_strerror(code), hint);
 		free(device->spec);
 		free(device);
 		device = NULL;

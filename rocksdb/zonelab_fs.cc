@@ -345,13 +345,21 @@ class ZonelabFileSystem : public rocksdb::FileSystem {
     return Failed(zlfs_mkdir(fs_, dirname.c_str()), "mkdir " + dirname);
   }
 
+  // Creates the missing directories on the way too (mkdir -p): zonedfs wants a parent for every new name, and a
+  // fresh file system has none of the directories a --db path names (POSIX's would be in /tmp already).
   IOStatus CreateDirIfMissing(const std::string& dirname, const IOOptions&, IODebugContext*) override {
-    uint32_t kind = 0;
-    int err = zlfs_stat(fs_, dirname.c_str(), &kind, nullptr, nullptr);
-    if (err != 0) return Failed(err, "stat " + dirname);
-    if (kind == 2) return IOStatus::OK();
-    if (kind == 1) return IOStatus::IOError("zonelab: " + dirname + " is a file");
-    return Failed(zlfs_mkdir(fs_, dirname.c_str()), "mkdir " + dirname);
+    for (size_t end = dirname.find('/', 1);; end = dirname.find('/', end + 1)) {
+      const std::string dir = dirname.substr(0, end);
+      uint32_t kind = 0;
+      int err = zlfs_stat(fs_, dir.c_str(), &kind, nullptr, nullptr);
+      if (err != 0) return Failed(err, "stat " + dir);
+      if (kind == 1) return IOStatus::IOError("zonelab: " + dir + " is a file");
+      if (kind == 0) {
+        err = zlfs_mkdir(fs_, dir.c_str());
+        if (err != 0) return Failed(err, "mkdir " + dir);
+      }
+      if (end == std::string::npos) return IOStatus::OK();
+    }
   }
 
   IOStatus DeleteDir(const std::string& dirname, const IOOptions&, IODebugContext*) override {

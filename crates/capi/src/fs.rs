@@ -8,7 +8,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CStr};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -48,19 +48,13 @@ struct Mounted {
 
 static MOUNTS: Mutex<Option<HashMap<u64, Arc<Mounted>>>> = Mutex::new(None);
 
-thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
-}
-
 fn mounted(handle: u64) -> Result<Arc<Mounted>, i32> {
     lock(&MOUNTS).as_ref().and_then(|map| map.get(&handle).cloned()).ok_or_else(|| fail(libc::EBADF, "no such mount"))
 }
 
-/// Records `message` as the calling thread's last error (unless the thread's storage is gone: a C++ static
-/// destructor at process exit); returns `errno`.
+/// Records `message` as the calling thread's last error; returns `errno`.
 fn fail(errno: i32, message: &str) -> i32 {
-    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = message);
+    crate::record_error(message);
     errno
 }
 
@@ -265,8 +259,12 @@ pub unsafe extern "C" fn zlfs_open_write(
             if file.is_null() {
                 return Err(fail(libc::EINVAL, "file is null"));
             }
-            let mode = if append != 0 { OpenMode::Append } else { OpenMode::Truncate };
-            let lifetime = lifetime.min(5) as u8;
+            let mode = match append {
+                0 => OpenMode::Truncate,
+                1 => OpenMode::Append,
+                _ => return Err(fail(libc::EINVAL, &format!("append={append}: not 0 (truncate) or 1 (append)"))),
+            };
+            let lifetime = lifetime_hint(lifetime)?;
             let id = on_fs(handle, move |fs| async move { fs.open_write(&name, lifetime, mode).await })?;
             // SAFETY: checked non-null above.
             unsafe { *file = id };
@@ -276,13 +274,20 @@ pub unsafe extern "C" fn zlfs_open_write(
     })
 }
 
+/// A lifetime hint as the C API takes it; zonedfs refuses the ones past `MAX_LIFETIME` with their value.
+fn lifetime_hint(lifetime: u32) -> Result<u8, i32> {
+    u8::try_from(lifetime).map_err(|_| fail(libc::EINVAL, &format!("lifetime hint {lifetime}: not 0 to 5")))
+}
+
 /// Sets the write-lifetime hint (0 not set .. 5 extreme) of a file open for writing, for the data written from
 /// now on: RocksDB sets it after it creates the file.
 #[no_mangle]
 pub extern "C" fn zlfs_set_lifetime(handle: u64, file: u64, lifetime: u32) -> i32 {
     guard(|| {
-        let lifetime = lifetime.min(5) as u8;
-        status_of(on_fs(handle, move |fs| async move { fs.set_lifetime(file, lifetime) }))
+        status_of(
+            lifetime_hint(lifetime)
+                .and_then(|lifetime| on_fs(handle, move |fs| async move { fs.set_lifetime(file, lifetime) })),
+        )
     })
 }
 
@@ -615,10 +620,11 @@ pub unsafe extern "C" fn zlfs_stats_json(handle: u64, buf: *mut c_char, len: usi
     })
 }
 
-/// The calling thread's last `zlfs_*` failure, in words (empty if none); valid until its next failure.
+/// The calling thread's last failure of a `zlfs_*` (or `zl_*`) call, in words (empty if none); valid until its
+/// next failure. The same as `zl_last_error`.
 #[no_mangle]
 pub extern "C" fn zlfs_last_error() -> *const c_char {
-    LAST_ERROR.try_with(|last| last.borrow().as_ptr()).unwrap_or(c"".as_ptr())
+    crate::zl_last_error()
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, CStr, CString};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
@@ -36,6 +36,31 @@ pub const ZL_EINVAL: i32 = -2;
 pub const ZL_EOPEN: i32 = -3;
 /// A bug inside zonelab (a panic, caught at the boundary).
 pub const ZL_EINTERNAL: i32 = -4;
+
+thread_local! {
+    /// The calling thread's last failure in words, for `zl_last_error`.
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Records `message` as the calling thread's last error (unless the thread's storage is gone: a C++ static
+/// destructor at process exit).
+fn record_error(message: &str) {
+    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = message);
+}
+
+/// Records `message` as the last error and returns `code`.
+fn failed(code: i32, message: impl std::fmt::Display) -> i32 {
+    record_error(&message.to_string());
+    code
+}
+
+/// The calling thread's last failure of a `zl_*` or `zlfs_*` call that says why (a device that could not be
+/// opened: the preset, image or override at fault), in words; empty if none. Valid until its next failure.
+#[no_mangle]
+pub extern "C" fn zl_last_error() -> *const c_char {
+    LAST_ERROR.try_with(|last| last.borrow().as_ptr()).unwrap_or(c"".as_ptr())
+}
 
 /// Virtual time: each call runs the simulation until its command completes.
 pub const ZL_MODE_VIRTUAL: u32 = 0;
@@ -233,24 +258,32 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
             return ZL_EINVAL;
         }
         // SAFETY: the caller passes a NUL-terminated string (checked non-null above).
-        let Ok(spec) = unsafe { CStr::from_ptr(spec) }.to_str() else { return ZL_EINVAL };
+        let Ok(spec) = unsafe { CStr::from_ptr(spec) }.to_str() else {
+            return failed(ZL_EINVAL, "the device spec is not UTF-8");
+        };
         let builder = DeviceBuilder::new(DeviceSpec::parse(spec)).host(HostPath::Spdk).store(StoreChoice::Memory);
         let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
         match mode {
             ZL_MODE_REALTIME => {
-                let Ok(runtime) = RealTime::start(builder) else { return ZL_EOPEN };
+                let runtime = match RealTime::start(builder) {
+                    Ok(runtime) => runtime,
+                    Err(error) => return failed(ZL_EOPEN, error),
+                };
                 let host = runtime.host();
                 let device =
                     Arc::new(RealDevice { runtime: Mutex::new(Some(runtime)), host, inflight: Mutex::new(Vec::new()) });
                 lock(&REAL).get_or_insert_with(HashMap::new).insert(id, device);
             }
             ZL_MODE_VIRTUAL => {
-                let Ok(built) = builder.build() else { return ZL_EOPEN };
+                let built = match builder.build() {
+                    Ok(built) => built,
+                    Err(error) => return failed(ZL_EOPEN, error),
+                };
                 let simulation = Simulation::over(built, None);
                 let device = VirtualDevice { simulation, done: Rc::default() };
                 VIRTUAL.with(|devices| devices.borrow_mut().insert(id, device));
             }
-            _ => return ZL_EINVAL,
+            _ => return failed(ZL_EINVAL, format!("mode {mode}: not ZL_MODE_VIRTUAL (0) or ZL_MODE_REALTIME (1)")),
         }
         // SAFETY: checked non-null above; the caller passes a writable uint64_t.
         unsafe { *handle = id };

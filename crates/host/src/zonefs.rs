@@ -139,6 +139,10 @@ impl ZoneLayout {
     /// What a truncate of `file` to `size` asks of its zone: a reset for 0, a finish for the capacity, nothing
     /// when the file has that size already; any other size is EPERM.
     pub fn truncate_action(&self, file: u32, state: &FileState, size: u64) -> Result<Option<ZoneSendAction>, FsError> {
+        // zonefs_inode_setattr truncates only when the size changes: to the current size is a no-op.
+        if state.size == size {
+            return Ok(None);
+        }
         let action = if size == 0 {
             ZoneSendAction::Reset
         } else if size == self.capacity_bytes {
@@ -149,7 +153,6 @@ impl ZoneLayout {
         match state.condition {
             ZoneState::ReadOnly => Err(FsError::ReadOnly(file)),
             ZoneState::Offline => Err(FsError::Offline(file)),
-            _ if state.size == size => Ok(None),
             _ => Ok(Some(action)),
         }
     }

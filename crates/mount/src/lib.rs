@@ -34,6 +34,24 @@ pub enum MountError {
     Report(Status),
     #[error("cannot mount on {mountpoint}: {source}")]
     Fuse { mountpoint: String, source: std::io::Error },
+    /// What `mount` refuses too: a mountpoint that is no directory (ENOTDIR), or one that is not empty (its
+    /// files would be hidden) unless `nonempty` says so.
+    #[error("cannot mount on {mountpoint}: {reason}")]
+    Mountpoint { mountpoint: String, reason: String },
+}
+
+/// Refuses a mountpoint that `mount` would refuse, or that would hide files.
+fn check_mountpoint(mountpoint: &Path, nonempty: bool) -> Result<(), MountError> {
+    let refuse = |reason: String| MountError::Mountpoint { mountpoint: mountpoint.display().to_string(), reason };
+    let metadata = std::fs::metadata(mountpoint).map_err(|error| refuse(error.to_string()))?;
+    if !metadata.is_dir() {
+        return Err(refuse(std::io::Error::from_raw_os_error(libc::ENOTDIR).to_string()));
+    }
+    let mut entries = std::fs::read_dir(mountpoint).map_err(|error| refuse(error.to_string()))?;
+    if !nonempty && entries.next().is_some() {
+        return Err(refuse("the directory is not empty (mount -o nonempty to hide what it holds)".into()));
+    }
+    Ok(())
 }
 
 /// A mounted device: the FUSE session and the device thread behind it.
@@ -55,13 +73,20 @@ impl Unmounter {
 impl Mounted {
     /// Opens the device on a real-time device thread, reads every zone's write pointer (a file's size, as
     /// zonefs does at mount) and mounts the file system on `mountpoint`. Serve requests with `run`.
-    pub fn mount(builder: DeviceBuilder, mountpoint: &Path, options: MountOptions) -> Result<Mounted, MountError> {
+    pub fn mount(
+        builder: DeviceBuilder,
+        device_name: &str,
+        mountpoint: &Path,
+        options: MountOptions,
+    ) -> Result<Mounted, MountError> {
+        check_mountpoint(mountpoint, options.nonempty)?;
         let device = RealTime::start(builder)?;
         let host = device.host();
         let files = block_on(zonelab_host::read_files(&host)).map_err(MountError::Report)?;
         let count = files.len() as u32;
         let mut mount_options = vec![
-            fuser::MountOption::FSName("zonelab".into()),
+            // The source /proc/mounts shows, so that tools listing zoned mounts can tell which device it is.
+            fuser::MountOption::FSName(format!("zonelab:{device_name}")),
             fuser::MountOption::Subtype("zonefs".into()),
             fuser::MountOption::DefaultPermissions,
             fuser::MountOption::NoAtime,

@@ -32,6 +32,8 @@ pub struct MountOptions {
     /// zonelab's own (`poll`): the request loop polls the FUSE device instead of sleeping in its read, so
     /// the kernel never has to wake it; it keeps a core busy (docs/mount.md measures what it saves).
     pub poll: bool,
+    /// Mount over a directory that holds files (`nonempty`, as FUSE names it), hiding them until unmounted.
+    pub nonempty: bool,
 }
 
 impl Default for MountOptions {
@@ -44,6 +46,7 @@ impl Default for MountOptions {
             perm: 0o640,
             read_only: false,
             poll: false,
+            nonempty: false,
         }
     }
 }
@@ -60,7 +63,7 @@ impl FromStr for MountOptions {
     type Err = OptionError;
 
     /// Reads a comma-separated list, as `mount -o` takes it: `errors=remount-ro|zone-ro|zone-offline|repair`,
-    /// `explicit-open`, `uid=N`, `gid=N`, `perm=OCTAL`, `ro`, `rw`, and zonelab's `poll`.
+    /// `explicit-open`, `uid=N`, `gid=N`, `perm=OCTAL`, `ro`, `rw`, and zonelab's `poll` and `nonempty`.
     fn from_str(text: &str) -> Result<MountOptions, OptionError> {
         let mut options = MountOptions::default();
         for option in text.split(',').filter(|option| !option.is_empty()) {
@@ -91,9 +94,11 @@ impl FromStr for MountOptions {
                 ("ro", None) => options.read_only = true,
                 ("rw", None) => options.read_only = false,
                 ("poll", None) => options.poll = true,
+                ("nonempty", None) => options.nonempty = true,
                 _ => {
                     return Err(error(
-                        "unknown; zonefs's options are errors=, explicit-open, uid=, gid=, perm=, ro, rw (and zonelab's poll)",
+                        "unknown; zonefs's options are errors=, explicit-open, uid=, gid=, perm=, ro, rw (and zonelab's poll, \
+                         nonempty)",
                     ))
                 }
             }
@@ -109,7 +114,7 @@ mod tests {
     #[test]
     fn options_read_as_zonefs_names_them_and_bad_ones_are_named() {
         let options: MountOptions =
-            "errors=zone-offline,explicit-open,uid=7,perm=600,ro,poll".parse().expect("options");
+            "errors=zone-offline,explicit-open,uid=7,perm=600,ro,poll,nonempty".parse().expect("options");
         assert_eq!(
             options,
             MountOptions {
@@ -119,7 +124,8 @@ mod tests {
                 gid: 0,
                 perm: 0o600,
                 read_only: true,
-                poll: true
+                poll: true,
+                nonempty: true,
             }
         );
         assert_eq!("".parse::<MountOptions>(), Ok(MountOptions::default()));

@@ -12,10 +12,11 @@ use crate::CliError;
 pub struct MountArgs {
     /// A device image, or preset:NAME[,key=value...] (kept in memory: gone at unmount).
     device: String,
-    /// An existing empty directory.
+    /// An existing empty directory (or, with `-o nonempty`, any directory).
     mountpoint: PathBuf,
     /// zonefs's mount options: errors=remount-ro|zone-ro|zone-offline|repair, explicit-open, uid=, gid=,
-    /// perm=, ro; and poll (the request loop polls instead of sleeping: lower latency, a busy core).
+    /// perm=, ro; and poll (the request loop polls instead of sleeping: lower latency, a busy core) and
+    /// nonempty (mount over a directory that holds files).
     #[arg(short = 'o', default_value = "")]
     options: String,
 }
@@ -27,12 +28,14 @@ pub fn run(args: &MountArgs) -> Result<(), CliError> {
     let signals = termination_signals();
     // The mount pays the FUSE and kernel cost for real, so the device model adds no host path of its own.
     let builder = DeviceBuilder::new(DeviceSpec::parse(&args.device)).host(HostPath::Spdk).store(StoreChoice::Memory);
-    let mut mounted = Mounted::mount(builder, &args.mountpoint, options).map_err(|error| match error {
-        MountError::Device(BuildError::Config { .. } | BuildError::Namespace { .. }) => {
-            CliError::Config(error.to_string())
-        }
-        other => CliError::Failed(other.to_string()),
-    })?;
+    let mut mounted =
+        Mounted::mount(builder, &args.device, &args.mountpoint, options).map_err(|error| match error {
+            MountError::Device(BuildError::Config { .. } | BuildError::Namespace { .. }) => {
+                CliError::Config(error.to_string())
+            }
+            MountError::Mountpoint { .. } => CliError::Usage(error.to_string()),
+            other => CliError::Failed(other.to_string()),
+        })?;
     let mut unmounter = mounted.unmounter();
     std::thread::Builder::new()
         .name("zonelab-signals".into())

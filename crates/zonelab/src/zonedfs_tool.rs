@@ -8,9 +8,9 @@ use std::io::Write;
 use std::rc::Rc;
 
 use clap::Subcommand;
-use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_device::{BuildError, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_runtime::{Host, Simulation};
-use zonelab_zns::MediaStore;
+use zonelab_zns::{Access as ImageAccess, Image, MediaStore};
 use zonelab_zonedfs::{FsOptions, ZonedFs, ZonedFsError};
 
 use crate::{stdout_error, CliError};
@@ -68,11 +68,18 @@ fn on_fs<T: 'static, F: Future<Output = Result<T, ZonedFsError>>>(
     access: Access,
     work: impl FnOnce(Fs) -> F + 'static,
 ) -> Result<T, CliError> {
-    let built = DeviceBuilder::new(DeviceSpec::parse(device))
-        .host(HostPath::Kernel)
-        .store(StoreChoice::Memory)
-        .build()
-        .map_err(|error| CliError::Config(error.to_string()))?;
+    let spec = DeviceSpec::parse(device);
+    let built = match spec {
+        // Readers open an image read-only, beside other readers, as `info` does: an image on a read-only file
+        // system, or one another reader holds, can be looked at.
+        DeviceSpec::Image(path) if matches!(access, Access::ReadOnly | Access::Examine) => {
+            Image::open_as(&path, ImageAccess::ReadOnly)
+                .map_err(|source| BuildError::Image { spec: device.to_string(), source })
+                .and_then(|image| DeviceBuilder::over_image(image, HostPath::Kernel, device))
+        }
+        spec => DeviceBuilder::new(spec).host(HostPath::Kernel).store(StoreChoice::Memory).build(),
+    }
+    .map_err(|error| CliError::Config(error.to_string()))?;
     let mut simulation = Simulation::over(built, None);
     let host = simulation.host();
     let out = Rc::new(RefCell::new(None));

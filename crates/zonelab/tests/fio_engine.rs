@@ -238,3 +238,22 @@ fn without_threads_the_engine_says_what_to_do() {
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
     assert!(text.contains("run fio with --thread"), "{text}");
 }
+
+#[test]
+fn a_device_that_cannot_open_is_refused_with_its_reason() {
+    if !have_fio() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nonsense");
+    let filename = format!("--filename={}", missing.display());
+    let output = fio(&["--name=j", &filename, "--direct=1", "--rw=read", "--bs=4k", "--size=1m"]);
+    assert!(!output.status.success());
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert!(text.contains("cannot open device") && text.contains("not a zonelab image"), "{text}");
+    // An unescaped colon: fio hands the engine "preset", and the engine says how to write it.
+    let output = fio(&["--name=j", "--filename=preset:zn540", "--direct=1", "--rw=read", "--bs=4k", "--size=1m"]);
+    assert!(!output.status.success());
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert!(text.contains("write preset\\:NAME"), "{text}");
+}

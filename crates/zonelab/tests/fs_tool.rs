@@ -129,3 +129,24 @@ fn a_flipped_bit_in_the_journal_is_reported_refused_and_repaired_never_taken_for
     let whole = listed.lines().filter(|line| line.trim_start().starts_with("15000 /f")).count();
     assert!(whole >= 11, "{listed}");
 }
+
+#[test]
+fn the_readers_open_an_image_read_only_beside_other_readers() {
+    use std::os::fd::AsRawFd;
+    let image = image_created_with(&["--zones", "16", "--zone-size", "1MiB"]);
+    ok(&["fs", "mkfs", image.s()]);
+    write_files(&image, 2);
+    // Another reader (`zonelab info`, say) holds the image's shared lock; a writer's exclusive one is refused.
+    let journal = std::fs::File::open(image.path.join("zones.meta")).expect("the image's zone journal");
+    // SAFETY: flock reads its integer arguments only; the descriptor is owned by `journal`.
+    assert_eq!(unsafe { libc::flock(journal.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) }, 0);
+    let before = snapshot(&image.path);
+    assert!(ok(&["fs", "ls", image.s()]).contains("2 files"));
+    assert!(ok(&["fs", "df", image.s()]).contains("capacity"));
+    assert!(ok(&["fs", "dump", image.s()]).contains("superblock"));
+    assert!(ok(&["fs", "fsck", image.s()]).contains("clean, 2 files"));
+    assert_eq!(snapshot(&image.path), before, "the readers change nothing");
+    let repair = zonelab(&["fs", "fsck", "--repair", image.s()]);
+    assert_ne!(repair.code, 0, "a writer waits for no reader: {}", repair.stdout);
+    drop(journal);
+}

@@ -407,4 +407,28 @@ fn bad_options_and_devices_are_refused_before_anything_is_mounted() {
     let run = common::zonelab(&["mount", missing.to_str().expect("path"), mountpoint]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("not a zonelab image"), "{}", run.stderr);
+    // A mountpoint mount(8) would refuse, or one whose files the mount would hide: refused before the device
+    // opens (ENOTDIR as mount says it; "not empty" unless -o nonempty).
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").expect("a regular file");
+    common::usage_error(&["mount", "preset:instant", file.to_str().expect("path")], "Not a directory");
+    common::usage_error(&["mount", "preset:instant", mountpoint], "the directory is not empty");
+}
+
+#[test]
+fn proc_mounts_names_the_device_and_nonempty_mounts_over_files() {
+    if !have(&[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir_all(&mnt).expect("mountpoint");
+    std::fs::write(mnt.join("hidden"), b"x").expect("a file in the mountpoint");
+    let device = "preset:instant,zones=4";
+    let mount = Mount::start(device, &mnt, "nonempty");
+    let mounts = std::fs::read_to_string("/proc/mounts").expect("/proc/mounts");
+    let line = mounts.lines().find(|line| line.contains(mnt.to_str().expect("path"))).expect("listed");
+    assert!(line.starts_with("zonelab:preset:instant,zones=4 "), "{line}");
+    mount.unmount();
+    assert!(mnt.join("hidden").exists(), "the mountpoint's file is there again after the unmount");
 }

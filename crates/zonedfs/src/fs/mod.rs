@@ -40,6 +40,10 @@ pub enum ZonedFsError {
     NotEmpty(String),
     #[error("file {0} is not open for writing")]
     NotWritable(u64),
+    #[error("no open file has id {0}")]
+    BadFile(u64),
+    #[error("{0} is not a directory")]
+    NotADirectory(String),
     #[error("no space left: every data zone is full of live data")]
     NoSpace,
     #[error("the device failed a command: {0}")]
@@ -66,7 +70,8 @@ impl ZonedFsError {
             ZonedFsError::NotFound(_) => 2,
             ZonedFsError::Exists(_) => 17,
             ZonedFsError::NotEmpty(_) => 39,
-            ZonedFsError::NotWritable(_) => 9,
+            ZonedFsError::NotWritable(_) | ZonedFsError::BadFile(_) => 9,
+            ZonedFsError::NotADirectory(_) => 20,
             ZonedFsError::NoSpace => 28,
             ZonedFsError::Device(_) | ZonedFsError::Wal(_) => 5,
             ZonedFsError::NotFormatted(_) | ZonedFsError::Corrupt(_) => 117,
@@ -405,6 +410,31 @@ fn parent_of(path: &str) -> &str {
     }
 }
 
+/// The highest write-lifetime hint, RocksDB's WLTH_EXTREME.
+pub const MAX_LIFETIME: u8 = 5;
+
+fn check_lifetime(lifetime: u8) -> Result<()> {
+    if lifetime > MAX_LIFETIME {
+        return Err(ZonedFsError::InvalidOption(format!(
+            "lifetime hint {lifetime}: not 0 (not set) to {MAX_LIFETIME} (extreme)"
+        )));
+    }
+    Ok(())
+}
+
+/// A new name's parent must be a directory, as POSIX's open(O_CREAT), mkdir and rename want.
+fn check_parent(state: &State, path: &str) -> Result<()> {
+    let parent = parent_of(path);
+    if state.dirs.contains(parent) {
+        return Ok(());
+    }
+    Err(if state.names.contains_key(parent) {
+        ZonedFsError::NotADirectory(parent.to_string())
+    } else {
+        ZonedFsError::NotFound(parent.to_string())
+    })
+}
+
 /// How well a zone of `zone_lifetime` suits a file of `file_lifetime`: None if it does not (a zone takes files
 /// that live no longer than the files already in it), else the difference (ZenFS's GetLifeTimeDiff).
 fn lifetime_fit(zone_lifetime: u8, file_lifetime: u8) -> Option<u8> {
@@ -651,12 +681,14 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
 
     /// Opens `name` for writing with a write-lifetime hint; returns the file's id for `append`/`sync`/`close`.
     pub async fn open_write(&self, name: &str, lifetime: u8, mode: OpenMode) -> Result<u64> {
+        check_lifetime(lifetime)?;
         let name = normalize(name);
         let (id, records, freed) = {
             let mut state = self.inner.state.borrow_mut();
             if state.dirs.contains(&name) {
                 return Err(ZonedFsError::Exists(name));
             }
+            check_parent(&state, &name)?;
             match (state.names.get(&name).copied(), mode) {
                 (Some(id), OpenMode::Append) => {
                     let node = state.files.get_mut(&id).expect("named files exist");
@@ -703,6 +735,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
     /// Sets the write-lifetime hint of a file open for writing (RocksDB sets it after creating the file); it
     /// chooses the zones of the data written from now on, and is journaled with the next sync.
     pub fn set_lifetime(&self, id: u64, lifetime: u8) -> Result<()> {
+        check_lifetime(lifetime)?;
         let mut state = self.inner.state.borrow_mut();
         let node = state.files.get_mut(&id).filter(|node| node.writers > 0).ok_or(ZonedFsError::NotWritable(id))?;
         node.record.lifetime = lifetime;
@@ -770,6 +803,9 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
 
     /// Closes a handle; a writer's data is synced first. The last handle of an unlinked file frees its space.
     pub async fn close(&self, id: u64) -> Result<()> {
+        if self.inner.state.borrow().files.get(&id).is_none_or(|node| node.handles == 0) {
+            return Err(ZonedFsError::BadFile(id));
+        }
         let writer = self.inner.state.borrow().files.get(&id).is_some_and(|node| node.writers > 0);
         let synced = if writer { self.sync(id).await } else { Ok(()) };
         let freed = {
@@ -866,15 +902,19 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         self.reclaim(freed).await
     }
 
-    /// Renames a file, replacing any file named `to`.
+    /// Renames a file, replacing any file named `to`, or a directory with all it holds (`to` must not exist).
     pub async fn rename(&self, from: &str, to: &str) -> Result<()> {
         let (from, to) = (normalize(from), normalize(to));
+        if from != "/" && self.inner.state.borrow().dirs.contains(&from) {
+            return self.rename_dir(&from, &to).await;
+        }
         let (records, freed) = {
             let mut state = self.inner.state.borrow_mut();
             let id = *state.names.get(&from).ok_or_else(|| ZonedFsError::NotFound(from.clone()))?;
             if state.dirs.contains(&to) {
                 return Err(ZonedFsError::Exists(to));
             }
+            check_parent(&state, &to)?;
             let mut records = Vec::new();
             let mut freed = Vec::new();
             if let Some(&old) = state.names.get(&to) {
@@ -894,13 +934,50 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         self.reclaim(freed).await
     }
 
+    /// Moves directory `from` and everything under it to `to`, in one commit: the new directories, each file
+    /// renamed, then the old directories removed, deepest first.
+    async fn rename_dir(&self, from: &str, to: &str) -> Result<()> {
+        let records = {
+            let mut state = self.inner.state.borrow_mut();
+            if state.dirs.contains(to) || state.names.contains_key(to) {
+                return Err(ZonedFsError::Exists(to.to_string()));
+            }
+            if to.starts_with(&format!("{from}/")) {
+                return Err(ZonedFsError::InvalidOption(format!("cannot move {from} into itself ({to})")));
+            }
+            check_parent(&state, to)?;
+            let moved = |path: &str| format!("{to}{}", &path[from.len()..]);
+            let inside = |path: &str| path == from || path.starts_with(&format!("{from}/"));
+            let dirs: Vec<String> = state.dirs.iter().filter(|dir| inside(dir)).cloned().collect();
+            let files: Vec<(String, u64)> =
+                state.names.iter().filter(|(name, _)| inside(name)).map(|(name, id)| (name.clone(), *id)).collect();
+            let mut records: Vec<Record> = dirs.iter().map(|dir| Record::Mkdir { path: moved(dir) }).collect();
+            for (name, id) in &files {
+                let new_name = moved(name);
+                state.names.remove(name);
+                state.names.insert(new_name.clone(), *id);
+                state.files.get_mut(id).expect("named files exist").record.name = new_name.clone();
+                records.push(Record::Rename { id: *id, to: new_name });
+            }
+            for dir in dirs.iter().rev() {
+                state.dirs.remove(dir);
+                state.dirs.insert(moved(dir));
+                records.push(Record::Rmdir { path: dir.clone() });
+            }
+            records
+        };
+        self.commit(records).await
+    }
+
     pub async fn mkdir(&self, path: &str) -> Result<()> {
         let path = normalize(path);
         {
             let mut state = self.inner.state.borrow_mut();
-            if state.names.contains_key(&path) || !state.dirs.insert(path.clone()) {
+            if state.names.contains_key(&path) || state.dirs.contains(&path) {
                 return Err(ZonedFsError::Exists(path));
             }
+            check_parent(&state, &path)?;
+            state.dirs.insert(path.clone());
         }
         self.commit(vec![Record::Mkdir { path }]).await
     }
@@ -934,6 +1011,9 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
     pub fn list(&self, dir: &str) -> Result<Vec<String>> {
         let dir = normalize(dir);
         let state = self.inner.state.borrow();
+        if state.names.contains_key(&dir) {
+            return Err(ZonedFsError::NotADirectory(dir));
+        }
         if !state.dirs.contains(&dir) {
             return Err(ZonedFsError::NotFound(dir));
         }
