@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::journal::{JournalError, ZoneJournal};
-use crate::{FileStore, MediaStore, MemoryStore, NamespaceConfig, NullStore, ZonedNamespace};
+use crate::journal::{JournalError, ZoneJournal, ZoneRecord};
+use crate::{FileStore, Geometry, MediaStore, MemoryStore, NamespaceConfig, NullStore, ZoneState, ZonedNamespace};
 
 /// Bumped whenever the image layout changes; an image of another version is refused.
 pub const IMAGE_FORMAT_VERSION: u32 = 1;
@@ -133,8 +133,19 @@ pub struct Image {
     store_kind: StoreKind,
     device: Option<toml::Table>,
     namespace: ZonedNamespace<Box<dyn MediaStore>>,
+    /// Zones whose journal record did not check, with why: a reader sees them offline.
+    damaged_zones: Vec<(u32, String)>,
     /// Holds the image's exclusive lock until the image is dropped.
     _lock: fs::File,
+}
+
+/// What `Image::rebuild_zone_records` made of a zone whose record did not check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RebuiltZone {
+    pub zone: u32,
+    pub damage: String,
+    pub state: ZoneState,
+    pub wp_offset_lba: u64,
 }
 
 /// The first namespace key an image's `config.toml` lacks. Every image records every key: a user's configuration
@@ -156,6 +167,26 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> ImageError + '_ {
 pub enum Access {
     ReadWrite,
     ReadOnly,
+}
+
+/// Blocks from zone `zone`'s start to just past its last block that is not all zeros.
+fn written_extent(store: &dyn MediaStore, geometry: &Geometry, zone: u32) -> io::Result<u64> {
+    const CHUNK_LBA: u64 = 256;
+    let lba_bytes = 1u64 << geometry.lba_shift;
+    let start = geometry.zone_start_lba(zone);
+    let mut written = 0;
+    let mut buf = vec![0u8; (CHUNK_LBA * lba_bytes) as usize];
+    let mut at = 0;
+    while at < geometry.zone_cap_lba {
+        let count = CHUNK_LBA.min(geometry.zone_cap_lba - at);
+        let chunk = &mut buf[..(count * lba_bytes) as usize];
+        store.read_at((start + at) * lba_bytes, chunk).map_err(|error| io::Error::other(error.to_string()))?;
+        if let Some(last) = chunk.chunks(lba_bytes as usize).rposition(|block| block.iter().any(|&byte| byte != 0)) {
+            written = at + last as u64 + 1;
+        }
+        at += count;
+    }
+    Ok(written)
 }
 
 /// Takes the lock on an image's journal: exclusive to drive it, shared to look at it.
@@ -311,7 +342,22 @@ impl Image {
 
     /// Opens an image to look at it (reports, reads) without changing it: files read-only, beside other
     /// readers. An image a crash left in the middle of a many-zone command must be opened to drive it first.
+    ///
+    /// A zone whose record in the zone journal does not check fails a read-write open, naming it; a read-only
+    /// open shows it offline (`damaged_zones` says which and why), so that the rest can still be read.
     pub fn open_as(dir: &Path, access: Access) -> Result<Image, ImageError> {
+        Image::open_with(dir, access, false).map(|(image, _)| image)
+    }
+
+    /// Opens an image read-write after rebuilding every zone record that does not check from the data: the
+    /// write pointer after the zone's last block that is not all zeros, the zone EMPTY, CLOSED or FULL by it.
+    /// Zeros written at a zone's end cannot be told from blocks never written, so such a zone comes back with
+    /// a lower write pointer. Returns what each rebuilt zone became.
+    pub fn rebuild_zone_records(dir: &Path) -> Result<(Image, Vec<RebuiltZone>), ImageError> {
+        Image::open_with(dir, Access::ReadWrite, true)
+    }
+
+    fn open_with(dir: &Path, access: Access, rebuild: bool) -> Result<(Image, Vec<RebuiltZone>), ImageError> {
         let config_path = dir.join(CONFIG_FILE);
         let text = match fs::read_to_string(&config_path) {
             Ok(text) => text,
@@ -337,9 +383,22 @@ impl Image {
         let journal_path = dir.join(JOURNAL_FILE);
         let lock_holder = lock(dir, &journal_path, access)?;
         let writable = access == Access::ReadWrite;
-        let (journal, records, intent) = ZoneJournal::open(&journal_path, &geometry, writable)?;
+        let (mut journal, records, intent) = ZoneJournal::open(&journal_path, &geometry, writable)?;
         if intent.is_some() && !writable {
             return Err(ImageError::NeedsRecovery(dir.to_path_buf()));
+        }
+        let damaged_zones: Vec<(u32, String)> =
+            records.iter().zip(0u32..).filter_map(|(record, zone)| Some((zone, record.clone().err()?))).collect();
+        if let Some((zone, reason)) = damaged_zones.first().filter(|_| writable && !rebuild) {
+            return Err(ImageError::Corrupt {
+                path: journal_path,
+                reason: format!(
+                    "{reason} ({} damaged zone records); nothing writes to it. Readers (info, report, read, fs) \
+                     open it with zone {zone} offline; `zonelab repair-zones {}` rebuilds the records from the data",
+                    damaged_zones.len(),
+                    dir.display()
+                ),
+            });
         }
         let size_bytes = geometry.nsze_lba << geometry.lba_shift;
         let store: Box<dyn MediaStore> = match config.store {
@@ -356,6 +415,33 @@ impl Image {
             StoreKind::Memory => Box::new(MemoryStore::new(size_bytes)),
             StoreKind::Null => Box::new(NullStore),
         };
+        let mut rebuilt = Vec::new();
+        let records: Vec<ZoneRecord> = records
+            .into_iter()
+            .zip(0u32..)
+            .map(|(record, zone)| match record {
+                Ok(record) => Ok(record),
+                Err(_) if !rebuild => {
+                    Ok(ZoneRecord { state: ZoneState::Offline, attrs: 0, wp_offset_lba: 0, open_seq: 0 })
+                }
+                Err(damage) => {
+                    let wp_offset_lba =
+                        written_extent(store.as_ref(), &geometry, zone).map_err(io_error(&journal_path))?;
+                    let state = match wp_offset_lba {
+                        0 => ZoneState::Empty,
+                        wp if wp == geometry.zone_cap_lba => ZoneState::Full,
+                        _ => ZoneState::Closed,
+                    };
+                    let record = ZoneRecord { state, attrs: 0, wp_offset_lba, open_seq: 0 };
+                    journal.write_zone(zone, &record).map_err(io_error(&journal_path))?;
+                    rebuilt.push(RebuiltZone { zone, damage, state, wp_offset_lba });
+                    Ok(record)
+                }
+            })
+            .collect::<Result<_, ImageError>>()?;
+        if !rebuilt.is_empty() {
+            journal.sync().map_err(io_error(&journal_path))?;
+        }
         let mut namespace = ZonedNamespace::restore(config.namespace, store, journal, &records)
             .map_err(|reason| ImageError::Corrupt { path: journal_path.clone(), reason })?;
         if let Some(intent) = intent {
@@ -364,13 +450,21 @@ impl Image {
                 reason: format!("the interrupted command {intent:?} could not be completed: {status}"),
             })?;
         }
-        Ok(Image {
+        let damaged_zones = if rebuild { Vec::new() } else { damaged_zones };
+        let image = Image {
             path: dir.to_path_buf(),
             store_kind: config.store,
             device: config.device,
             namespace,
+            damaged_zones,
             _lock: lock_holder,
-        })
+        };
+        Ok((image, rebuilt))
+    }
+
+    /// Zones whose journal record does not check (shown offline by a read-only open), with why.
+    pub fn damaged_zones(&self) -> &[(u32, String)] {
+        &self.damaged_zones
     }
 
     pub fn path(&self) -> &Path {

@@ -91,6 +91,30 @@ fn encode_record(record: &ZoneRecord, zone: u32, identity: u64) -> [u8; RECORD_B
 
 /// A fresh journal identity: the process's random hash keys mixed with the time and process id, so that two
 /// images created anywhere, even in the same nanosecond, differ.
+/// A zone's record, or why it does not check.
+pub type CheckedRecord = Result<ZoneRecord, String>;
+
+/// Zone `zone`'s record, checked: its seal, its image, its place, its state and write pointer.
+fn decode_record(bytes: &[u8], zone: u32, identity: u64, geometry: &Geometry) -> Result<ZoneRecord, String> {
+    if !seal_ok(bytes) {
+        return Err(format!("the record of zone {zone} fails its checksum"));
+    }
+    if u64_le(bytes, 28) != identity {
+        return Err(format!("the record of zone {zone} comes from another image"));
+    }
+    let owner = u32_le(bytes, 24);
+    if owner != zone {
+        return Err(format!("the record in zone {zone}'s place is zone {owner}'s"));
+    }
+    let state =
+        ZoneState::from_raw(bytes[0]).ok_or_else(|| format!("zone {zone} has undefined state {:#x}", bytes[0]))?;
+    let record = ZoneRecord { state, attrs: bytes[1], wp_offset_lba: u64_le(bytes, 8), open_seq: u64_le(bytes, 16) };
+    if record.wp_offset_lba > geometry.zone_cap_lba {
+        return Err(format!("zone {zone} has its write pointer beyond its capacity"));
+    }
+    Ok(record)
+}
+
 fn new_identity() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -138,12 +162,12 @@ impl ZoneJournal {
     }
 
     /// Opens a journal (for writing too if `writable`) and checks it against `geometry`, returning every zone's
-    /// record and any intent left by a crash. Nothing is written.
+    /// record (or why it does not check) and any intent left by a crash. Nothing is written.
     pub fn open(
         path: &Path,
         geometry: &Geometry,
         writable: bool,
-    ) -> Result<(ZoneJournal, Vec<ZoneRecord>, Option<Intent>), JournalError> {
+    ) -> Result<(ZoneJournal, Vec<CheckedRecord>, Option<Intent>), JournalError> {
         let corrupt = |reason: String| JournalError::Corrupt { path: path.to_path_buf(), reason };
         let io_error = |source| JournalError::Io { path: path.to_path_buf(), source };
         let file = OpenOptions::new().read(true).write(writable).open(path).map_err(io_error)?;
@@ -181,27 +205,8 @@ impl ZoneJournal {
         let records = all
             .chunks_exact(RECORD_BYTES)
             .zip(0u32..)
-            .map(|(bytes, zone)| {
-                if !seal_ok(bytes) {
-                    return Err(corrupt(format!("the record of zone {zone} fails its checksum")));
-                }
-                if u64_le(bytes, 28) != identity {
-                    return Err(corrupt(format!("the record of zone {zone} comes from another image")));
-                }
-                let owner = u32_le(bytes, 24);
-                if owner != zone {
-                    return Err(corrupt(format!("the record in zone {zone}'s place is zone {owner}'s")));
-                }
-                let state = ZoneState::from_raw(bytes[0])
-                    .ok_or_else(|| corrupt(format!("zone {zone} has undefined state {:#x}", bytes[0])))?;
-                let record =
-                    ZoneRecord { state, attrs: bytes[1], wp_offset_lba: u64_le(bytes, 8), open_seq: u64_le(bytes, 16) };
-                if record.wp_offset_lba > geometry.zone_cap_lba {
-                    return Err(corrupt(format!("zone {zone} has its write pointer beyond its capacity")));
-                }
-                Ok(record)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|(bytes, zone)| decode_record(bytes, zone, identity, geometry))
+            .collect();
         Ok((ZoneJournal { file, identity }, records, intent))
     }
 

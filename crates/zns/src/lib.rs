@@ -43,7 +43,7 @@ mod zone;
 pub use config::{CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, MAX_ZONES, MIN_PAGE_BYTES};
 pub use effect::{Effect, Effects, Executed, TransitionCause};
 pub use fault::HostFault;
-pub use image::{Access, Image, ImageConfig, ImageError, ImageLock, StoreKind, IMAGE_FORMAT_VERSION};
+pub use image::{Access, Image, ImageConfig, ImageError, ImageLock, RebuiltZone, StoreKind, IMAGE_FORMAT_VERSION};
 pub use journal::{JournalError, JOURNAL_FORMAT_VERSION};
 pub use namespace::{
     Command, Completion, InjectError, ReceiveAction, ZonedIdentify, ZonedNamespace, SUPPORTED_IO_OPCODES,

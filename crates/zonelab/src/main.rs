@@ -67,6 +67,9 @@ enum Command {
     PowerCycle { image: PathBuf },
     /// Flush: make every completed command durable on the host's disk.
     Flush { image: PathBuf },
+    /// Rebuild the zone records of an image's zone journal that do not check, from the data: each zone's write
+    /// pointer after its last block that is not all zeros (zeros written at a zone's end read as unwritten).
+    RepairZones { image: PathBuf },
     /// Run random writes, appends, resets and zone management on an image, with self-verifying data.
     Churn(churn::ChurnArgs),
     /// Run fio jobs (fio's options and job files, fio's output) on a simulated device, in virtual time.
@@ -388,7 +391,7 @@ fn run(command: Command) -> Result<(), CliError> {
     match command {
         Command::Create(args) => create(args, &mut stdout),
         Command::Info { image, json } => {
-            let image = Image::open_as(&image, Access::ReadOnly)?;
+            let image = open_to_read(&image)?;
             format::info(&image, json, &mut stdout).map_err(stdout_error)
         }
         Command::Report(args) => report(args, &mut stdout),
@@ -425,6 +428,18 @@ fn run(command: Command) -> Result<(), CliError> {
         }
         Command::PowerCycle { image } => on_image(&mut Image::open(&image)?, |namespace| namespace.power_cycle()),
         Command::Flush { image } => on_image(&mut Image::open(&image)?, |namespace| namespace.flush()),
+        Command::RepairZones { image } => {
+            let (_, rebuilt) = Image::rebuild_zone_records(&image)?;
+            for zone in &rebuilt {
+                writeln!(
+                    stdout,
+                    "zone {}: {}; rebuilt as {} with its write pointer {} blocks in",
+                    zone.zone, zone.damage, zone.state, zone.wp_offset_lba
+                )
+                .map_err(stdout_error)?;
+            }
+            writeln!(stdout, "{}: {} zone records rebuilt", image.display(), rebuilt.len()).map_err(stdout_error)
+        }
         Command::Churn(args) => churn::run(&args, &mut stdout),
         Command::Fio { args } => fio::run(&args, &mut stdout),
         Command::Experiment { action } => experiment::run(action, &mut stdout),
@@ -560,8 +575,20 @@ fn create(args: CreateArgs, out: &mut impl Write) -> Result<(), CliError> {
     .map_err(stdout_error)
 }
 
+/// Opens an image to look at it, saying on stderr which zones a damaged record shows offline.
+pub(crate) fn open_to_read(path: &std::path::Path) -> Result<Image, CliError> {
+    let image = Image::open_as(path, Access::ReadOnly)?;
+    for (zone, reason) in image.damaged_zones() {
+        eprintln!(
+            "warning: {}: {reason}; zone {zone} is shown offline (`zonelab repair-zones` rebuilds it)",
+            path.display()
+        );
+    }
+    Ok(image)
+}
+
 fn report(args: ReportArgs, out: &mut impl Write) -> Result<(), CliError> {
-    let image = Image::open_as(&args.image, Access::ReadOnly)?;
+    let image = open_to_read(&args.image)?;
     let filter = args.state.map_or(ReportFilter::All, ReportFilter::only);
     let report = image.namespace().report_zones(args.start_lba, filter, args.partial, args.count)?;
     format::report(&image, &report, args.format, out).map_err(stdout_error)
@@ -651,7 +678,7 @@ fn load_data(image: &Image, source: &DataSource, blocks: Option<u64>) -> Result<
 }
 
 fn read(args: ReadArgs, out: &mut impl Write) -> Result<(), CliError> {
-    let mut image = Image::open_as(&args.image, Access::ReadOnly)?;
+    let mut image = open_to_read(&args.image)?;
     let lba_size = u64::from(image.namespace().geometry().lba_size);
     let bytes = args
         .blocks

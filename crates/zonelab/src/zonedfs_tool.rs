@@ -8,9 +8,9 @@ use std::io::Write;
 use std::rc::Rc;
 
 use clap::Subcommand;
-use zonelab_device::{BuildError, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_runtime::{Host, Simulation};
-use zonelab_zns::{Access as ImageAccess, Image, MediaStore};
+use zonelab_zns::MediaStore;
 use zonelab_zonedfs::{FsOptions, ZonedFs, ZonedFsError};
 
 use crate::{stdout_error, CliError};
@@ -73,9 +73,8 @@ fn on_fs<T: 'static, F: Future<Output = Result<T, ZonedFsError>>>(
         // Readers open an image read-only, beside other readers, as `info` does: an image on a read-only file
         // system, or one another reader holds, can be looked at.
         DeviceSpec::Image(path) if matches!(access, Access::ReadOnly | Access::Examine) => {
-            Image::open_as(&path, ImageAccess::ReadOnly)
-                .map_err(|source| BuildError::Image { spec: device.to_string(), source })
-                .and_then(|image| DeviceBuilder::over_image(image, HostPath::Kernel, device))
+            let image = crate::open_to_read(&path)?;
+            DeviceBuilder::over_image(image, HostPath::Kernel, device)
         }
         spec => DeviceBuilder::new(spec).host(HostPath::Kernel).store(StoreChoice::Memory).build(),
     }

@@ -41,6 +41,14 @@ const fn attack(defect: u32, args: &'static [&'static str], code: i32, says: &'s
     Attack { defect, setup: &[], tamper: None, holder: Holder::Nobody, args, code, says }
 }
 
+/// Zone 0's journal record copied into zone 3's place.
+fn copy_zone_0s_record_over_zone_3s(dir: &Path) {
+    let journal = dir.join("img/zones.meta");
+    let mut bytes = std::fs::read(&journal).expect("read");
+    bytes.copy_within(4096..4096 + 64, 4096 + 3 * 64);
+    std::fs::write(journal, bytes).expect("write");
+}
+
 const SMALL: &[&str] = &["create", "IMG", "--zones", "4", "--zone-size", "1MiB"];
 const HUGE_ZONES: &[&str] = &["create", "IMG", "--zones", "2", "--zone-size", "4TiB", "--store", "null"];
 
@@ -239,16 +247,17 @@ const ATTACKS: &[Attack] = &[
         tamper: Some(|dir| edit(&dir.join("img/config.toml"), "max-open = 0\n", "")),
         ..attack(10, &["report", "IMG"], 1, "[namespace] lacks max-open, which every image records")
     },
-    // 11. Zone records are sealed to their zone and their image.
+    // 11. Zone records are sealed to their zone and their image: a damaged one stops every writer, and a reader
+    // sees its zone offline (issue 45: one record must not brick the image).
     Attack {
         setup: &[SMALL, &["write", "IMG", "--lba", "0", "--pattern", "1", "--blocks", "1"]],
-        tamper: Some(|dir| {
-            let journal = dir.join("img/zones.meta");
-            let mut bytes = std::fs::read(&journal).expect("read");
-            bytes.copy_within(4096..4096 + 64, 4096 + 3 * 64);
-            std::fs::write(journal, bytes).expect("write");
-        }),
-        ..attack(11, &["report", "IMG"], 1, "the record in zone 3's place is zone 0's")
+        tamper: Some(copy_zone_0s_record_over_zone_3s),
+        ..attack(11, &["reset", "IMG", "--zone", "1"], 1, "the record in zone 3's place is zone 0's")
+    },
+    Attack {
+        setup: &[SMALL, &["write", "IMG", "--lba", "0", "--pattern", "1", "--blocks", "1"]],
+        tamper: Some(copy_zone_0s_record_over_zone_3s),
+        ..attack(11, &["report", "IMG"], 0, "zone 3 is shown offline")
     },
     // 12. A memory-store image says that its data lives for one process.
     attack(12, &["create", "IMG", "--store", "memory"], 0, "data lives only while one process has the image open"),
