@@ -268,6 +268,7 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
             };
             self.next_seq += 1;
             self.head_lba += entry_len / self.lba_bytes;
+            debug_assert!(self.head_lba <= self.geometry.zone_cap_lba, "a WAL entry never runs past its zone");
             self.since_barrier += entry_len;
             self.stats.entries += 1;
             self.stats.payload_bytes += payload as u64;

@@ -305,10 +305,12 @@ impl FlashModel {
                 self.seal(now, zone, programmed);
             }
         } else {
+            // Every unit the written bytes touch, as ConfZNS's znsssd_write walks start_lpn..=end_lpn: a write
+            // that straddles a unit boundary programs both units.
             let position = if append && self.costs.append_maps_post_write_pointer { end_bytes } else { offset_bytes };
             let first = (position / unit_bytes).min(units_per_zone - 1);
-            for unit in first..first + len_bytes.div_ceil(unit_bytes) {
-                let unit = unit.min(units_per_zone - 1);
+            let last = ((position + len_bytes.max(1) - 1) / unit_bytes).min(units_per_zone - 1);
+            for unit in first..=last {
                 programmed = programmed.max(self.program(now, zone, ProgramUnit(unit), data_in, source));
                 let media = self.zone_mut(zone);
                 media.programmed_units = media.programmed_units.max(unit + 1);
@@ -1327,6 +1329,20 @@ mod tests {
         assert_eq!(flash.durable_bytes(0, 10_000_000), 2 * UNIT, "two programmed units; the tail is in the buffer");
         flash.lose_power(acknowledged);
         assert_eq!(flash.durable_bytes(0, u64::MAX), 0);
+    }
+
+    /// An emulator without a write buffer (ConfZNS): a write programs every unit it touches, one that straddles
+    /// a unit boundary both, and all it wrote is durable once it completes.
+    #[test]
+    fn an_unbuffered_write_across_a_unit_boundary_programs_both_units() {
+        let mut config = config();
+        config.controller.zone_write_buffer_bytes = 0;
+        config.controller.early_completion = false;
+        config.controller.aggregate_program_units = false;
+        let mut flash = model(config);
+        let done = flash.write(0, 0, UNIT - 4096, 8192, WriteKind::Write, true);
+        assert_eq!(flash.counters().get(FlashOp::PageProgram, OpSource::HostWrite), 2);
+        assert_eq!(flash.durable_bytes(0, done), UNIT + 4096, "everything acknowledged is programmed");
     }
 
     #[test]
