@@ -71,17 +71,25 @@ fn fio_contract(seed: u64, draw: &Draw) {
     // reach the device out of order and fail, as on Linux, so none gets one write at a time.
     let most = if draw.scheduler == "none" { 1 } else { 16 };
     let (engine, depth) = if rng.below(2) == 0 { ("psync", 1) } else { ("libaio", 1 + rng.below(most)) };
-    // Every job keeps its own zones open: together they stay within the device's open limit.
-    let jobs = 1 + rng.below(4);
-    let device_open = DeviceConfig::load(draw.preset, &draw.overrides).expect("drawn").namespace.max_open;
-    let open_per_job = 1 + rng.below((u64::from(device_open) / jobs).clamp(1, 3));
+    // A job keeps zones active beyond its max_open_zones: a sequential one every zone its writes in flight
+    // span (the next is opened while the last writes of one are out), a random one each of its four zones
+    // (partly written). Together the jobs stay within the device's open and active limits, which fio's own
+    // options do not see.
+    let geometry = DeviceConfig::load(draw.preset, &draw.overrides).expect("drawn").namespace.validate().expect("ok");
+    let block_kib = [4u64, 8, 16, 64][rng.below(4) as usize];
+    let open_per_job = 1 + rng.below(2);
+    let cap_kib = (geometry.zone_cap_lba << geometry.lba_shift) >> 10;
+    let in_flight_zones = (depth * block_kib).div_ceil(cap_kib) + 1;
+    let zones_per_job = if rw == "randwrite" { 4 } else { open_per_job.max(in_flight_zones) + 1 };
+    let limit = u64::from(geometry.max_active.min(geometry.max_open));
+    let jobs = 1 + rng.below((limit / zones_per_job).clamp(1, 4));
     let args: Vec<String> = [
         "--name=swarm".to_string(),
         filename,
         "--zonemode=zbd".into(),
         "--direct=1".into(),
         format!("--rw={rw}"),
-        format!("--bs={}k", [4, 8, 16, 64][rng.below(4) as usize]),
+        format!("--bs={block_kib}k"),
         format!("--ioengine={engine}"),
         format!("--iodepth={depth}"),
         format!("--numjobs={jobs}"),
