@@ -16,16 +16,24 @@ pub enum OpSource {
     /// Dummy programs that close a partially programmed block.
     Seal,
     Reset,
+    /// A conventional namespace's garbage collection: the valid pages it senses and programs elsewhere, and
+    /// the blocks it erases.
+    GcRead,
+    GcWrite,
+    GcErase,
 }
 
 impl OpSource {
-    pub const ALL: [OpSource; 6] = [
+    pub const ALL: [OpSource; 9] = [
         OpSource::HostRead,
         OpSource::HostWrite,
         OpSource::Append,
         OpSource::FinishPadding,
         OpSource::Seal,
         OpSource::Reset,
+        OpSource::GcRead,
+        OpSource::GcWrite,
+        OpSource::GcErase,
     ];
 }
 
@@ -37,12 +45,15 @@ pub enum FlashOp {
     BlockErase,
 }
 
+/// How many sources operations are counted under.
+const SOURCES: usize = OpSource::ALL.len();
+
 /// Counts of flash operations by source.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FlashCounters {
-    pub page_reads: [u64; 6],
-    pub page_programs: [u64; 6],
-    pub block_erases: [u64; 6],
+    pub page_reads: [u64; SOURCES],
+    pub page_programs: [u64; SOURCES],
+    pub block_erases: [u64; SOURCES],
 }
 
 impl FlashCounters {
@@ -65,7 +76,7 @@ impl FlashCounters {
 
     /// The operations counted since `earlier` (a snapshot of the same counters).
     pub fn since(&self, earlier: &FlashCounters) -> FlashCounters {
-        let minus = |now: &[u64; 6], then: &[u64; 6]| std::array::from_fn(|i| now[i] - then[i]);
+        let minus = |now: &[u64; SOURCES], then: &[u64; SOURCES]| std::array::from_fn(|i| now[i] - then[i]);
         FlashCounters {
             page_reads: minus(&self.page_reads, &earlier.page_reads),
             page_programs: minus(&self.page_programs, &earlier.page_programs),

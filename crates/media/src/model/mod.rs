@@ -241,6 +241,21 @@ impl FlashModel {
     /// programs it. Returns when the program ends.
     fn program(&mut self, now: u64, zone: LogicalZone, unit: ProgramUnit, ready: u64, source: OpSource) -> u64 {
         let (physical_zone, physical_unit) = self.locate(zone, unit);
+        self.program_physical(now, physical_zone, physical_unit, ready, source)
+    }
+
+    /// The physical API, what a mapping above the model asks of flash (a zoned namespace's zone placement
+    /// through `write`, `read` and `reset`; a conventional namespace's page-mapped FTL directly): program
+    /// `unit` of physical zone `physical_zone` once its data is in the controller at `ready`, for `source`.
+    /// Returns when the program ends.
+    pub fn program_physical(
+        &mut self,
+        now: u64,
+        physical_zone: PhysicalZone,
+        physical_unit: ProgramUnit,
+        ready: u64,
+        source: OpSource,
+    ) -> u64 {
         let place = self.layout.place(physical_zone, physical_unit);
         let ready = ready.max(self.wear.erased_until(physical_zone));
         let channel_ns = transfer_ns(self.layout.unit_bytes.get(), self.costs.channel_ns_per_byte);
@@ -249,6 +264,43 @@ impl FlashModel {
         self.resources.page_register[place.plane] = None;
         self.counters.add(FlashOp::PageProgram, source, self.layout.pages_per_unit.get());
         done
+    }
+
+    /// The physical API's sense: `unit` of physical zone `physical_zone` is sensed from `start` (every time:
+    /// a mapping that asks for it has no register to hit) and `bytes` of it move over its channel, for
+    /// `source`. Returns when the data is in the controller.
+    pub fn sense_physical(
+        &mut self,
+        now: u64,
+        start: u64,
+        physical_zone: PhysicalZone,
+        unit: ProgramUnit,
+        bytes: u64,
+        source: OpSource,
+    ) -> u64 {
+        let place = self.layout.place(physical_zone, unit);
+        let first_page = unit.0 * self.layout.pages_per_unit.get();
+        let pages =
+            first_page..first_page + self.layout.pages_per_unit.get().min(self.layout.page_bytes.div_ceil(bytes));
+        // The register is keyed by zone: the physical zone's own number, which no logical zone read shares here.
+        let zone = LogicalZone(physical_zone.0);
+        self.sense_and_move(now, start, zone, (physical_zone, unit, place), pages, bytes, source)
+    }
+
+    /// The physical API's erase: every block of physical zone `physical_zone` from `start`, for `source`;
+    /// programs into it wait for the erases. Returns when they are done.
+    pub fn erase_physical(&mut self, now: u64, start: u64, physical_zone: PhysicalZone, source: OpSource) -> u64 {
+        self.erase_physical_zones(now, start, &[physical_zone], true, source)
+    }
+
+    /// Bytes of one program unit.
+    pub fn unit_bytes(&self) -> u64 {
+        self.layout.unit_bytes.get()
+    }
+
+    /// Program units in one physical zone.
+    pub fn units_per_zone(&self) -> u64 {
+        self.layout.units_per_zone
     }
 
     /// A write, append or write zeroes of `len_bytes` at `offset_bytes` from the start of zone `zone` (the
@@ -439,7 +491,8 @@ impl FlashModel {
                     }
                     None => {
                         let physical = (physical_zone, physical_unit, place);
-                        self.sense_and_move(now, start, zone, physical, first_page..end_page, moved_bytes)
+                        let pages = first_page..end_page;
+                        self.sense_and_move(now, start, zone, physical, pages, moved_bytes, OpSource::HostRead)
                     }
                 };
                 data_out = data_out.max(moved);
@@ -459,6 +512,7 @@ impl FlashModel {
     /// `physical` is where the pages are: their unit of a physical zone, and its place. Each read retry the unit's
     /// block needs (`read_retries`) senses and moves the pages once more before the read that succeeds: the die
     /// is busy that much longer (the retries' transfers are counted on the die, not on the channel).
+    #[allow(clippy::too_many_arguments)]
     fn sense_and_move(
         &mut self,
         now: u64,
@@ -467,6 +521,7 @@ impl FlashModel {
         physical: (PhysicalZone, ProgramUnit, Place),
         pages: std::ops::Range<u64>,
         bytes: u64,
+        source: OpSource,
     ) -> u64 {
         let (physical_zone, unit, place) = physical;
         let retries = self.read_retries(physical_zone, unit);
@@ -476,7 +531,7 @@ impl FlashModel {
         let (sensed, suspended) = self.resources.sense(now, place.plane, start, sense_ns);
         self.resources.page_register[place.plane] =
             Some(HeldPages { zone, first_page: pages.start, end_page: pages.end, ready_ns: sensed });
-        self.counters.add(FlashOp::PageRead, OpSource::HostRead, (pages.end - pages.start) * (1 + retries));
+        self.counters.add(FlashOp::PageRead, source, (pages.end - pages.start) * (1 + retries));
         let moved = self.resources.channels[place.channel].reserve(now, sensed, move_ns);
         if suspended {
             self.resources.hold_suspended(now, place.plane, moved);
@@ -524,7 +579,8 @@ impl FlashModel {
             let ready = if unit.0 < programmed {
                 let (physical_zone, physical_unit) = self.lookup(zone, unit);
                 let place = self.layout.place(physical_zone, physical_unit);
-                self.sense_and_move(now, start, zone, (physical_zone, physical_unit, place), page..page + 1, page_bytes)
+                let physical = (physical_zone, physical_unit, place);
+                self.sense_and_move(now, start, zone, physical, page..page + 1, page_bytes, OpSource::HostRead)
             } else {
                 start
             };
@@ -576,8 +632,8 @@ impl FlashModel {
         let mut done = start.max(command_done);
         if let Some(map) = self.renewable.as_mut() {
             let plan = map.reset(zone);
-            done = done.max(self.erase_physical_zones(now, start, &plan.inline, true));
-            self.erase_physical_zones(now, start, &plan.deferred, false);
+            done = done.max(self.erase_physical_zones(now, start, &plan.inline, true, OpSource::Reset));
+            self.erase_physical_zones(now, start, &plan.deferred, false, OpSource::Reset);
             return done;
         }
         let block_units = self.layout.block_units();
@@ -604,7 +660,8 @@ impl FlashModel {
                     blocks: programmed_here.div_ceil(block_units),
                 }
             };
-            let (plane_done, _) = self.erase_on_plane(now, start, PhysicalZone(zone.0), plane_in_zone, erase);
+            let (plane_done, _) =
+                self.erase_on_plane(now, start, PhysicalZone(zone.0), plane_in_zone, erase, OpSource::Reset);
             done = done.max(plane_done);
         }
         done
@@ -612,13 +669,20 @@ impl FlashModel {
 
     /// Erases every block of whole physical zones from `start`; returns when they are done if the caller waits
     /// for them (`inline`), or `start`. Programs into those zones wait for their erases (`Wear::erased_until`).
-    fn erase_physical_zones(&mut self, now: u64, start: u64, physical_zones: &[PhysicalZone], inline: bool) -> u64 {
+    fn erase_physical_zones(
+        &mut self,
+        now: u64,
+        start: u64,
+        physical_zones: &[PhysicalZone],
+        inline: bool,
+        source: OpSource,
+    ) -> u64 {
         let blocks = self.layout.blocks_per_zone_plane;
         let erase = PlaneErase { seal_ns: 0, waited_blocks: if inline { blocks } else { 0 }, blocks };
         let mut done = start;
         for &physical_zone in physical_zones {
             for plane_in_zone in 0..self.layout.planes_per_zone.get() {
-                let (plane_done, erased) = self.erase_on_plane(now, start, physical_zone, plane_in_zone, erase);
+                let (plane_done, erased) = self.erase_on_plane(now, start, physical_zone, plane_in_zone, erase, source);
                 done = done.max(plane_done);
                 self.wear.erased_at(physical_zone, erased);
             }
@@ -635,6 +699,7 @@ impl FlashModel {
         physical_zone: PhysicalZone,
         plane_in_zone: u64,
         erase: PlaneErase,
+        source: OpSource,
     ) -> (u64, u64) {
         let block_units = self.layout.block_units();
         let plane = self.layout.place(physical_zone, ProgramUnit(plane_in_zone)).plane;
@@ -663,7 +728,7 @@ impl FlashModel {
             let unit = ProgramUnit(block * block_units * self.layout.planes_per_zone.get() + plane_in_zone);
             self.wear.record_erase(self.layout.block_of(physical_zone, unit), waited);
         }
-        self.counters.add(FlashOp::BlockErase, OpSource::Reset, erase.blocks);
+        self.counters.add(FlashOp::BlockErase, source, erase.blocks);
         (plane_done, at)
     }
 
@@ -732,7 +797,7 @@ impl FlashModel {
         // Only now, with every unit of the zone handed out, is the rest of its physical zone known.
         if let Some(map) = self.renewable.as_mut() {
             let plan = map.release_rest(zone);
-            self.erase_physical_zones(now, now, &plan.deferred, false);
+            self.erase_physical_zones(now, now, &plan.deferred, false, OpSource::Reset);
         }
         done
     }

@@ -156,6 +156,9 @@ fn source_name(source: OpSource) -> &'static str {
         OpSource::FinishPadding => "finish_padding",
         OpSource::Seal => "seal",
         OpSource::Reset => "reset",
+        OpSource::GcRead => "gc_read",
+        OpSource::GcWrite => "gc_write",
+        OpSource::GcErase => "gc_erase",
     }
 }
 

@@ -1,0 +1,368 @@
+//! The page-mapped FTL: the logical-to-physical map, writes into each stream's open block, reads, trims, and
+//! garbage collection that moves valid pages through the same flash (so it competes with host I/O for dies
+//! and channels by mechanism, not by a penalty).
+
+use serde::Serialize;
+use zonelab_media::OpSource;
+
+use crate::blocks::{BlockState, Blocks};
+use crate::config::{FtlConfig, FtlError};
+use crate::flash::Flash;
+
+/// No physical page: a logical page never written, or trimmed.
+const UNMAPPED: u32 = u32::MAX;
+/// No logical page: a physical page that holds nothing live.
+const INVALID: u32 = u32::MAX;
+
+/// What the FTL did, by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FtlCounters {
+    pub host_pages_written: u64,
+    pub host_pages_read: u64,
+    pub pages_trimmed: u64,
+    /// Valid pages garbage collection copied to another block.
+    pub gc_pages_moved: u64,
+    /// Blocks garbage collection emptied and erased.
+    pub gc_blocks_erased: u64,
+    /// Collections a write waited for (free blocks ran short), and ones idle time ran.
+    pub foreground_collections: u64,
+    pub background_collections: u64,
+}
+
+impl FtlCounters {
+    /// Pages programmed per page the host wrote: 1 without garbage collection.
+    pub fn write_amplification(&self) -> f64 {
+        if self.host_pages_written == 0 {
+            return 1.0;
+        }
+        (self.host_pages_written + self.gc_pages_moved) as f64 / self.host_pages_written as f64
+    }
+
+    /// What was counted since `earlier` (a snapshot of the same counters).
+    pub fn since(&self, earlier: &FtlCounters) -> FtlCounters {
+        FtlCounters {
+            host_pages_written: self.host_pages_written - earlier.host_pages_written,
+            host_pages_read: self.host_pages_read - earlier.host_pages_read,
+            pages_trimmed: self.pages_trimmed - earlier.pages_trimmed,
+            gc_pages_moved: self.gc_pages_moved - earlier.gc_pages_moved,
+            gc_blocks_erased: self.gc_blocks_erased - earlier.gc_blocks_erased,
+            foreground_collections: self.foreground_collections - earlier.foreground_collections,
+            background_collections: self.background_collections - earlier.background_collections,
+        }
+    }
+}
+
+/// A block taking writes, with the write buffer's view of its unit being gathered.
+#[derive(Clone, Copy, Debug)]
+struct OpenBlock {
+    block: u32,
+    /// When the data of the unit being gathered is all in the controller.
+    unit_ready_ns: u64,
+    /// When the program of the stream's previous unit ends: the buffer holds one unit while another programs.
+    last_program_ns: u64,
+}
+
+/// A page-mapped FTL over `F`.
+pub struct Ftl<F> {
+    config: FtlConfig,
+    flash: F,
+    /// Whether flash operations take time (off while preconditioning).
+    timed: bool,
+    l2p: Vec<u32>,
+    p2l: Vec<u32>,
+    blocks: Blocks,
+    /// Each host stream's open block, then garbage collection's.
+    open: Vec<Option<OpenBlock>>,
+    counters: FtlCounters,
+}
+
+impl<F: Flash> Ftl<F> {
+    pub fn new(config: FtlConfig, flash: F) -> Result<Ftl<F>, FtlError> {
+        config.validate()?;
+        let physical_pages = config.blocks as usize * config.pages_per_block as usize;
+        Ok(Ftl {
+            l2p: vec![UNMAPPED; config.logical_pages as usize],
+            p2l: vec![INVALID; physical_pages],
+            blocks: Blocks::new(config.blocks),
+            open: vec![None; config.streams as usize + 1],
+            counters: FtlCounters::default(),
+            timed: true,
+            config,
+            flash,
+        })
+    }
+
+    pub fn config(&self) -> &FtlConfig {
+        &self.config
+    }
+
+    pub fn counters(&self) -> &FtlCounters {
+        &self.counters
+    }
+
+    pub fn flash(&self) -> &F {
+        &self.flash
+    }
+
+    /// Erases of each block so far.
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.blocks.erase_count
+    }
+
+    pub fn free_blocks(&self) -> u32 {
+        self.blocks.free.len() as u32
+    }
+
+    /// The physical page holding `lpn`, if any.
+    pub fn lookup(&self, lpn: u64) -> Option<u64> {
+        let ppn = *self.l2p.get(lpn as usize)?;
+        (ppn != UNMAPPED).then_some(u64::from(ppn))
+    }
+
+    /// Bytes of the FTL's state: the two maps and the block table.
+    pub fn memory_bytes(&self) -> usize {
+        let per_block = std::mem::size_of::<BlockState>() + 3 * std::mem::size_of::<u32>() + std::mem::size_of::<u64>();
+        (self.l2p.len() + self.p2l.len()) * std::mem::size_of::<u32>() + self.blocks.state.len() * per_block
+    }
+
+    fn check_lpn(&self, lpn: u64) -> Result<(), FtlError> {
+        if lpn >= self.config.logical_pages {
+            return Err(FtlError::OutOfRange { lpn, pages: self.config.logical_pages });
+        }
+        Ok(())
+    }
+
+    /// Writes logical page `lpn` through `stream` at `now` (its data in the controller); returns when the
+    /// write may complete: at once while the buffer has room, after the stream's previous program when a
+    /// unit fills, after garbage collection when free blocks ran short.
+    pub fn write(&mut self, now: u64, lpn: u64, stream: u32) -> Result<u64, FtlError> {
+        self.check_lpn(lpn)?;
+        if stream >= self.config.streams {
+            return Err(FtlError::NoSuchStream { stream, streams: self.config.streams });
+        }
+        let mut done = now;
+        if self.open[stream as usize].is_none() && self.free_blocks() <= self.config.foreground_free_blocks {
+            let collected = self.collect_until(now, self.config.foreground_free_blocks + 1);
+            if collected.is_some() {
+                self.counters.foreground_collections += 1;
+            }
+            done = done.max(collected.unwrap_or(now));
+        }
+        self.invalidate(lpn);
+        done = done.max(self.append(now, stream, lpn, now, OpSource::HostWrite));
+        self.counters.host_pages_written += 1;
+        Ok(done)
+    }
+
+    /// Reads logical page `lpn` at `now`; returns when its data is in the controller (at once for a page
+    /// never written, trimmed, or still in the write buffer).
+    pub fn read(&mut self, now: u64, lpn: u64) -> Result<u64, FtlError> {
+        self.check_lpn(lpn)?;
+        self.counters.host_pages_read += 1;
+        let ppn = self.l2p[lpn as usize];
+        if ppn == UNMAPPED {
+            return Ok(now);
+        }
+        let (block, offset) = self.place(ppn);
+        let unit = offset / self.config.pages_per_unit;
+        let gathering = self.blocks.written[block as usize] / self.config.pages_per_unit;
+        if matches!(self.blocks.state[block as usize], BlockState::Open(_)) && unit == gathering {
+            return Ok(now);
+        }
+        Ok(self.sense(now, now, block, unit, OpSource::HostRead))
+    }
+
+    /// Deallocates logical page `lpn` (Dataset Management's deallocate; fio's trim): it reads as never
+    /// written, and garbage collection no longer copies it.
+    pub fn trim(&mut self, lpn: u64) -> Result<(), FtlError> {
+        self.check_lpn(lpn)?;
+        if self.l2p[lpn as usize] != UNMAPPED {
+            self.counters.pages_trimmed += 1;
+        }
+        self.invalidate(lpn);
+        Ok(())
+    }
+
+    /// Background garbage collection while the device is idle at `now`: empties one victim if fewer than
+    /// the background target of blocks are free. Returns when it is done, or None if there was nothing to do.
+    pub fn collect_idle(&mut self, now: u64) -> Option<u64> {
+        if self.free_blocks() >= self.config.background_free_blocks {
+            return None;
+        }
+        let done = self.collect_one(now, now)?;
+        self.counters.background_collections += 1;
+        Some(done)
+    }
+
+    /// Writes `lpns` in order with no flash time, as a drive preconditioned before a measurement: the map,
+    /// the blocks' valid counts and the garbage collection they need come out as the writes would leave them.
+    /// The counters then start from zero.
+    pub fn precondition(&mut self, lpns: impl Iterator<Item = u64>) -> Result<(), FtlError> {
+        self.timed = false;
+        let result = lpns.into_iter().try_for_each(|lpn| self.write(0, lpn, 0).map(|_| ()));
+        self.timed = true;
+        self.counters = FtlCounters::default();
+        result
+    }
+
+    fn place(&self, ppn: u32) -> (u32, u32) {
+        (ppn / self.config.pages_per_block, ppn % self.config.pages_per_block)
+    }
+
+    /// Drops `lpn`'s old physical page, if it has one.
+    fn invalidate(&mut self, lpn: u64) {
+        let old = std::mem::replace(&mut self.l2p[lpn as usize], UNMAPPED);
+        if old != UNMAPPED {
+            self.p2l[old as usize] = INVALID;
+            let (block, _) = self.place(old);
+            self.blocks.valid[block as usize] -= 1;
+        }
+    }
+
+    /// Puts `lpn` in the next page of `owner`'s open block (a new one when it has none), its data in the
+    /// controller at `ready`; programs the unit when the page fills it. Returns when the write may complete.
+    fn append(&mut self, now: u64, owner: u32, lpn: u64, ready: u64, source: OpSource) -> u64 {
+        let ppb = self.config.pages_per_block;
+        let mut open = match self.open[owner as usize] {
+            Some(open) => open,
+            None => {
+                // The foreground reserve exists for this: a write or a collection always finds a block.
+                let block = self.blocks.open(owner).expect("the garbage collection reserve keeps a free block");
+                OpenBlock { block, unit_ready_ns: ready, last_program_ns: now }
+            }
+        };
+        let block = open.block;
+        let offset = self.blocks.written[block as usize];
+        let ppn = block * ppb + offset;
+        debug_assert_eq!(self.p2l[ppn as usize], INVALID, "a page is written once between erases");
+        self.l2p[lpn as usize] = ppn;
+        self.p2l[ppn as usize] = lpn as u32;
+        self.blocks.valid[block as usize] += 1;
+        self.blocks.written[block as usize] += 1;
+        self.blocks.last_write_ns[block as usize] = now;
+        open.unit_ready_ns = open.unit_ready_ns.max(ready);
+        let mut done = now;
+        if (offset + 1).is_multiple_of(self.config.pages_per_unit) {
+            let unit = offset / self.config.pages_per_unit;
+            let programmed = self.program(now, block, unit, open.unit_ready_ns, source);
+            done = done.max(open.last_program_ns);
+            open.last_program_ns = programmed;
+            open.unit_ready_ns = 0;
+        }
+        if offset + 1 == ppb {
+            self.blocks.state[block as usize] = BlockState::Full;
+            self.open[owner as usize] = None;
+        } else {
+            self.open[owner as usize] = Some(open);
+        }
+        done
+    }
+
+    /// Collects victims until `target` blocks are free or none is worth collecting; returns when the last
+    /// erase ends, or None if nothing was collected.
+    fn collect_until(&mut self, now: u64, target: u32) -> Option<u64> {
+        let mut done = None;
+        while self.free_blocks() < target {
+            let Some(erased) = self.collect_one(now, done.unwrap_or(now)) else { break };
+            done = Some(erased);
+        }
+        done
+    }
+
+    /// Empties one victim from `start`: senses each unit holding valid pages, writes those pages to the
+    /// collection's open block, then erases the victim. Returns when the erase ends.
+    fn collect_one(&mut self, now: u64, start: u64) -> Option<u64> {
+        let (ppb, ppu) = (self.config.pages_per_block, self.config.pages_per_unit);
+        let victim = self.blocks.victim(self.config.victim, ppb, now)?;
+        let collector = self.config.streams;
+        let mut moved_by = start;
+        let mut sensed: Option<(u32, u64)> = None;
+        for offset in 0..ppb {
+            let ppn = victim * ppb + offset;
+            let lpn = self.p2l[ppn as usize];
+            if lpn == INVALID {
+                continue;
+            }
+            let unit = offset / ppu;
+            let ready = match sensed {
+                Some((sensed_unit, at)) if sensed_unit == unit => at,
+                _ => {
+                    let at = self.sense(now, start, victim, unit, OpSource::GcRead);
+                    sensed = Some((unit, at));
+                    at
+                }
+            };
+            self.invalidate(u64::from(lpn));
+            moved_by = moved_by.max(self.append(now, collector, u64::from(lpn), ready, OpSource::GcWrite));
+            self.counters.gc_pages_moved += 1;
+        }
+        let erased = self.erase(now, moved_by, victim);
+        self.blocks.erased(victim);
+        self.counters.gc_blocks_erased += 1;
+        Some(erased)
+    }
+
+    fn sense(&mut self, now: u64, start: u64, block: u32, unit: u32, source: OpSource) -> u64 {
+        if !self.timed {
+            return start;
+        }
+        self.flash.sense(now, start, block, u64::from(unit), self.config.page_bytes, source)
+    }
+
+    fn program(&mut self, now: u64, block: u32, unit: u32, ready: u64, source: OpSource) -> u64 {
+        if !self.timed {
+            return ready;
+        }
+        self.flash.program(now, block, u64::from(unit), ready, source)
+    }
+
+    fn erase(&mut self, now: u64, start: u64, block: u32) -> u64 {
+        if !self.timed {
+            return start;
+        }
+        self.flash.erase(now, start, block, OpSource::GcErase)
+    }
+
+    /// Checks the FTL's invariants: the two maps are inverse, every block's valid count is the live pages in
+    /// it and within what it has written, free blocks hold nothing, and each stream has one open block.
+    pub fn check(&self) -> Result<(), String> {
+        let ppb = self.config.pages_per_block;
+        let mut valid = vec![0u32; self.blocks.state.len()];
+        for (lpn, &ppn) in self.l2p.iter().enumerate() {
+            if ppn == UNMAPPED {
+                continue;
+            }
+            if self.p2l[ppn as usize] != lpn as u32 {
+                return Err(format!("logical page {lpn} maps to physical page {ppn}, which maps elsewhere"));
+            }
+            let (block, offset) = self.place(ppn);
+            if offset >= self.blocks.written[block as usize] {
+                return Err(format!("logical page {lpn} lies past block {block}'s write pointer"));
+            }
+            valid[block as usize] += 1;
+        }
+        if self.p2l.iter().filter(|&&lpn| lpn != INVALID).count() != self.l2p.iter().filter(|&&p| p != UNMAPPED).count()
+        {
+            return Err("the physical map holds pages the logical map does not name".into());
+        }
+        for (block, (&counted, &kept)) in valid.iter().zip(&self.blocks.valid).enumerate() {
+            if counted != kept {
+                return Err(format!("block {block} counts {kept} valid pages; the map puts {counted} in it"));
+            }
+            let written = self.blocks.written[block];
+            match self.blocks.state[block] {
+                BlockState::Free if written != 0 => return Err(format!("free block {block} holds {written} pages")),
+                BlockState::Full if written != ppb => return Err(format!("full block {block} holds {written} pages")),
+                _ => {}
+            }
+        }
+        for (owner, open) in self.open.iter().enumerate() {
+            if let Some(open) = open {
+                if self.blocks.state[open.block as usize] != BlockState::Open(owner as u32) {
+                    return Err(format!("stream {owner}'s open block {} is not open to it", open.block));
+                }
+            }
+        }
+        Ok(())
+    }
+}

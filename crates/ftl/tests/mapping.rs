@@ -1,0 +1,137 @@
+//! The FTL's mapping against a reference model, and its garbage collection against the analytic model of
+//! greedy cleaning, with no flash time (`Untimed`): what is tested is where pages go, not how long it takes.
+
+use std::collections::BTreeSet;
+
+use proptest::prelude::*;
+use zonelab_ftl::{greedy_write_amplification, Ftl, FtlConfig, Untimed, VictimPolicy};
+
+/// 64 blocks of 32 pages (units of 4) for 1,536 logical pages: 33 % over-provisioning, so that garbage
+/// collection runs within a few thousand writes.
+fn small(victim: VictimPolicy, streams: u32) -> Ftl<Untimed> {
+    let config = FtlConfig {
+        logical_pages: 1536,
+        page_bytes: 4096,
+        pages_per_block: 32,
+        pages_per_unit: 4,
+        blocks: 64,
+        victim,
+        foreground_free_blocks: 2,
+        background_free_blocks: 6,
+        streams,
+    };
+    Ftl::new(config, Untimed).expect("a valid configuration")
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Write { lpn: u64, stream: u32 },
+    Trim { lpn: u64 },
+    Read { lpn: u64 },
+    Idle,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    // Writes to a hot tenth most of the time, so that blocks die unevenly and victims differ by policy.
+    let lpn = prop_oneof![3 => 0u64..154, 1 => 0u64..1536];
+    prop_oneof![
+        12 => (lpn.clone(), 0u32..2).prop_map(|(lpn, stream)| Op::Write { lpn, stream }),
+        2 => lpn.clone().prop_map(|lpn| Op::Trim { lpn }),
+        2 => lpn.prop_map(|lpn| Op::Read { lpn }),
+        1 => Just(Op::Idle),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// After every operation the FTL maps exactly the pages written and not trimmed since, its invariants
+    /// hold (inverse maps, valid counts, block states), and no two logical pages share a physical one.
+    #[test]
+    fn the_map_holds_what_was_written_and_not_trimmed(
+        ops in proptest::collection::vec(op(), 1..6000),
+        cost_benefit in any::<bool>(),
+    ) {
+        let victim = if cost_benefit { VictimPolicy::CostBenefit } else { VictimPolicy::Greedy };
+        let mut ftl = small(victim, 2);
+        let mut mapped = BTreeSet::new();
+        for (at, op) in ops.iter().enumerate() {
+            let now = at as u64 * 1000;
+            match *op {
+                Op::Write { lpn, stream } => {
+                    ftl.write(now, lpn, stream).expect("in range");
+                    mapped.insert(lpn);
+                }
+                Op::Trim { lpn } => {
+                    ftl.trim(lpn).expect("in range");
+                    mapped.remove(&lpn);
+                }
+                Op::Read { lpn } => {
+                    ftl.read(now, lpn).expect("in range");
+                }
+                Op::Idle => {
+                    ftl.collect_idle(now);
+                }
+            }
+            prop_assert_eq!(ftl.check(), Ok(()), "after op {} {:?}", at, op);
+        }
+        let found: BTreeSet<u64> = (0..1536).filter(|&lpn| ftl.lookup(lpn).is_some()).collect();
+        prop_assert_eq!(&found, &mapped);
+        let physical: BTreeSet<u64> = mapped.iter().filter_map(|&lpn| ftl.lookup(lpn)).collect();
+        prop_assert_eq!(physical.len(), mapped.len(), "every live page has a physical page of its own");
+    }
+}
+
+#[test]
+fn out_of_range_pages_and_streams_are_refused() {
+    let mut ftl = small(VictimPolicy::Greedy, 1);
+    assert!(ftl.write(0, 1536, 0).is_err());
+    assert!(ftl.write(0, 0, 1).is_err());
+    assert!(ftl.read(0, 1 << 40).is_err());
+    assert!(ftl.trim(9999).is_err());
+    let too_little = FtlConfig { blocks: 51, ..ftl.config().clone() };
+    assert!(Ftl::new(too_little, Untimed).is_err(), "no room for the open blocks and the GC reserve");
+}
+
+/// A splitmix64 stream of page numbers below `pages`.
+fn uniform(seed: u64, pages: u64) -> impl Iterator<Item = u64> {
+    let mut state = seed;
+    std::iter::repeat_with(move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % pages
+    })
+}
+
+/// Greedy write amplification under uniform random 4 KiB writes, after the space is written once and then
+/// twice more at random (the steady state), over four more passes.
+fn steady_state_waf(over_provisioning: f64) -> f64 {
+    // 512 blocks of 256 pages: many blocks of many pages, as the analytic model assumes.
+    let physical_bytes = 512u64 * 256 * 4096;
+    let logical_bytes = (physical_bytes as f64 / (1.0 + over_provisioning)) as u64 / 4096 * 4096;
+    let config = FtlConfig::with_over_provisioning(logical_bytes, over_provisioning, 256, 4);
+    let pages = config.logical_pages;
+    let mut ftl = Ftl::new(config, Untimed).expect("config");
+    ftl.precondition((0..pages).chain(uniform(1, pages).take(2 * pages as usize))).expect("precondition");
+    for lpn in uniform(2, pages).take(4 * pages as usize) {
+        ftl.write(0, lpn, 0).expect("write");
+    }
+    ftl.check().expect("invariants");
+    ftl.counters().write_amplification()
+}
+
+#[test]
+fn greedy_write_amplification_follows_the_analytic_model_at_7_and_28_percent() {
+    for over_provisioning in [0.07, 0.28] {
+        let measured = steady_state_waf(over_provisioning);
+        let model = greedy_write_amplification(over_provisioning);
+        let error = (measured - model).abs() / model;
+        eprintln!(
+            "over-provisioning {over_provisioning}: WAF {measured:.3}, model {model:.3} ({:+.1} %)",
+            100.0 * (measured / model - 1.0)
+        );
+        assert!(error < 0.15, "at {over_provisioning}: measured {measured:.3}, model {model:.3}");
+    }
+}
