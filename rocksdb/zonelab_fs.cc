@@ -105,6 +105,10 @@ class Mounts {
     size_t query = rest.find('?');
     std::string spec = Decode(rest.substr(0, query));
     std::string options = query == std::string::npos ? "" : Decode(rest.substr(query + 1));
+    if (spec.empty()) {
+      *error = "zonelab: the URI names no device: write zonelab://IMAGE or zonelab://preset:NAME";
+      return EINVAL;
+    }
     int err = zlfs_mount(spec.c_str(), options.c_str(), handle);
     if (err != 0) {
       *error = "zonelab: cannot mount " + spec + ": " + zlfs_last_error();
@@ -455,7 +459,8 @@ rocksdb::FileSystem* MakeFileSystem(const std::string& uri, std::unique_ptr<rock
 // Registered when the library is loaded.
 const bool registered = [] {
   rocksdb::ObjectLibrary::Default()->AddFactory<rocksdb::FileSystem>(
-      rocksdb::ObjectLibrary::PatternEntry("zonelab", false).AddSeparator("://", true), MakeFileSystem);
+      // "://" and anything, nothing included: a URI that names no device reaches MakeFileSystem for its message.
+      rocksdb::ObjectLibrary::PatternEntry("zonelab", false).AddSeparator("://", false), MakeFileSystem);
   return true;
 }();
 

@@ -107,9 +107,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
-    /// Jobs that each write a file on the zonefs-like layer and delete it, round after round (the ReZNS
-    /// paper's FIO setup). Options: --preset=NAME[,key=value...] --jobs=N --file-size=SIZE --bs=SIZE --fsync=N
-    /// --rounds=N --prefill=FRACTION --seed=N --start-jitter-us=F (default 1000) --output-format=normal|json
+    /// The ReZNS paper's file workloads in virtual time, after prefilling part of the device: fio's writes and
+    /// deletes, or filebench's varmail and fileserver, on logfs (F2FS-like, the default) or zonefs (a file per
+    /// zone). Options: --workload=fio|varmail|fileserver --fs=logfs|zonefs --preset=NAME[,key=value...]
+    /// (default nvmevirt-rezns) --jobs=N (64) --files=N per job (8) --fileset=N (1000) --file-size=SIZE (15MiB)
+    /// --bs=SIZE (4KiB; whole blocks) --fsync=N (16) --rounds=N (3) --runtime=SECONDS (60; filebench's)
+    /// --prefill=FRACTION (0.5) --cores=N --seed=N --start-jitter-us=F (1000) --output-format=normal|json
     #[command(name = "file-churn", disable_help_flag = true)]
     FileChurn {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
@@ -387,8 +390,27 @@ fn main() -> ExitCode {
     }
 }
 
+/// The tools that take fio-style `--key=value` options answer `--help` and `-h` as clap's own commands do,
+/// with the same text as `zonelab help NAME`.
+fn tool_help(command: &Command) -> Option<String> {
+    let (name, args) = match command {
+        Command::WalBench { args } => ("wal-bench", args),
+        Command::KvBench { args } => ("kv-bench", args),
+        Command::FileChurn { args } => ("file-churn", args),
+        _ => return None,
+    };
+    args.iter().any(|arg| arg == "--help" || arg == "-h").then(|| {
+        let mut cli = <Cli as clap::CommandFactory>::command();
+        cli.build();
+        cli.find_subcommand_mut(name).map(|tool| tool.render_long_help().to_string()).unwrap_or_default()
+    })
+}
+
 fn run(command: Command) -> Result<(), CliError> {
     let mut stdout = io::stdout().lock();
+    if let Some(help) = tool_help(&command) {
+        return write!(stdout, "{help}").map_err(stdout_error);
+    }
     match command {
         Command::Create(args) => create(args, &mut stdout),
         Command::Info { image, json } => {

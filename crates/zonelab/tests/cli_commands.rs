@@ -167,3 +167,47 @@ fn a_memory_store_image_says_its_data_lives_for_one_process() {
     let read = zonelab(&["read", path.to_str().expect("utf-8"), "--lba", "0", "--blocks", "1"]);
     assert!(read.raw_stdout.iter().all(|&byte| byte == 0), "as it says: the data did not outlive its process");
 }
+
+#[test]
+fn every_subcommand_answers_help_as_zonelab_help_does() {
+    let commands = [
+        "create",
+        "info",
+        "report",
+        "open",
+        "close",
+        "finish",
+        "reset",
+        "offline",
+        "write",
+        "append",
+        "read",
+        "inject",
+        "power-cycle",
+        "flush",
+        "repair-zones",
+        "churn",
+        "experiment",
+        "wal-bench",
+        "kv-bench",
+        "file-churn",
+        "presets",
+        "calibrate",
+        "bench",
+        "fs",
+        "mount",
+        "demo",
+    ];
+    for command in commands {
+        let help = ok(&["help", command]);
+        assert!(help.contains(&format!("Usage: zonelab {command}")), "{command}: {help}");
+        assert_eq!(ok(&[command, "--help"]), help, "zonelab {command} --help");
+    }
+    // The tools that take fio-style options answer -h with the whole text, every option named.
+    for (tool, option) in [("wal-bench", "--record-size"), ("kv-bench", "--runtime"), ("file-churn", "--workload")] {
+        let help = ok(&[tool, "-h"]);
+        assert_eq!(help, ok(&["help", tool]));
+        assert!(help.contains(option), "{tool} -h names {option}");
+    }
+    assert!(ok(&["help", "file-churn"]).contains("--fs=logfs|zonefs"));
+}

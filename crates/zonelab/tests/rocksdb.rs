@@ -268,3 +268,18 @@ fn zonelab_stats_prints_the_device_and_file_system_counters_at_exit() {
     assert!(stats["device"]["counters"]["writes"].as_u64() > Some(500), "{stats}");
     assert_eq!(stats["reset_load"]["resets"], 0);
 }
+
+#[test]
+fn a_uri_that_names_no_device_is_refused_with_a_message() {
+    if !have_rocksdb() {
+        return;
+    }
+    let output = Command::new("db_bench")
+        .env("LD_PRELOAD", plugin())
+        .args(["--fs_uri=zonelab://", "--benchmarks=fillseq", "--num=10"])
+        .output()
+        .expect("run db_bench");
+    assert!(!output.status.success());
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(text.contains("the URI names no device"), "{text}");
+}
