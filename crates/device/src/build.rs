@@ -1,5 +1,5 @@
-//! The composition root of a device: every tool (fio, wal-bench, file-churn, bench, calibrate, the C library
-//! to come) opens its device here, so that a spec is parsed, a configuration merged and validated, and a flash
+//! The composition root of a device: every tool (fio, wal-bench, file-churn, bench, calibrate, the C library,
+//! the mount) opens its device here, so that a spec is parsed, a configuration merged and validated, and a flash
 //! model preconditioned in one place. The steps, in order:
 //!
 //! 1. **Configuration**: a compiled-in preset or TOML file with `key.path=value` overrides (bare keys are
