@@ -374,7 +374,7 @@ fn read_directly(handle: u64, file: u64, offset: u64, len: u64) -> Option<Vec<u8
     let mount = mounted(handle).ok()?;
     let plan = lock(&mount.plans).get(&file).cloned()?;
     let queue = queue_pair(handle, &mount.runtime, &mount.device);
-    let mut out = Vec::with_capacity(len as usize);
+    let mut out = Vec::with_capacity(len.min(plan.size_bytes.saturating_sub(offset)) as usize);
     for (lba, blocks, skip, take) in plan.pieces(offset, len, mount.block_bytes) {
         let pending = queue.submit_pending(QueuedCommand::Read { slba: lba, nlb: blocks, keep: true });
         let bytes = match wait_briefly_then_block(pending) {

@@ -42,6 +42,8 @@ fn handles_hints_parents_and_directory_renames_follow_posix() {
         assert!(!fs.exists("/d") && !fs.exists("/d/a.sst"));
         let id = fs.open_read("/e/a.sst").expect("moved");
         assert_eq!(fs.read(id, 0, 5).await.expect("read"), b"hello");
+        // A length past the end (the C API's SIZE_MAX) reads to the end, allocating no more than that.
+        assert_eq!(fs.read(id, 2, u64::MAX).await.expect("read to the end"), b"llo");
         fs.close(id).await.expect("close");
         assert_eq!(fs.check(), Vec::<String>::new());
     });

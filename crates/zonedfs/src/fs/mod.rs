@@ -231,7 +231,7 @@ impl ReadPlan {
     /// take)`, each within one extent: read `blocks` from `lba`, keep `take` bytes from byte `skip` of them.
     pub fn pieces(&self, offset: u64, len: u64, block_bytes: u64) -> Vec<(u64, u64, u64, u64)> {
         let offset = offset.min(self.size_bytes);
-        let end = (offset + len).min(self.size_bytes);
+        let end = offset.saturating_add(len).min(self.size_bytes);
         let mut pieces = Vec::new();
         let mut at = 0;
         for extent in &self.extents {
@@ -830,22 +830,23 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         let geometry = self.inner.geometry;
         let block = self.inner.block_bytes;
         // Plan the pieces and pin their zones against reset while the reads are out.
-        let (pieces, tail) = {
+        let (pieces, tail, wanted) = {
             let mut state = self.inner.state.borrow_mut();
             let node = state.files.get(&id).ok_or_else(|| ZonedFsError::NotFound(format!("file id {id}")))?;
             let size = node.size();
             let written = size - node.buffer.len() as u64;
             let plan = ReadPlan { generation: 0, size_bytes: written, extents: node.record.extents.clone() };
             let pieces = plan.pieces(offset, len, block);
-            let (offset, end) = (offset.min(size), (offset + len).min(size));
+            // A length past the file's end (the C API's SIZE_MAX, say) reads to the end and allocates no more.
+            let (offset, end) = (offset.min(size), offset.saturating_add(len).min(size));
             let tail =
                 node.buffer[(offset.max(written) - written) as usize..(end.max(written) - written) as usize].to_vec();
             for (lba, ..) in &pieces {
                 state.zones[geometry.zone_of(*lba) as usize].readers += 1;
             }
-            (pieces, tail)
+            (pieces, tail, end - offset)
         };
-        let mut out = Vec::with_capacity(len as usize);
+        let mut out = Vec::with_capacity(wanted as usize);
         let mut failure = None;
         for (lba, blocks, skip, take) in &pieces {
             if failure.is_none() {
