@@ -341,6 +341,9 @@ impl fuser::Filesystem for ZonefsMount {
     fn init(&mut self, _request: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         // Several direct I/Os of one file in flight at once, as libaio submits them.
         let _ = config.add_capabilities(InitFlags::FUSE_ASYNC_DIO);
+        // Shared mappings of direct-I/O files (Linux 6.6 and later), so that a read-only shared mmap of a
+        // file works as on zonefs; a kernel without it keeps refusing mmap (ENODEV).
+        let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
         let _ = config.set_max_write(MAX_WRITE_BYTES);
         let _ = config.set_max_background(MAX_BACKGROUND);
         Ok(())

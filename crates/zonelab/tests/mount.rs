@@ -416,6 +416,23 @@ fn bad_options_and_devices_are_refused_before_anything_is_mounted() {
 }
 
 #[test]
+fn a_read_only_shared_mapping_of_a_file_reads_its_data() {
+    if !have(&["python3"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mount = Mount::start(DEVICE, &dir.path().join("mnt"), "");
+    direct_write(&mount.file(1), true, &[0x5a; 8192]).expect("a direct append");
+    // Python's mmap: PROT_READ, MAP_SHARED, the whole file.
+    let script = "import mmap, sys\nwith open(sys.argv[1], 'rb') as f:\n    m = mmap.mmap(f.fileno(), 0, \
+                  flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)\n    sys.stdout.write(m[:8192].hex())";
+    let output = Command::new("python3").args(["-c", script]).arg(mount.file(1)).output().expect("python3");
+    assert!(output.status.success(), "mmap failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "5a".repeat(8192));
+    mount.unmount();
+}
+
+#[test]
 fn proc_mounts_names_the_device_and_nonempty_mounts_over_files() {
     if !have(&[]) {
         return;
