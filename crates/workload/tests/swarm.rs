@@ -23,7 +23,7 @@ use zonelab_device::{Device, DeviceConfig};
 use zonelab_host::{Scheduled, SchedulerKind};
 use zonelab_logfs::{LogFs, LogFsOptions};
 use zonelab_runtime::rng::SplitMix64;
-use zonelab_runtime::{IoData, Simulation};
+use zonelab_runtime::{Host, IoData, Simulation};
 use zonelab_workload::fio;
 use zonelab_zns::MemoryStore;
 use zonelab_zonedfs::{FsOptions, OpenMode, ZonedFs};
@@ -180,6 +180,25 @@ fn check_files(
     }
 }
 
+/// Runs `mount` on the device a power loss left, through the drawn scheduler, to its end.
+fn recover<T: 'static>(
+    device: Device<MemoryStore>,
+    seed: u64,
+    draw: &Draw,
+    mount: impl AsyncFnOnce(Scheduled<Host<MemoryStore>>) -> Result<T, String> + 'static,
+) -> Result<T, String> {
+    let mut simulation = Simulation::new(device, Some(seed ^ 1));
+    let queue = Scheduled::new(simulation.host(), scheduler(draw), 512 << 10);
+    let found = Rc::new(RefCell::new(None));
+    let out = Rc::clone(&found);
+    simulation.spawn(async move {
+        *out.borrow_mut() = Some(mount(queue).await);
+    });
+    simulation.run();
+    let found = found.borrow_mut().take();
+    found.expect("the mount ran")
+}
+
 fn scheduler(draw: &Draw) -> SchedulerKind {
     SchedulerKind::parse(draw.scheduler).expect("a known scheduler")
 }
@@ -220,25 +239,15 @@ fn zonedfs_contract(seed: u64, draw: &Draw) {
         };
         (simulation, future)
     });
-    let mut simulation = Simulation::new(device, Some(seed ^ 1));
-    let queue = Scheduled::new(simulation.host(), scheduler(draw), 512 << 10);
-    let found = Rc::new(RefCell::new(None));
-    let out = Rc::clone(&found);
-    simulation.spawn(async move {
-        let mounted = ZonedFs::mount(queue, FsOptions::default()).await;
-        let Ok(fs) = mounted else {
-            *out.borrow_mut() = Some(Err(mounted.err().map(|error| error.to_string()).unwrap_or_default()));
-            return;
-        };
+    let found = recover(device, seed, draw, async |queue| {
+        let fs = ZonedFs::mount(queue, FsOptions::default()).await.map_err(|error| error.to_string())?;
         let mut files = BTreeMap::new();
         for info in fs.files() {
             let id = fs.open_read(&info.name).expect("listed");
             files.insert(info.name.clone(), fs.read(id, 0, info.size_bytes).await.expect("read"));
         }
-        *out.borrow_mut() = Some(Ok((files, fs.check())));
+        Ok((files, fs.check()))
     });
-    simulation.run();
-    let found = found.borrow_mut().take().expect("the mount ran");
     if model.is_empty() {
         // The power failed before the format returned: there may be no file system yet.
         return;
@@ -274,27 +283,15 @@ fn logfs_contract(seed: u64, draw: &Draw) {
         };
         (simulation, future)
     });
-    let mut simulation = Simulation::new(device, Some(seed ^ 1));
-    let queue = Scheduled::new(simulation.host(), scheduler(draw), 512 << 10);
-    let found = Rc::new(RefCell::new(None));
-    let out = Rc::clone(&found);
-    simulation.spawn(async move {
-        let (fs, _) = match LogFs::mount(queue, LogFsOptions::default()).await {
-            Ok(mounted) => mounted,
-            Err(error) => {
-                *out.borrow_mut() = Some(Err(error.to_string()));
-                return;
-            }
-        };
+    let found = recover(device, seed, draw, async |queue| {
+        let (fs, _) = LogFs::mount(queue, LogFsOptions::default()).await.map_err(|error| error.to_string())?;
         let mut files = BTreeMap::new();
         for name in fs.list() {
             let size = fs.stat(&name).expect("listed").size;
             files.insert(name.clone(), fs.read(&name, 0, size).await.expect("read"));
         }
-        *out.borrow_mut() = Some(Ok(files));
+        Ok(files)
     });
-    simulation.run();
-    let found = found.borrow_mut().take().expect("the mount ran");
     if model.is_empty() {
         return;
     }
