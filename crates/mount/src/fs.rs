@@ -250,7 +250,9 @@ impl ZonefsMount {
                 file,
                 wp_offset: file.size,
                 access: Access::of(file.condition),
-                perm: options.perm,
+                // zonefs_inode_update_mode: a zone read-only when mounted loses every permission; one that turns
+                // read-only while mounted loses only its write permissions (`file_attr`).
+                perm: if file.condition == ZoneState::ReadOnly { 0 } else { options.perm },
                 uid: options.uid,
                 gid: options.gid,
                 writers: 0,
