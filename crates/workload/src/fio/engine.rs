@@ -2360,7 +2360,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             wall_seconds: start.wall.elapsed().as_secs_f64(),
             commands: device_delta.reads + device_delta.writes + device_delta.appends + device_delta.zone_management,
             device: device_delta,
-            flash: delta_flash(&start.flash, &flash_after),
+            flash: flash_after.since(&start.flash),
         };
         let mut folded: Vec<JobResult> = Vec::new();
         for state in instances {
@@ -2456,18 +2456,4 @@ fn delta_counters(before: &DeviceCounters, after: &DeviceCounters) -> DeviceCoun
         bytes_read: after.bytes_read - before.bytes_read,
         bytes_written: after.bytes_written - before.bytes_written,
     }
-}
-
-fn delta_flash(before: &FlashCounters, after: &FlashCounters) -> FlashCounters {
-    let mut delta = after.clone();
-    for (slot, earlier) in delta.page_reads.iter_mut().zip(before.page_reads) {
-        *slot -= earlier;
-    }
-    for (slot, earlier) in delta.page_programs.iter_mut().zip(before.page_programs) {
-        *slot -= earlier;
-    }
-    for (slot, earlier) in delta.block_erases.iter_mut().zip(before.block_erases) {
-        *slot -= earlier;
-    }
-    delta
 }
