@@ -18,7 +18,7 @@ use zonelab_host::{run_reset_load, ResetLoadStats, Scheduled, SchedulerKind, Wal
 use zonelab_runtime::{block_on, CommandQueue, HostThread, Output, Pending, QueuedCommand, RealTime, RealTimeHost};
 use zonelab_zonedfs::{FsOptions, OpenMode, ReadPlan, ZonedFs, ZonedFsError};
 
-use crate::{copy_c_string, forget_queue_pair, guard, lock, queue_pair, NEXT_HANDLE};
+use crate::{copy_c_string, failed, forget_queue_pair, guard, lock, queue_pair, NEXT_HANDLE};
 
 type Fs = ZonedFs<Scheduled<RealTimeHost>>;
 
@@ -49,25 +49,19 @@ struct Mounted {
 static MOUNTS: Mutex<Option<HashMap<u64, Arc<Mounted>>>> = Mutex::new(None);
 
 fn mounted(handle: u64) -> Result<Arc<Mounted>, i32> {
-    lock(&MOUNTS).as_ref().and_then(|map| map.get(&handle).cloned()).ok_or_else(|| fail(libc::EBADF, "no such mount"))
-}
-
-/// Records `message` as the calling thread's last error; returns `errno`.
-fn fail(errno: i32, message: &str) -> i32 {
-    crate::record_error(message);
-    errno
+    lock(&MOUNTS).as_ref().and_then(|map| map.get(&handle).cloned()).ok_or_else(|| failed(libc::EBADF, "no such mount"))
 }
 
 fn fs_error(error: &ZonedFsError) -> i32 {
-    fail(error.errno(), &error.to_string())
+    failed(error.errno(), error.to_string())
 }
 
 fn text<'a>(pointer: *const c_char) -> Result<&'a str, i32> {
     if pointer.is_null() {
-        return Err(fail(libc::EINVAL, "a string argument is null"));
+        return Err(failed(libc::EINVAL, "a string argument is null"));
     }
     // SAFETY: the caller passes a NUL-terminated string (checked non-null above).
-    unsafe { CStr::from_ptr(pointer) }.to_str().map_err(|_| fail(libc::EINVAL, "a string argument is not UTF-8"))
+    unsafe { CStr::from_ptr(pointer) }.to_str().map_err(|_| failed(libc::EINVAL, "a string argument is not UTF-8"))
 }
 
 /// Runs `op` on the mounted file system and maps its error.
@@ -163,15 +157,16 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
             let spec = text(spec)?;
             let options = if options.is_null() { "" } else { text(options)? };
             if handle.is_null() {
-                return Err(fail(libc::EINVAL, "handle is null"));
+                return Err(failed(libc::EINVAL, "handle is null"));
             }
-            let (mount_options, fs_options) = parse_options(options).map_err(|message| fail(libc::EINVAL, &message))?;
+            let (mount_options, fs_options) =
+                parse_options(options).map_err(|message| failed(libc::EINVAL, &message))?;
             let builder = DeviceBuilder::new(DeviceSpec::parse(spec))
                 .host(mount_options.host)
                 .store(StoreChoice::Memory)
                 .full_tail_zones(mount_options.reset_pool_zones);
             let scheduler = mount_options.scheduler.unwrap_or(SchedulerKind::linux_default(mount_options.host));
-            let runtime = RealTime::start(builder).map_err(|error| fail(libc::ENODEV, &error.to_string()))?;
+            let runtime = RealTime::start(builder).map_err(|error| failed(libc::ENODEV, error.to_string()))?;
             let device = runtime.host();
             let epoch_s = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -218,7 +213,7 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
 pub extern "C" fn zlfs_unmount(handle: u64) -> i32 {
     guard(|| {
         let Some(mount) = lock(&MOUNTS).as_mut().and_then(|map| map.remove(&handle)) else {
-            return fail(libc::EBADF, "no such mount");
+            return failed(libc::EBADF, "no such mount");
         };
         forget_queue_pair(handle);
         let synced = mount.host.call(|context| async move {
@@ -226,14 +221,14 @@ pub extern "C" fn zlfs_unmount(handle: u64) -> i32 {
             context.fs.unmount().await
         });
         let Ok(mount) = Arc::try_unwrap(mount) else {
-            return fail(libc::EBUSY, "the mount is in use by another call");
+            return failed(libc::EBUSY, "the mount is in use by another call");
         };
         let runtime = lock(&mount.runtime).take();
         drop(mount.host);
         let stopped = runtime.map(RealTime::stop);
         match (synced, stopped.map(|stopped| stopped.flushed)) {
             (Err(error), _) => fs_error(&error),
-            (Ok(()), Some(Err(status))) => fail(libc::EIO, &format!("the device's last flush failed: {status}")),
+            (Ok(()), Some(Err(status))) => failed(libc::EIO, format!("the device's last flush failed: {status}")),
             _ => 0,
         }
     })
@@ -257,12 +252,12 @@ pub unsafe extern "C" fn zlfs_open_write(
         let result = (|| {
             let name = text(name)?.to_string();
             if file.is_null() {
-                return Err(fail(libc::EINVAL, "file is null"));
+                return Err(failed(libc::EINVAL, "file is null"));
             }
             let mode = match append {
                 0 => OpenMode::Truncate,
                 1 => OpenMode::Append,
-                _ => return Err(fail(libc::EINVAL, &format!("append={append}: not 0 (truncate) or 1 (append)"))),
+                _ => return Err(failed(libc::EINVAL, format!("append={append}: not 0 (truncate) or 1 (append)"))),
             };
             let lifetime = lifetime_hint(lifetime)?;
             let id = on_fs(handle, move |fs| async move { fs.open_write(&name, lifetime, mode).await })?;
@@ -276,7 +271,7 @@ pub unsafe extern "C" fn zlfs_open_write(
 
 /// A lifetime hint as the C API takes it; zonedfs refuses the ones past `MAX_LIFETIME` with their value.
 fn lifetime_hint(lifetime: u32) -> Result<u8, i32> {
-    u8::try_from(lifetime).map_err(|_| fail(libc::EINVAL, &format!("lifetime hint {lifetime}: not 0 to 5")))
+    u8::try_from(lifetime).map_err(|_| failed(libc::EINVAL, format!("lifetime hint {lifetime}: not 0 to 5")))
 }
 
 /// Sets the write-lifetime hint (0 not set .. 5 extreme) of a file open for writing, for the data written from
@@ -301,7 +296,7 @@ pub unsafe extern "C" fn zlfs_open_read(handle: u64, name: *const c_char, file: 
         let result = (|| {
             let name = text(name)?.to_string();
             if file.is_null() {
-                return Err(fail(libc::EINVAL, "file is null"));
+                return Err(failed(libc::EINVAL, "file is null"));
             }
             let (id, plan) = on_fs(handle, move |fs| async move {
                 let id = fs.open_read(&name)?;
@@ -326,7 +321,7 @@ pub unsafe extern "C" fn zlfs_open_read(handle: u64, name: *const c_char, file: 
 pub unsafe extern "C" fn zlfs_append(handle: u64, file: u64, buf: *const u8, len: usize) -> i32 {
     guard(|| {
         if buf.is_null() && len != 0 {
-            return fail(libc::EINVAL, "buf is null");
+            return failed(libc::EINVAL, "buf is null");
         }
         let data = if len == 0 {
             Vec::new()
@@ -409,7 +404,7 @@ pub unsafe extern "C" fn zlfs_read(
 ) -> i32 {
     guard(|| {
         if (buf.is_null() && len != 0) || got.is_null() {
-            return fail(libc::EINVAL, "buf or got is null");
+            return failed(libc::EINVAL, "buf or got is null");
         }
         let data = match read_directly(handle, file, offset, len as u64) {
             Some(data) => Ok(data),
@@ -494,7 +489,7 @@ pub unsafe extern "C" fn zlfs_stat(
         let result = (|| {
             let path = text(path)?.to_string();
             if kind.is_null() {
-                return Err(fail(libc::EINVAL, "kind is null"));
+                return Err(failed(libc::EINVAL, "kind is null"));
             }
             let found = on_fs(handle, move |fs| async move {
                 Ok(match fs.stat(&path) {
@@ -537,7 +532,7 @@ pub unsafe extern "C" fn zlfs_list(
         let result = (|| {
             let dir = text(dir)?.to_string();
             if needed.is_null() || (buf.is_null() && len != 0) {
-                return Err(fail(libc::EINVAL, "buf or needed is null"));
+                return Err(failed(libc::EINVAL, "buf or needed is null"));
             }
             let names = on_fs(handle, move |fs| async move { fs.list(&dir) })?;
             let mut bytes = Vec::new();
@@ -548,7 +543,7 @@ pub unsafe extern "C" fn zlfs_list(
             // SAFETY: checked non-null above.
             unsafe { *needed = bytes.len() };
             if len < bytes.len() {
-                return Err(fail(libc::ERANGE, "the buffer is too small for the names"));
+                return Err(failed(libc::ERANGE, "the buffer is too small for the names"));
             }
             // SAFETY: the caller passes `len` writable bytes, at least `bytes.len()`.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len()) };
@@ -566,7 +561,7 @@ pub unsafe extern "C" fn zlfs_list(
 pub unsafe extern "C" fn zlfs_free_space(handle: u64, free_bytes: *mut u64) -> i32 {
     guard(|| {
         if free_bytes.is_null() {
-            return fail(libc::EINVAL, "free_bytes is null");
+            return failed(libc::EINVAL, "free_bytes is null");
         }
         match on_fs(handle, |fs| async move { Ok(fs.space().free_bytes) }) {
             Ok(free) => {
@@ -590,7 +585,7 @@ pub unsafe extern "C" fn zlfs_free_space(handle: u64, free_bytes: *mut u64) -> i
 pub unsafe extern "C" fn zlfs_stats_json(handle: u64, buf: *mut c_char, len: usize, needed: *mut usize) -> i32 {
     guard(|| {
         if needed.is_null() || (buf.is_null() && len != 0) {
-            return fail(libc::EINVAL, "buf or needed is null");
+            return failed(libc::EINVAL, "buf or needed is null");
         }
         let stats = mounted(handle).map(|mount| {
             let device = mount.device.stats();
@@ -613,7 +608,7 @@ pub unsafe extern "C" fn zlfs_stats_json(handle: u64, buf: *mut c_char, len: usi
             // SAFETY: as the caller promises for `buf`, `len` and `needed`.
             Ok(text) => match unsafe { copy_c_string(&text, buf, len, needed) } {
                 true => 0,
-                false => fail(libc::ERANGE, "the buffer is too small for the statistics"),
+                false => failed(libc::ERANGE, "the buffer is too small for the statistics"),
             },
             Err(errno) => errno,
         }

@@ -43,15 +43,10 @@ thread_local! {
 }
 
 /// Records `message` as the calling thread's last error (unless the thread's storage is gone: a C++ static
-/// destructor at process exit).
-fn record_error(message: &str) {
-    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = message);
-}
-
-/// Records `message` as the last error and returns `code`.
+/// destructor at process exit) and returns `code`.
 fn failed(code: i32, message: impl std::fmt::Display) -> i32 {
-    record_error(&message.to_string());
+    let message = CString::new(message.to_string().replace('\0', " ")).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = message);
     code
 }
 

@@ -232,12 +232,12 @@ impl<S: MediaStore> Device<S> {
     /// when the device is done.
     pub fn submit(&mut self, now: u64, command: Command<'_>) -> Submitted {
         let described = self.trace.is_some().then(|| describe(&command, self.namespace.geometry().lba_shift));
-        let changes_mapping = matches!(command, Command::ZoneManagementSend { .. });
+        let changes_mapping = cfg!(debug_assertions) && matches!(command, Command::ZoneManagementSend { .. });
         let outcome = self.scan_for_zombies(now).and_then(|()| self.run(now, command));
         // The namespace checks its own invariants after every change (debug builds); the mapping of logical
         // to physical zones (ReZNS's renewals) is the flash model's, checked here after the commands that move
         // it, on devices small enough for a full check each time.
-        if cfg!(debug_assertions) && changes_mapping && self.namespace.geometry().zones <= 256 {
+        if changes_mapping && self.namespace.geometry().zones <= 256 {
             if let Err(broken) = self.media.check_mapping() {
                 panic!("the zone mapping broke at {now} ns: {broken}");
             }

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
+use zonelab_device::rng::SplitMix64;
 use zonelab_ftl::{greedy_write_amplification, Ftl, FtlConfig, Untimed, VictimPolicy};
 
 /// 64 blocks of 32 pages (units of 4) for 1,536 logical pages: 33 % over-provisioning, so that garbage
@@ -93,16 +94,10 @@ fn out_of_range_pages_and_streams_are_refused() {
     assert!(Ftl::new(too_little, Untimed).is_err(), "no room for the open blocks and the GC reserve");
 }
 
-/// A splitmix64 stream of page numbers below `pages`.
+/// A seeded stream of page numbers below `pages`.
 fn uniform(seed: u64, pages: u64) -> impl Iterator<Item = u64> {
-    let mut state = seed;
-    std::iter::repeat_with(move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % pages
-    })
+    let mut rng = SplitMix64::split(seed, "ftl mapping");
+    std::iter::repeat_with(move || rng.below(pages))
 }
 
 /// Greedy write amplification under uniform random 4 KiB writes, after the space is written once and then

@@ -129,7 +129,8 @@ pub enum JournalEnd {
     Torn { offset: usize },
     /// The bytes at `offset` do not check, and what follows shows that no crash left them so (a valid frame
     /// later, or bytes that a frame cut short cannot hold): the journal is damaged there.
-    Damaged { offset: usize, reason: String },
+    /// `next_frame`: where the first whole, checking frame after the damage starts, if any.
+    Damaged { offset: usize, reason: String, next_frame: Option<usize> },
 }
 
 /// What a metadata zone's written bytes hold: the records up to the first bytes that do not check, and how
@@ -246,11 +247,13 @@ fn parse_from(bytes: &[u8], from: usize, block_bytes: usize, lost_tail: bool) ->
                     Some(valid) => JournalEnd::Damaged {
                         offset: at,
                         reason: format!("{reason}, and a valid frame follows at byte {valid}"),
+                        next_frame: Some(valid),
                     },
                     None if is_cut_frame(bytes, at, tail, block_bytes, lost_tail) => JournalEnd::Torn { offset: at },
                     None => JournalEnd::Damaged {
                         offset: at,
                         reason: format!("{reason}, and the bytes to byte {tail} are not a frame a crash cut short"),
+                        next_frame: None,
                     },
                 };
                 return Parsed { records, end };
@@ -264,7 +267,7 @@ fn parse_from(bytes: &[u8], from: usize, block_bytes: usize, lost_tail: bool) ->
                               zone leaves",
             bytes.len()
         );
-        return Parsed { records, end: JournalEnd::Damaged { offset: zeros_from, reason } };
+        return Parsed { records, end: JournalEnd::Damaged { offset: zeros_from, reason, next_frame: None } };
     }
     Parsed { records, end: JournalEnd::Clean }
 }
@@ -290,10 +293,10 @@ pub fn salvage(bytes: &[u8], block_bytes: usize, lost_tail: bool) -> (Vec<Record
     loop {
         let parsed = parse_from(bytes, at, block_bytes, lost_tail);
         records.extend(parsed.records);
-        let JournalEnd::Damaged { offset, reason } = parsed.end else {
+        let JournalEnd::Damaged { offset, reason, next_frame } = parsed.end else {
             return (records, damage);
         };
-        let resumes_at = next_valid_frame(bytes, offset, block_bytes).unwrap_or(bytes.len());
+        let resumes_at = next_frame.unwrap_or(bytes.len());
         let unchecked = unchecked_record(bytes, offset);
         damage.push(Damage { records_before: records.len(), offset, resumes_at, reason, unchecked });
         if resumes_at >= bytes.len() {

@@ -92,7 +92,7 @@ pub(super) fn choose_journal(zones: &[MetaZone], geometry: &Geometry, salvage: b
     };
     // Damage in a zone older than the current one is harmless: the current snapshot holds all it said.
     let harmful = seen.iter().find_map(|seen| match &seen.parsed.end {
-        JournalEnd::Damaged { offset, reason }
+        JournalEnd::Damaged { offset, reason, .. }
             if seen.generation.is_none_or(|generation| generation >= current_generation) =>
         {
             Some(format!("journal zone {}: {}", seen.zone.zone, at_offset(*offset, block, reason)))
