@@ -22,6 +22,8 @@ pub(crate) struct Blocks {
     pub erase_count: Vec<u32>,
     /// When each block was last written, for cost-benefit's age.
     pub last_write_ns: Vec<u64>,
+    /// When each block's last erase ends: a program into it waits for that.
+    pub erased_ns: Vec<u64>,
     /// Erased blocks, oldest erase first, so that blocks take turns (a simple wear spread).
     pub free: VecDeque<u32>,
 }
@@ -35,6 +37,7 @@ impl Blocks {
             written: vec![0; count],
             erase_count: vec![0; count],
             last_write_ns: vec![0; count],
+            erased_ns: vec![0; count],
             free: (0..blocks).collect(),
         }
     }
@@ -71,13 +74,14 @@ impl Blocks {
         }
     }
 
-    /// A collected block, erased: free again, at the back of the list.
-    pub fn erased(&mut self, block: u32) {
+    /// A collected block, erased by `erased_ns`: free again, at the back of the list.
+    pub fn erased(&mut self, block: u32, erased_ns: u64) {
         let index = block as usize;
         debug_assert_eq!(self.valid[index], 0, "a block is erased only once nothing in it is valid");
         self.state[index] = BlockState::Free;
         self.written[index] = 0;
         self.erase_count[index] += 1;
+        self.erased_ns[index] = erased_ns;
         self.free.push_back(block);
     }
 }

@@ -1,5 +1,6 @@
 //! What the FTL asks of flash: the flash model's physical API, one block of the FTL being one physical zone
-//! of the model (a superblock striped over the zone's planes), or no flash time at all.
+//! of a model of its own (`FlashModel`), or one row of the physical zones a device's model sets aside for it
+//! (`Rows`: a superblock, one flash block on each plane the zones stripe over), or no flash time at all.
 
 use zonelab_media::{FlashModel, OpSource, PhysicalZone, ProgramUnit};
 
@@ -43,5 +44,44 @@ impl Flash for Untimed {
 
     fn erase(&mut self, _now: u64, start: u64, _block: u32, _source: OpSource) -> u64 {
         start
+    }
+}
+
+/// An FTL's blocks on physical zones a device's flash model set aside for it, from `first` on: block `b` is row
+/// `b % rows_per_zone` of physical zone `first + b / rows_per_zone`, so a block is a superblock over the same
+/// planes and channels as the device's zones.
+pub struct Rows<'a> {
+    pub model: &'a mut FlashModel,
+    pub first: PhysicalZone,
+}
+
+impl Rows<'_> {
+    /// Physical zones `blocks` blocks take on `model`.
+    pub fn zones_for(model: &FlashModel, blocks: u32) -> u32 {
+        u64::from(blocks).div_ceil(model.rows_per_zone()) as u32
+    }
+
+    fn place(&self, block: u32, unit: u64) -> (PhysicalZone, u64, ProgramUnit) {
+        let rows = self.model.rows_per_zone();
+        let (zone, row) = (u64::from(block) / rows, u64::from(block) % rows);
+        let zone = PhysicalZone(self.first.0 + zone as u32);
+        (zone, row, ProgramUnit(row * self.model.units_per_row() + unit))
+    }
+}
+
+impl Flash for Rows<'_> {
+    fn sense(&mut self, now: u64, start: u64, block: u32, unit: u64, bytes: u64, source: OpSource) -> u64 {
+        let (zone, _, unit) = self.place(block, unit);
+        self.model.sense_physical(now, start, zone, unit, bytes, source)
+    }
+
+    fn program(&mut self, now: u64, block: u32, unit: u64, ready: u64, source: OpSource) -> u64 {
+        let (zone, _, unit) = self.place(block, unit);
+        self.model.program_physical(now, zone, unit, ready, source)
+    }
+
+    fn erase(&mut self, now: u64, start: u64, block: u32, source: OpSource) -> u64 {
+        let (zone, row, _) = self.place(block, 0);
+        self.model.erase_physical_row(now, start, zone, row, source)
     }
 }

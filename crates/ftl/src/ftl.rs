@@ -7,7 +7,7 @@ use zonelab_media::OpSource;
 
 use crate::blocks::{BlockState, Blocks};
 use crate::config::{FtlConfig, FtlError};
-use crate::flash::Flash;
+use crate::flash::{Flash, Untimed};
 
 /// No physical page: a logical page never written, or trimmed.
 const UNMAPPED: u32 = u32::MAX;
@@ -62,12 +62,10 @@ struct OpenBlock {
     last_program_ns: u64,
 }
 
-/// A page-mapped FTL over `F`.
-pub struct Ftl<F> {
+/// A page-mapped FTL: the mapping and its blocks. The flash it drives is passed to each call that reaches
+/// flash, so that it can be one device's flash model shared with other namespaces.
+pub struct Ftl {
     config: FtlConfig,
-    flash: F,
-    /// Whether flash operations take time (off while preconditioning).
-    timed: bool,
     l2p: Vec<u32>,
     p2l: Vec<u32>,
     blocks: Blocks,
@@ -76,8 +74,8 @@ pub struct Ftl<F> {
     counters: FtlCounters,
 }
 
-impl<F: Flash> Ftl<F> {
-    pub fn new(config: FtlConfig, flash: F) -> Result<Ftl<F>, FtlError> {
+impl Ftl {
+    pub fn new(config: FtlConfig) -> Result<Ftl, FtlError> {
         config.validate()?;
         let physical_pages = config.blocks as usize * config.pages_per_block as usize;
         Ok(Ftl {
@@ -86,9 +84,7 @@ impl<F: Flash> Ftl<F> {
             blocks: Blocks::new(config.blocks),
             open: vec![None; config.streams as usize + 1],
             counters: FtlCounters::default(),
-            timed: true,
             config,
-            flash,
         })
     }
 
@@ -98,10 +94,6 @@ impl<F: Flash> Ftl<F> {
 
     pub fn counters(&self) -> &FtlCounters {
         &self.counters
-    }
-
-    pub fn flash(&self) -> &F {
-        &self.flash
     }
 
     /// Erases of each block so far.
@@ -121,7 +113,8 @@ impl<F: Flash> Ftl<F> {
 
     /// Bytes of the FTL's state: the two maps and the block table.
     pub fn memory_bytes(&self) -> usize {
-        let per_block = std::mem::size_of::<BlockState>() + 3 * std::mem::size_of::<u32>() + std::mem::size_of::<u64>();
+        let per_block =
+            std::mem::size_of::<BlockState>() + 3 * std::mem::size_of::<u32>() + 2 * std::mem::size_of::<u64>();
         (self.l2p.len() + self.p2l.len()) * std::mem::size_of::<u32>() + self.blocks.state.len() * per_block
     }
 
@@ -135,28 +128,28 @@ impl<F: Flash> Ftl<F> {
     /// Writes logical page `lpn` through `stream` at `now` (its data in the controller); returns when the
     /// write may complete: at once while the buffer has room, after the stream's previous program when a
     /// unit fills, after garbage collection when free blocks ran short.
-    pub fn write(&mut self, now: u64, lpn: u64, stream: u32) -> Result<u64, FtlError> {
+    pub fn write(&mut self, flash: &mut impl Flash, now: u64, lpn: u64, stream: u32) -> Result<u64, FtlError> {
         self.check_lpn(lpn)?;
         if stream >= self.config.streams {
             return Err(FtlError::NoSuchStream { stream, streams: self.config.streams });
         }
         let mut done = now;
         if self.open[stream as usize].is_none() && self.free_blocks() <= self.config.foreground_free_blocks {
-            let collected = self.collect_until(now, self.config.foreground_free_blocks + 1);
+            let collected = self.collect_until(flash, now, self.config.foreground_free_blocks + 1);
             if collected.is_some() {
                 self.counters.foreground_collections += 1;
             }
             done = done.max(collected.unwrap_or(now));
         }
         self.invalidate(lpn);
-        done = done.max(self.append(now, stream, lpn, now, OpSource::HostWrite));
+        done = done.max(self.append(flash, now, stream, lpn, now, OpSource::HostWrite));
         self.counters.host_pages_written += 1;
         Ok(done)
     }
 
     /// Reads logical page `lpn` at `now`; returns when its data is in the controller (at once for a page
     /// never written, trimmed, or still in the write buffer).
-    pub fn read(&mut self, now: u64, lpn: u64) -> Result<u64, FtlError> {
+    pub fn read(&mut self, flash: &mut impl Flash, now: u64, lpn: u64) -> Result<u64, FtlError> {
         self.check_lpn(lpn)?;
         self.counters.host_pages_read += 1;
         let ppn = self.l2p[lpn as usize];
@@ -169,7 +162,7 @@ impl<F: Flash> Ftl<F> {
         if matches!(self.blocks.state[block as usize], BlockState::Open(_)) && unit == gathering {
             return Ok(now);
         }
-        Ok(self.sense(now, now, block, unit, OpSource::HostRead))
+        Ok(flash.sense(now, now, block, u64::from(unit), self.config.page_bytes, OpSource::HostRead))
     }
 
     /// Deallocates logical page `lpn` (Dataset Management's deallocate; fio's trim): it reads as never
@@ -185,11 +178,11 @@ impl<F: Flash> Ftl<F> {
 
     /// Background garbage collection while the device is idle at `now`: empties one victim if fewer than
     /// the background target of blocks are free. Returns when it is done, or None if there was nothing to do.
-    pub fn collect_idle(&mut self, now: u64) -> Option<u64> {
+    pub fn collect_idle(&mut self, flash: &mut impl Flash, now: u64) -> Option<u64> {
         if self.free_blocks() >= self.config.background_free_blocks {
             return None;
         }
-        let done = self.collect_one(now, now)?;
+        let done = self.collect_one(flash, now, now)?;
         self.counters.background_collections += 1;
         Some(done)
     }
@@ -198,9 +191,7 @@ impl<F: Flash> Ftl<F> {
     /// the blocks' valid counts and the garbage collection they need come out as the writes would leave them.
     /// The counters then start from zero.
     pub fn precondition(&mut self, lpns: impl Iterator<Item = u64>) -> Result<(), FtlError> {
-        self.timed = false;
-        let result = lpns.into_iter().try_for_each(|lpn| self.write(0, lpn, 0).map(|_| ()));
-        self.timed = true;
+        let result = lpns.into_iter().try_for_each(|lpn| self.write(&mut Untimed, 0, lpn, 0).map(|_| ()));
         self.counters = FtlCounters::default();
         result
     }
@@ -221,7 +212,7 @@ impl<F: Flash> Ftl<F> {
 
     /// Puts `lpn` in the next page of `owner`'s open block (a new one when it has none), its data in the
     /// controller at `ready`; programs the unit when the page fills it. Returns when the write may complete.
-    fn append(&mut self, now: u64, owner: u32, lpn: u64, ready: u64, source: OpSource) -> u64 {
+    fn append(&mut self, flash: &mut impl Flash, now: u64, owner: u32, lpn: u64, ready: u64, source: OpSource) -> u64 {
         let ppb = self.config.pages_per_block;
         let mut open = match self.open[owner as usize] {
             Some(open) => open,
@@ -244,7 +235,9 @@ impl<F: Flash> Ftl<F> {
         let mut done = now;
         if (offset + 1).is_multiple_of(self.config.pages_per_unit) {
             let unit = offset / self.config.pages_per_unit;
-            let programmed = self.program(now, block, unit, open.unit_ready_ns, source);
+            // A block takes programs once its last erase is done.
+            let ready = open.unit_ready_ns.max(self.blocks.erased_ns[block as usize]);
+            let programmed = flash.program(now, block, u64::from(unit), ready, source);
             done = done.max(open.last_program_ns);
             open.last_program_ns = programmed;
             open.unit_ready_ns = 0;
@@ -260,10 +253,10 @@ impl<F: Flash> Ftl<F> {
 
     /// Collects victims until `target` blocks are free or none is worth collecting; returns when the last
     /// erase ends, or None if nothing was collected.
-    fn collect_until(&mut self, now: u64, target: u32) -> Option<u64> {
+    fn collect_until(&mut self, flash: &mut impl Flash, now: u64, target: u32) -> Option<u64> {
         let mut done = None;
         while self.free_blocks() < target {
-            let Some(erased) = self.collect_one(now, done.unwrap_or(now)) else { break };
+            let Some(erased) = self.collect_one(flash, now, done.unwrap_or(now)) else { break };
             done = Some(erased);
         }
         done
@@ -271,7 +264,7 @@ impl<F: Flash> Ftl<F> {
 
     /// Empties one victim from `start`: senses each unit holding valid pages, writes those pages to the
     /// collection's open block, then erases the victim. Returns when the erase ends.
-    fn collect_one(&mut self, now: u64, start: u64) -> Option<u64> {
+    fn collect_one(&mut self, flash: &mut impl Flash, now: u64, start: u64) -> Option<u64> {
         let (ppb, ppu) = (self.config.pages_per_block, self.config.pages_per_unit);
         let victim = self.blocks.victim(self.config.victim, ppb, now)?;
         let collector = self.config.streams;
@@ -287,40 +280,19 @@ impl<F: Flash> Ftl<F> {
             let ready = match sensed {
                 Some((sensed_unit, at)) if sensed_unit == unit => at,
                 _ => {
-                    let at = self.sense(now, start, victim, unit, OpSource::GcRead);
+                    let at = flash.sense(now, start, victim, u64::from(unit), self.config.page_bytes, OpSource::GcRead);
                     sensed = Some((unit, at));
                     at
                 }
             };
             self.invalidate(u64::from(lpn));
-            moved_by = moved_by.max(self.append(now, collector, u64::from(lpn), ready, OpSource::GcWrite));
+            moved_by = moved_by.max(self.append(flash, now, collector, u64::from(lpn), ready, OpSource::GcWrite));
             self.counters.gc_pages_moved += 1;
         }
-        let erased = self.erase(now, moved_by, victim);
-        self.blocks.erased(victim);
+        let erased = flash.erase(now, moved_by, victim, OpSource::GcErase);
+        self.blocks.erased(victim, erased);
         self.counters.gc_blocks_erased += 1;
         Some(erased)
-    }
-
-    fn sense(&mut self, now: u64, start: u64, block: u32, unit: u32, source: OpSource) -> u64 {
-        if !self.timed {
-            return start;
-        }
-        self.flash.sense(now, start, block, u64::from(unit), self.config.page_bytes, source)
-    }
-
-    fn program(&mut self, now: u64, block: u32, unit: u32, ready: u64, source: OpSource) -> u64 {
-        if !self.timed {
-            return ready;
-        }
-        self.flash.program(now, block, u64::from(unit), ready, source)
-    }
-
-    fn erase(&mut self, now: u64, start: u64, block: u32) -> u64 {
-        if !self.timed {
-            return start;
-        }
-        self.flash.erase(now, start, block, OpSource::GcErase)
     }
 
     /// Checks the FTL's invariants: the two maps are inverse, every block's valid count is the live pages in

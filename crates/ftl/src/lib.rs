@@ -18,7 +18,7 @@ mod flash;
 mod ftl;
 
 pub use config::{FtlConfig, FtlError, VictimPolicy};
-pub use flash::{Flash, Untimed};
+pub use flash::{Flash, Rows, Untimed};
 pub use ftl::{Ftl, FtlCounters};
 
 /// Write amplification of greedy garbage collection under uniform random page writes, from "An Improved

@@ -9,7 +9,7 @@ use zonelab_ftl::{greedy_write_amplification, Ftl, FtlConfig, Untimed, VictimPol
 
 /// 64 blocks of 32 pages (units of 4) for 1,536 logical pages: 33 % over-provisioning, so that garbage
 /// collection runs within a few thousand writes.
-fn small(victim: VictimPolicy, streams: u32) -> Ftl<Untimed> {
+fn small(victim: VictimPolicy, streams: u32) -> Ftl {
     let config = FtlConfig {
         logical_pages: 1536,
         page_bytes: 4096,
@@ -21,7 +21,7 @@ fn small(victim: VictimPolicy, streams: u32) -> Ftl<Untimed> {
         background_free_blocks: 6,
         streams,
     };
-    Ftl::new(config, Untimed).expect("a valid configuration")
+    Ftl::new(config).expect("a valid configuration")
 }
 
 #[derive(Clone, Debug)]
@@ -60,7 +60,7 @@ proptest! {
             let now = at as u64 * 1000;
             match *op {
                 Op::Write { lpn, stream } => {
-                    ftl.write(now, lpn, stream).expect("in range");
+                    ftl.write(&mut Untimed, now, lpn, stream).expect("in range");
                     mapped.insert(lpn);
                 }
                 Op::Trim { lpn } => {
@@ -68,10 +68,10 @@ proptest! {
                     mapped.remove(&lpn);
                 }
                 Op::Read { lpn } => {
-                    ftl.read(now, lpn).expect("in range");
+                    ftl.read(&mut Untimed, now, lpn).expect("in range");
                 }
                 Op::Idle => {
-                    ftl.collect_idle(now);
+                    ftl.collect_idle(&mut Untimed, now);
                 }
             }
             prop_assert_eq!(ftl.check(), Ok(()), "after op {} {:?}", at, op);
@@ -86,12 +86,12 @@ proptest! {
 #[test]
 fn out_of_range_pages_and_streams_are_refused() {
     let mut ftl = small(VictimPolicy::Greedy, 1);
-    assert!(ftl.write(0, 1536, 0).is_err());
-    assert!(ftl.write(0, 0, 1).is_err());
-    assert!(ftl.read(0, 1 << 40).is_err());
+    assert!(ftl.write(&mut Untimed, 0, 1536, 0).is_err());
+    assert!(ftl.write(&mut Untimed, 0, 0, 1).is_err());
+    assert!(ftl.read(&mut Untimed, 0, 1 << 40).is_err());
     assert!(ftl.trim(9999).is_err());
     let too_little = FtlConfig { blocks: 51, ..ftl.config().clone() };
-    assert!(Ftl::new(too_little, Untimed).is_err(), "no room for the open blocks and the GC reserve");
+    assert!(Ftl::new(too_little).is_err(), "no room for the open blocks and the GC reserve");
 }
 
 /// A seeded stream of page numbers below `pages`.
@@ -108,10 +108,10 @@ fn steady_state_waf(over_provisioning: f64) -> f64 {
     let logical_bytes = (physical_bytes as f64 / (1.0 + over_provisioning)) as u64 / 4096 * 4096;
     let config = FtlConfig::with_over_provisioning(logical_bytes, over_provisioning, 256, 4);
     let pages = config.logical_pages;
-    let mut ftl = Ftl::new(config, Untimed).expect("config");
+    let mut ftl = Ftl::new(config).expect("config");
     ftl.precondition((0..pages).chain(uniform(1, pages).take(2 * pages as usize))).expect("precondition");
     for lpn in uniform(2, pages).take(4 * pages as usize) {
-        ftl.write(0, lpn, 0).expect("write");
+        ftl.write(&mut Untimed, 0, lpn, 0).expect("write");
     }
     ftl.check().expect("invariants");
     ftl.counters().write_amplification()

@@ -6,7 +6,7 @@ use zonelab_ftl::{Ftl, FtlConfig};
 use zonelab_media::{FlashModel, FlashOp, OpSource};
 
 /// A 512 MiB space at 25 % over-provisioning, in blocks of one flash block on each die of one channel.
-fn ftl() -> Ftl<FlashModel> {
+fn ftl() -> (Ftl, FlashModel) {
     let mut media = DeviceConfig::load("zn540", &[]).expect("preset").media;
     media.nand.channels_per_zone = 1;
     let unit_bytes = media.nand.program_unit_bytes;
@@ -14,17 +14,22 @@ fn ftl() -> Ftl<FlashModel> {
     let config =
         FtlConfig::with_over_provisioning(512 << 20, 0.25, (block_bytes / 4096) as u32, (unit_bytes / 4096) as u32);
     let blocks = config.blocks;
-    Ftl::new(config, FlashModel::new(media, blocks, block_bytes)).expect("config")
+    (Ftl::new(config).expect("config"), FlashModel::new(media, blocks, block_bytes))
 }
 
 /// QD 1 random writes from `start`; returns each write's latency and the time reached.
-fn random_writes(ftl: &mut Ftl<FlashModel>, start: u64, count: u64, seed: u64) -> (Vec<u64>, u64) {
+fn random_writes(
+    (ftl, flash): &mut (Ftl, FlashModel),
+    start: u64,
+    count: u64,
+    seed: u64,
+) -> (Vec<u64>, u64) {
     let pages = ftl.config().logical_pages;
     let mut now = start;
     let mut latencies = Vec::new();
     for i in 0..count {
         let lpn = (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed) % pages;
-        let done = ftl.write(now, lpn, 0).expect("write");
+        let done = ftl.write(flash, now, lpn, 0).expect("write");
         latencies.push(done - now);
         now = done + 1000;
     }
@@ -34,14 +39,14 @@ fn random_writes(ftl: &mut Ftl<FlashModel>, start: u64, count: u64, seed: u64) -
 #[test]
 fn once_the_space_is_full_writes_wait_for_garbage_collection_on_the_same_dies() {
     let mut fresh = ftl();
-    let pages = fresh.config().logical_pages;
+    let pages = fresh.0.config().logical_pages;
     let (before, _) = random_writes(&mut fresh, 0, pages / 2, 1);
-    assert_eq!(fresh.counters().gc_pages_moved, 0, "half the space written: nothing to collect yet");
+    assert_eq!(fresh.0.counters().gc_pages_moved, 0, "half the space written: nothing to collect yet");
 
     let mut full = ftl();
-    full.precondition((0..pages).chain((0..pages).map(|i| (i * 7919) % pages))).expect("precondition");
+    full.0.precondition((0..pages).chain((0..pages).map(|i| (i * 7919) % pages))).expect("precondition");
     let (after, _) = random_writes(&mut full, 0, pages / 2, 1);
-    let counters = *full.counters();
+    let counters = *full.0.counters();
     assert!(counters.gc_pages_moved > 0 && counters.foreground_collections > 0, "{counters:?}");
     let worst = |latencies: &[u64]| latencies.iter().copied().max().unwrap_or(0);
     assert!(
@@ -53,8 +58,8 @@ fn once_the_space_is_full_writes_wait_for_garbage_collection_on_the_same_dies() 
     let mean = |latencies: &[u64]| latencies.iter().sum::<u64>() as f64 / latencies.len() as f64;
     assert!(mean(&after) > mean(&before), "{} against {}", mean(&after), mean(&before));
     // The flash counted what the collection did under its own sources, page for page.
-    let flash = full.flash().counters();
-    let pages_per_unit = u64::from(full.config().pages_per_unit);
+    let flash = full.1.counters();
+    let pages_per_unit = u64::from(full.0.config().pages_per_unit);
     assert!(flash.get(FlashOp::PageProgram, OpSource::GcWrite) > 0);
     assert!(flash.get(FlashOp::PageRead, OpSource::GcRead) > 0);
     assert!(flash.get(FlashOp::BlockErase, OpSource::GcErase) >= counters.gc_blocks_erased);

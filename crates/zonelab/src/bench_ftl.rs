@@ -48,9 +48,9 @@ pub fn ftl(preset: &str, logical_bytes: u64, writes: u64, json: bool, out: &mut 
             (block_bytes / PAGE_BYTES) as u32,
             (unit_bytes / PAGE_BYTES) as u32,
         );
-        let flash = FlashModel::new(media.clone(), config.blocks, block_bytes);
+        let mut flash = FlashModel::new(media.clone(), config.blocks, block_bytes);
         let pages = config.logical_pages;
-        let mut ftl = Ftl::new(config, flash).map_err(|error| CliError::Config(error.to_string()))?;
+        let mut ftl = Ftl::new(config).map_err(|error| CliError::Config(error.to_string()))?;
         let started = Instant::now();
         ftl.precondition((0..pages).chain(uniform(1, pages).take(pages as usize)))
             .map_err(|error| CliError::Failed(error.to_string()))?;
@@ -61,7 +61,7 @@ pub fn ftl(preset: &str, logical_bytes: u64, writes: u64, json: bool, out: &mut 
         let mut last = 0;
         for lpn in uniform(2, pages).take(writes as usize) {
             let Reverse(now) = in_flight.pop().unwrap_or(Reverse(last));
-            let done = ftl.write(now, lpn, 0).map_err(|error| CliError::Failed(error.to_string()))?;
+            let done = ftl.write(&mut flash, now, lpn, 0).map_err(|error| CliError::Failed(error.to_string()))?;
             last = last.max(done);
             in_flight.push(Reverse(done));
         }

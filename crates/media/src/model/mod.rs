@@ -8,6 +8,7 @@
 mod costs;
 mod layout;
 mod output;
+mod physical;
 mod resources;
 mod wear;
 mod zone_media;
@@ -96,6 +97,8 @@ pub struct FlashModel {
     zones: Vec<ZoneMedia>,
     /// Under the `rezns` policy, where each zone's units live; otherwise logical zone `z` is physical zone `z`.
     renewable: Option<RenewableMap>,
+    /// Physical zones past the zones' own, set aside for a mapping that addresses them directly (`physical.rs`).
+    extra_physical_zones: u32,
     wear: Wear,
     counters: FlashCounters,
 }
@@ -122,6 +125,7 @@ impl FlashModel {
             zones: vec![ZoneMedia::default(); zones as usize],
             renewable: (config.mapping.policy == MappingPolicy::Rezns)
                 .then(|| RenewableMap::new(zones, layout.units_per_zone, config.mapping.renew_above)),
+            extra_physical_zones: 0,
             wear: Wear::new(zones as usize, layout.blocks_per_zone()),
             counters: FlashCounters::default(),
             layout,
@@ -244,65 +248,6 @@ impl FlashModel {
         self.program_physical(now, physical_zone, physical_unit, ready, source)
     }
 
-    /// The physical API, what a mapping above the model asks of flash (a zoned namespace's zone placement
-    /// through `write`, `read` and `reset`; a conventional namespace's page-mapped FTL directly): program
-    /// `unit` of physical zone `physical_zone` once its data is in the controller at `ready`, for `source`.
-    /// Returns when the program ends.
-    pub fn program_physical(
-        &mut self,
-        now: u64,
-        physical_zone: PhysicalZone,
-        physical_unit: ProgramUnit,
-        ready: u64,
-        source: OpSource,
-    ) -> u64 {
-        let place = self.layout.place(physical_zone, physical_unit);
-        let ready = ready.max(self.wear.erased_until(physical_zone));
-        let channel_ns = transfer_ns(self.layout.unit_bytes.get(), self.costs.channel_ns_per_byte);
-        let moved = self.resources.channels[place.channel].reserve(now, ready, channel_ns);
-        let done = self.resources.program(now, place.plane, moved, self.costs.program_ns);
-        self.resources.page_register[place.plane] = None;
-        self.counters.add(FlashOp::PageProgram, source, self.layout.pages_per_unit.get());
-        done
-    }
-
-    /// The physical API's sense: `unit` of physical zone `physical_zone` is sensed from `start` (every time:
-    /// a mapping that asks for it has no register to hit) and `bytes` of it move over its channel, for
-    /// `source`. Returns when the data is in the controller.
-    pub fn sense_physical(
-        &mut self,
-        now: u64,
-        start: u64,
-        physical_zone: PhysicalZone,
-        unit: ProgramUnit,
-        bytes: u64,
-        source: OpSource,
-    ) -> u64 {
-        let place = self.layout.place(physical_zone, unit);
-        let first_page = unit.0 * self.layout.pages_per_unit.get();
-        let pages =
-            first_page..first_page + self.layout.pages_per_unit.get().min(self.layout.page_bytes.div_ceil(bytes));
-        // The register is keyed by zone: the physical zone's own number, which no logical zone read shares here.
-        let zone = LogicalZone(physical_zone.0);
-        self.sense_and_move(now, start, zone, (physical_zone, unit, place), pages, bytes, source)
-    }
-
-    /// The physical API's erase: every block of physical zone `physical_zone` from `start`, for `source`;
-    /// programs into it wait for the erases. Returns when they are done.
-    pub fn erase_physical(&mut self, now: u64, start: u64, physical_zone: PhysicalZone, source: OpSource) -> u64 {
-        self.erase_physical_zones(now, start, &[physical_zone], true, source)
-    }
-
-    /// Bytes of one program unit.
-    pub fn unit_bytes(&self) -> u64 {
-        self.layout.unit_bytes.get()
-    }
-
-    /// Program units in one physical zone.
-    pub fn units_per_zone(&self) -> u64 {
-        self.layout.units_per_zone
-    }
-
     /// A write, append or write zeroes of `len_bytes` at `offset_bytes` from the start of zone `zone` (the
     /// namespace's index), submitted to the device at `now`; `opens_zone` marks the first write to a zone it
     /// opens implicitly. Returns the time the device completes it.
@@ -318,31 +263,7 @@ impl FlashModel {
         let zone = LogicalZone(zone);
         debug_assert!(offset_bytes + len_bytes <= self.layout.zone_cap_bytes);
         let append = kind == WriteKind::Append;
-        let command_ns = if append { self.costs.append_command_ns } else { self.costs.write_command_ns };
-        let command = self.resources.command(now, command_ns);
-        let costs = &self.costs;
-        let append_extra = if append { costs.append_extra_ns } else { 0 };
-        let firmware_done = command.taken_ns
-            + costs.write_firmware_ns
-            + costs.write_firmware_per_4k_ns * len_bytes.div_ceil(4096)
-            + append_extra
-            + if opens_zone { costs.implicit_open_extra_ns } else { 0 };
-        let link_ns = transfer_ns(len_bytes, costs.link_ns_per_byte);
-        let buffer_bytes = costs.zone_write_buffer_bytes;
-        let mut data_ready = command.taken_ns + append_extra;
-        if buffer_bytes != 0 {
-            data_ready = self.zone_mut(zone).admit(buffer_bytes, len_bytes, data_ready);
-        }
-        let mut data_in = data_ready;
-        if kind != WriteKind::Zeroes {
-            data_in = self.resources.link_to_device(data_ready, link_ns);
-            if self.costs.write_fetch_ns_per_byte != 0.0 {
-                let fetch_ns = transfer_ns(len_bytes, self.costs.write_fetch_ns_per_byte);
-                data_in = data_in.max(data_ready + self.costs.write_fetch_setup_ns + fetch_ns);
-            }
-        }
-        // Flash absorbs data the controller has fetched.
-        data_in = data_in.max(self.resources.write_budget.take(data_in, len_bytes).in_device_ns);
+        let (acknowledge_from, data_in) = self.take_write_data(now, len_bytes, kind, opens_zone, Some(zone));
 
         let source = if append { OpSource::Append } else { OpSource::HostWrite };
         let end_bytes = offset_bytes + len_bytes;
@@ -369,12 +290,53 @@ impl FlashModel {
                 media.host_units = media.programmed_units;
             }
         }
-        let acknowledged = firmware_done.max(command.done_ns).max(data_in);
+        let acknowledged = acknowledge_from.max(data_in);
         if self.costs.early_completion {
             acknowledged
         } else {
             acknowledged.max(programmed)
         }
+    }
+
+    /// The controller's part of a write of `len_bytes`: its turn on the command processor and its firmware,
+    /// the zone's write buffer (`zone`, when writes gather per zone), the data over the host link and into the
+    /// device's write budget. Returns when the controller may acknowledge it at the earliest, and when its data
+    /// is in the device.
+    fn take_write_data(
+        &mut self,
+        now: u64,
+        len_bytes: u64,
+        kind: WriteKind,
+        opens_zone: bool,
+        zone: Option<LogicalZone>,
+    ) -> (u64, u64) {
+        let append = kind == WriteKind::Append;
+        let command_ns = if append { self.costs.append_command_ns } else { self.costs.write_command_ns };
+        let command = self.resources.command(now, command_ns);
+        let costs = &self.costs;
+        let append_extra = if append { costs.append_extra_ns } else { 0 };
+        let firmware_done = command.taken_ns
+            + costs.write_firmware_ns
+            + costs.write_firmware_per_4k_ns * len_bytes.div_ceil(4096)
+            + append_extra
+            + if opens_zone { costs.implicit_open_extra_ns } else { 0 };
+        let link_ns = transfer_ns(len_bytes, costs.link_ns_per_byte);
+        let buffer_bytes = costs.zone_write_buffer_bytes;
+        let mut data_ready = command.taken_ns + append_extra;
+        if let (Some(zone), true) = (zone, buffer_bytes != 0) {
+            data_ready = self.zone_mut(zone).admit(buffer_bytes, len_bytes, data_ready);
+        }
+        let mut data_in = data_ready;
+        if kind != WriteKind::Zeroes {
+            data_in = self.resources.link_to_device(data_ready, link_ns);
+            if self.costs.write_fetch_ns_per_byte != 0.0 {
+                let fetch_ns = transfer_ns(len_bytes, self.costs.write_fetch_ns_per_byte);
+                data_in = data_in.max(data_ready + self.costs.write_fetch_setup_ns + fetch_ns);
+            }
+        }
+        // Flash absorbs data the controller has fetched.
+        data_in = data_in.max(self.resources.write_budget.take(data_in, len_bytes).in_device_ns);
+        (firmware_done.max(command.done_ns), data_in)
     }
 
     /// Programs a zone's host-data units up to `units` (exclusive) once their data is in at `ready`; returns
@@ -428,9 +390,7 @@ impl FlashModel {
     /// written, needs no flash read.
     pub fn read(&mut self, now: u64, zone: u32, offset_bytes: u64, len_bytes: u64) -> u64 {
         let zone = LogicalZone(zone);
-        let command_ns = self.costs.read_command_ns + self.costs.read_command_per_4k_ns * len_bytes.div_ceil(4096);
-        let command = self.resources.command(now, command_ns);
-        let start = command.taken_ns + self.costs.read_firmware_ns;
+        let (command_done, start) = self.take_read_command(now, len_bytes);
         let end = offset_bytes + len_bytes;
         let data_out = if self.costs.read_ahead_bytes == 0 {
             self.read_pages(now, start, zone, offset_bytes, end)
@@ -456,9 +416,23 @@ impl FlashModel {
                 self.read_pages(now, start, zone, offset_bytes, end)
             }
         };
+        self.deliver_read(now, command_done, data_out, len_bytes)
+    }
+
+    /// A read's turn on the command processor and its firmware: returns when the command is processed, and
+    /// when flash may start on it.
+    fn take_read_command(&mut self, now: u64, len_bytes: u64) -> (u64, u64) {
+        let command_ns = self.costs.read_command_ns + self.costs.read_command_per_4k_ns * len_bytes.div_ceil(4096);
+        let command = self.resources.command(now, command_ns);
+        (command.done_ns, command.taken_ns + self.costs.read_firmware_ns)
+    }
+
+    /// A read's data, in the controller at `data_out`, through the read budget and over the host link; returns
+    /// when the read completes.
+    fn deliver_read(&mut self, now: u64, command_done: u64, data_out: u64, len_bytes: u64) -> u64 {
         let output_ns = transfer_ns(len_bytes, self.costs.read_budget_ns_per_byte.max(self.costs.link_ns_per_byte));
         let output_done = self.resources.transfer_out(now, data_out, output_ns);
-        command.done_ns.max(output_done)
+        command_done.max(output_done)
     }
 
     /// Reads a zone's bytes `offset..end` from flash from `start` (after the firmware): each program unit's
@@ -646,16 +620,18 @@ impl FlashModel {
             let host_here = self.layout.units_on_plane(media.host_units, plane_in_zone);
             let partial = !programmed_here.is_multiple_of(block_units);
             let erase = if full_erase {
-                PlaneErase { seal_ns: 0, waited_blocks: blocks_per_plane, blocks: blocks_per_plane }
+                PlaneErase { seal_ns: 0, first_block: 0, waited_blocks: blocks_per_plane, blocks: blocks_per_plane }
             } else if media.sealed || !partial {
                 PlaneErase {
                     seal_ns: 0,
+                    first_block: 0,
                     waited_blocks: host_here / block_units,
                     blocks: programmed_here.div_ceil(block_units),
                 }
             } else {
                 PlaneErase {
                     seal_ns: self.costs.seal_ns,
+                    first_block: 0,
                     waited_blocks: host_here.div_ceil(block_units),
                     blocks: programmed_here.div_ceil(block_units),
                 }
@@ -678,7 +654,7 @@ impl FlashModel {
         source: OpSource,
     ) -> u64 {
         let blocks = self.layout.blocks_per_zone_plane;
-        let erase = PlaneErase { seal_ns: 0, waited_blocks: if inline { blocks } else { 0 }, blocks };
+        let erase = PlaneErase { seal_ns: 0, first_block: 0, waited_blocks: if inline { blocks } else { 0 }, blocks };
         let mut done = start;
         for &physical_zone in physical_zones {
             for plane_in_zone in 0..self.layout.planes_per_zone.get() {
@@ -711,18 +687,19 @@ impl FlashModel {
             self.resources.planes[plane].reserve_after_all(now, start, erase.seal_ns)
         };
         let mut plane_done = if erase.seal_ns == 0 && erase.waited_blocks == 0 { start } else { at };
-        for block in 0..erase.blocks {
+        for nth in 0..erase.blocks {
+            let block = erase.first_block + nth;
             // At zone granularity the zone's erases end together, `erase_ns` after the reset starts, on no plane.
             at = if zone_latency {
                 start + self.costs.erase_ns
             } else {
                 self.resources.erase_block(now, plane, at, self.costs.erase_ns)
             };
-            let waited = block < erase.waited_blocks;
+            let waited = nth < erase.waited_blocks;
             if waited {
                 plane_done = at;
             }
-            if block + 1 == erase.waited_blocks && !zone_latency {
+            if nth + 1 == erase.waited_blocks && !zone_latency {
                 self.resources.await_erase(now, plane, at);
             }
             let unit = ProgramUnit(block * block_units * self.layout.planes_per_zone.get() + plane_in_zone);
@@ -875,6 +852,8 @@ impl FlashModel {
 #[derive(Clone, Copy, Debug)]
 struct PlaneErase {
     seal_ns: u64,
+    /// The plane's first block to erase, counted from the physical zone's first on that plane.
+    first_block: u64,
     waited_blocks: u64,
     blocks: u64,
 }
