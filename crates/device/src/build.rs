@@ -16,18 +16,20 @@
 use std::path::{Path, PathBuf};
 
 use zonelab_media::MediaState;
-use zonelab_zns::{Image, ImageError, MediaStore, MemoryStore, NullStore};
+use zonelab_zns::{Image, ImageError, MediaStore, MemoryStore, NullStore, ZonedNamespace};
 
 use crate::{Device, DeviceConfig, HostPath, HostSide, PresetError};
 
 /// Which device: a preset (or TOML file) with overrides, a configuration already in hand, or a device image.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceSpec {
-    /// `store`: the spec's own `store=` value, which wins over the builder's choice.
+    /// `store`: the spec's own `store=` value, which wins over the builder's choice; `nsid`: the namespace
+    /// the host attaches to (`ns=`), the zoned one when not given.
     Preset {
         name: String,
         overrides: Vec<String>,
         store: Option<String>,
+        nsid: Option<String>,
     },
     Config(Box<DeviceConfig>),
     Image(PathBuf),
@@ -44,19 +46,24 @@ impl DeviceSpec {
 
     /// `NAME[,key=value...]`, as the tools' `--preset=` takes it: keys as `zonelab create --set` takes them,
     /// and bare keys are namespace fields (`zones=64` is `namespace.zones=64`); `store=null|memory` chooses
-    /// where the device keeps its data, over the tool's default.
+    /// where the device keeps its data, over the tool's default; `ns=ID` attaches the host to namespace ID
+    /// (`preset:zn540,ns=1` is the ZN540's conventional namespace) instead of the zoned one.
     pub fn preset(text: &str) -> DeviceSpec {
         let mut parts = text.split(',');
         let name = parts.next().unwrap_or_default().to_string();
-        let (mut overrides, mut store) = (Vec::new(), None);
+        let (mut overrides, mut store, mut nsid) = (Vec::new(), None, None);
         for part in parts {
-            match part.strip_prefix("store=") {
-                Some(choice) => store = Some(choice.to_string()),
-                None if part.contains('.') => overrides.push(part.to_string()),
-                None => overrides.push(format!("namespace.{part}")),
+            if let Some(choice) = part.strip_prefix("store=") {
+                store = Some(choice.to_string());
+            } else if let Some(id) = part.strip_prefix("ns=") {
+                nsid = Some(id.to_string());
+            } else if part.contains('.') {
+                overrides.push(part.to_string());
+            } else {
+                overrides.push(format!("namespace.{part}"));
             }
         }
-        DeviceSpec::Preset { name, overrides, store }
+        DeviceSpec::Preset { name, overrides, store, nsid }
     }
 }
 
@@ -95,6 +102,8 @@ pub enum BuildError {
     Image { spec: String, source: zonelab_zns::ImageError },
     #[error("{spec}: the image's device model is not a valid device: {message}")]
     ImageModel { spec: String, message: String },
+    #[error("{spec}: the device has no namespace {nsid} (its namespaces: {ids})")]
+    NoSuchNamespace { spec: String, nsid: String, ids: String },
     #[error("zone {zone} could not be filled for a reset load: {reason}")]
     Precondition { zone: u32, reason: String },
 }
@@ -164,9 +173,10 @@ impl DeviceBuilder {
 
     fn build_unfilled(self) -> Result<Built, BuildError> {
         let label = match &self.spec {
-            DeviceSpec::Preset { name, overrides, store } => std::iter::once(format!("preset:{name}"))
+            DeviceSpec::Preset { name, overrides, store, nsid } => std::iter::once(format!("preset:{name}"))
                 .chain(overrides.iter().cloned())
                 .chain(store.iter().map(|store| format!("store={store}")))
+                .chain(nsid.iter().map(|nsid| format!("ns={nsid}")))
                 .collect::<Vec<_>>()
                 .join(","),
             DeviceSpec::Config(config) => format!("device {}", config.name),
@@ -174,11 +184,22 @@ impl DeviceBuilder {
         };
         let config_error = |source| BuildError::Config { spec: label.clone(), source };
         match self.spec {
-            DeviceSpec::Preset { name, overrides, store } => {
+            DeviceSpec::Preset { name, overrides, store, nsid } => {
                 // 1. Configuration, and the spec's choice of store if it makes one.
                 let store = store.as_deref().map_or(Ok(self.store), StoreChoice::parse).map_err(config_error)?;
                 let config = DeviceConfig::load(&name, &overrides).map_err(config_error)?;
-                Self::fresh(config, store, self.host, &label)
+                let mut built = Self::fresh(config, store, self.host, &label)?;
+                if let Some(nsid) = nsid {
+                    let ids = built.device.namespace_ids();
+                    let unknown = || BuildError::NoSuchNamespace {
+                        spec: label.clone(),
+                        nsid: nsid.clone(),
+                        ids: ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+                    };
+                    let id = nsid.parse().map_err(|_| unknown())?;
+                    built.device.attach(id).map_err(|_| unknown())?;
+                }
+                Ok(built)
             }
             DeviceSpec::Config(config) => Self::fresh(*config, self.store, self.host, &label),
             DeviceSpec::Image(path) => {
@@ -207,11 +228,16 @@ impl DeviceBuilder {
     fn fresh(config: DeviceConfig, store: StoreChoice, host: HostPath, label: &str) -> Result<Built, BuildError> {
         let namespace_error = |source| BuildError::Namespace { spec: label.to_string(), source };
         let geometry = config.namespace.validate().map_err(namespace_error)?;
-        let store: Box<dyn MediaStore> = match store {
-            StoreChoice::Null => Box::new(NullStore),
-            StoreChoice::Memory => Box::new(MemoryStore::new(geometry.nsze_lba << geometry.lba_shift)),
+        let new_store = |bytes: u64| -> Box<dyn MediaStore> {
+            match store {
+                StoreChoice::Null => Box::new(NullStore),
+                StoreChoice::Memory => Box::new(MemoryStore::new(bytes)),
+            }
         };
-        let device = Device::new(&config, store).map_err(namespace_error)?;
+        let namespace = ZonedNamespace::new(config.namespace.clone(), new_store(geometry.nsze_lba << geometry.lba_shift))
+            .map_err(namespace_error)?;
+        let conventional = config.conventional.as_ref().map(|cnv| new_store(cnv.capacity.bytes()));
+        let device = Device::with_namespaces(&config, namespace, conventional);
         let host = HostSide::new(host, &config.host);
         Ok(Built { device, config, host })
     }
@@ -257,6 +283,7 @@ mod tests {
                 name: "zn540".into(),
                 overrides: vec!["namespace.zones=64".into(), "media.nand.channels=4".into()],
                 store: None,
+                nsid: None,
             }
         );
         assert_eq!(DeviceSpec::parse("img/dev"), DeviceSpec::Image("img/dev".into()));

@@ -66,6 +66,11 @@ pub enum QueuedCommand {
         data: IoData,
     },
     Flush,
+    /// Dataset Management's deallocate of `nlb` blocks at `slba` (a conventional namespace's trim).
+    Deallocate {
+        slba: u64,
+        nlb: u64,
+    },
     ZoneSend {
         slba: u64,
         action: ZoneSendAction,

@@ -5,10 +5,11 @@
 use serde::Serialize;
 use zonelab_media::{FlashModel, MediaState, Restored, WriteKind};
 use zonelab_zns::{
-    Command, Completion, Effect, Executed, ImageLock, MediaStore, Status, TransitionCause, ZoneSendAction, ZoneState,
-    ZonedNamespace,
+    Command, Completion, Effect, Executed, Geometry, ImageLock, MediaStore, MemoryStore, Status, TransitionCause,
+    ZoneSendAction, ZoneState, ZonedNamespace,
 };
 
+use crate::conventional::{Conventional, ConventionalStats};
 use crate::queue::SubmissionQueue;
 use crate::DeviceConfig;
 
@@ -45,11 +46,33 @@ pub struct DeviceCounters {
     /// Open zones the zombie scan finished.
     pub controller_finishes: u64,
     pub errors: u64,
+    /// Dataset Management deallocates (a conventional namespace's trims).
+    pub deallocates: u64,
     /// Reads that reached blocks no write has reached (at or past their zone's write pointer, or past its
     /// capacity): the device returns zeros for those blocks without reading flash.
     pub reads_of_unwritten: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
+}
+
+impl DeviceCounters {
+    /// What was counted since `earlier` (a snapshot of the same counters).
+    pub fn since(&self, earlier: &DeviceCounters) -> DeviceCounters {
+        DeviceCounters {
+            reads: self.reads - earlier.reads,
+            writes: self.writes - earlier.writes,
+            appends: self.appends - earlier.appends,
+            zone_management: self.zone_management - earlier.zone_management,
+            resets: self.resets - earlier.resets,
+            finishes: self.finishes - earlier.finishes,
+            controller_finishes: self.controller_finishes - earlier.controller_finishes,
+            errors: self.errors - earlier.errors,
+            deallocates: self.deallocates - earlier.deallocates,
+            reads_of_unwritten: self.reads_of_unwritten - earlier.reads_of_unwritten,
+            bytes_read: self.bytes_read - earlier.bytes_read,
+            bytes_written: self.bytes_written - earlier.bytes_written,
+        }
+    }
 }
 
 /// How a command is timed, read off it before the namespace takes it.
@@ -72,13 +95,21 @@ pub struct DeviceStats {
     /// Energy of every flash operation so far, from the preset's per-operation constants.
     pub energy_j_total: f64,
     pub wear: zonelab_media::EraseSummary,
+    /// The conventional namespace's FTL, when the device has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conventional: Option<ConventionalStats>,
 }
 
-/// An emulated ZNS SSD over a media store.
+/// An emulated ZNS SSD over a media store: a zoned namespace, and a conventional one beside it when its
+/// configuration has one, sharing the controller, link and dies.
 #[derive(Debug)]
 pub struct Device<S> {
     name: String,
     namespace: ZonedNamespace<S>,
+    zoned_nsid: u32,
+    conventional: Option<Conventional>,
+    /// The namespace commands go to when the host names none (`enqueue`, `submit`).
+    attached_nsid: u32,
     pub(crate) media: FlashModel,
     power_loss_protection: bool,
     counters: DeviceCounters,
@@ -104,15 +135,31 @@ struct ZombieScan {
 }
 
 impl<S: MediaStore> Device<S> {
-    /// A device as `config` describes it, over `store`.
+    /// A device as `config` describes it, over `store`; a conventional namespace keeps its data in memory.
     pub fn new(config: &DeviceConfig, store: S) -> Result<Device<S>, zonelab_zns::ConfigError> {
         let namespace = ZonedNamespace::new(config.namespace.clone(), store)?;
         Ok(Device::with_namespace(config, namespace))
     }
 
-    /// A device over an existing namespace.
+    /// A device over an existing namespace; a conventional namespace keeps its data in memory.
     pub fn with_namespace(config: &DeviceConfig, namespace: ZonedNamespace<S>) -> Device<S> {
-        Device::assemble(config, namespace, None)
+        let memory = |bytes: u64| Box::new(MemoryStore::new(bytes)) as Box<dyn MediaStore>;
+        Device::with_namespaces(config, namespace, config.conventional.as_ref().map(|cnv| memory(cnv.capacity.bytes())))
+    }
+
+    /// A device over an existing zoned namespace and, when `config` has a conventional namespace, `conventional`
+    /// as its store (None leaves it out: a device image holds the zoned namespace only).
+    pub fn with_namespaces(
+        config: &DeviceConfig,
+        namespace: ZonedNamespace<S>,
+        conventional: Option<Box<dyn MediaStore>>,
+    ) -> Device<S> {
+        let mut device = Device::assemble(config, namespace, None);
+        if let (Some(cnv), Some(store)) = (&config.conventional, conventional) {
+            let added = Conventional::new(cnv, store, &mut device.media);
+            device.conventional = Some(added.expect("a device configuration is validated when it is loaded"));
+        }
+        device
     }
 
     /// A device over a device image's namespace: the flash model takes up the state (wear, ReZNS's mapping) the
@@ -150,6 +197,9 @@ impl<S: MediaStore> Device<S> {
         Device {
             name: config.name.clone(),
             namespace,
+            zoned_nsid: config.zoned_nsid,
+            conventional: None,
+            attached_nsid: config.zoned_nsid,
             media,
             power_loss_protection: config.power_loss_protection,
             counters: DeviceCounters::default(),
@@ -179,8 +229,62 @@ impl<S: MediaStore> Device<S> {
         &self.name
     }
 
+    /// The zoned namespace.
     pub fn namespace(&self) -> &ZonedNamespace<S> {
         &self.namespace
+    }
+
+    /// The namespace IDs the device has, lowest first.
+    pub fn namespace_ids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = std::iter::once(self.zoned_nsid).chain(self.conventional.as_ref().map(|cnv| cnv.nsid)).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The zoned namespace's ID.
+    pub fn zoned_nsid(&self) -> u32 {
+        self.zoned_nsid
+    }
+
+    /// The geometry of namespace `nsid` (what Identify Namespace tells a host), if the device has it.
+    pub fn geometry_of(&self, nsid: u32) -> Option<Geometry> {
+        if nsid == self.zoned_nsid {
+            return Some(*self.namespace.geometry());
+        }
+        self.conventional.as_ref().filter(|cnv| cnv.nsid == nsid).map(|cnv| *cnv.namespace.geometry())
+    }
+
+    /// The namespace commands go to when the host names none, and its geometry.
+    pub fn attached_nsid(&self) -> u32 {
+        self.attached_nsid
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        self.geometry_of(self.attached_nsid).unwrap_or(*self.namespace.geometry())
+    }
+
+    /// Checks a read of `nlb` blocks at `slba` on namespace `nsid` as it would run, moving no data.
+    pub fn check_read(&self, nsid: u32, slba: u64, nlb: u64) -> Result<(), Status> {
+        match &self.conventional {
+            _ if nsid == self.zoned_nsid => self.namespace.check_read(slba, nlb),
+            Some(cnv) if cnv.nsid == nsid => cnv.namespace.check_read(slba, nlb),
+            _ => Err(Status::InvalidNamespaceOrFormat),
+        }
+    }
+
+    /// Sends the commands that name no namespace to `nsid`; Invalid Namespace or Format if there is none.
+    pub fn attach(&mut self, nsid: u32) -> Result<(), Status> {
+        self.geometry_of(nsid).ok_or(Status::InvalidNamespaceOrFormat)?;
+        self.attached_nsid = nsid;
+        Ok(())
+    }
+
+    /// Brings the conventional namespace to a steady state with no time passing: every page written once,
+    /// then `random_passes` times more at random (seeded). Invalid Namespace or Format without one.
+    pub fn precondition_conventional(&mut self, random_passes: u32, seed: u64) -> Result<(), Status> {
+        let cnv = self.conventional.as_mut().ok_or(Status::InvalidNamespaceOrFormat)?;
+        cnv.precondition(random_passes, seed);
+        Ok(())
     }
 
     /// The stored bytes, to damage behind the controller's back in fault-injection tests.
@@ -199,6 +303,7 @@ impl<S: MediaStore> Device<S> {
             flash: self.media.counters().clone(),
             energy_j_total: self.media.counters().total_energy_nj(&self.media.config().energy) / 1e9,
             wear: self.media.erase_summary(),
+            conventional: self.conventional.as_ref().map(Conventional::stats),
         }
     }
 
@@ -228,9 +333,17 @@ impl<S: MediaStore> Device<S> {
         Ok(())
     }
 
-    /// Runs `command`, arrived at the controller at `now`: the namespace decides what happens, the flash model
-    /// when the device is done.
+    /// Runs `command` on the attached namespace (`attach`); see `submit_to`.
     pub fn submit(&mut self, now: u64, command: Command<'_>) -> Submitted {
+        self.submit_to(self.attached_nsid, now, command)
+    }
+
+    /// Runs `command` on namespace `nsid`, arrived at the controller at `now`: the namespace decides what
+    /// happens, the flash model when the device is done.
+    pub fn submit_to(&mut self, nsid: u32, now: u64, command: Command<'_>) -> Submitted {
+        if nsid != self.zoned_nsid {
+            return self.submit_conventional(nsid, now, command);
+        }
         let described = self.trace.is_some().then(|| describe(&command, self.namespace.geometry().lba_shift));
         let changes_mapping = cfg!(debug_assertions) && matches!(command, Command::ZoneManagementSend { .. });
         let outcome = self.scan_for_zombies(now).and_then(|()| self.run(now, command));
@@ -240,6 +353,35 @@ impl<S: MediaStore> Device<S> {
         if changes_mapping && self.namespace.geometry().zones <= 256 {
             if let Err(broken) = self.media.check_mapping() {
                 panic!("the zone mapping broke at {now} ns: {broken}");
+            }
+        }
+        self.complete(now, described, outcome)
+    }
+
+    /// A command to a namespace other than the zoned one: the conventional namespace's, if `nsid` is its.
+    fn submit_conventional(&mut self, nsid: u32, now: u64, command: Command<'_>) -> Submitted {
+        let shift = self.geometry_of(nsid).map_or(0, |geometry| geometry.lba_shift);
+        let described = self.trace.is_some().then(|| describe(&command, shift));
+        let (kind, bytes) = match &command {
+            Command::Read { buf, .. } => (0, buf.len() as u64),
+            Command::ReadDiscard { nlb, .. } => (0, nlb << shift),
+            Command::Write { data, .. } => (1, data.len() as u64),
+            Command::Deallocate { .. } => (2, 0),
+            _ => (3, 0),
+        };
+        let outcome = match self.conventional.as_mut().filter(|cnv| cnv.nsid == nsid) {
+            Some(cnv) => {
+                cnv.collect_while_idle(&mut self.media, now);
+                cnv.run(&mut self.media, self.power_loss_protection, now, command)
+            }
+            None => Err(Status::InvalidNamespaceOrFormat),
+        };
+        if outcome.is_ok() {
+            match kind {
+                0 => (self.counters.reads, self.counters.bytes_read) = (self.counters.reads + 1, self.counters.bytes_read + bytes),
+                1 => (self.counters.writes, self.counters.bytes_written) = (self.counters.writes + 1, self.counters.bytes_written + bytes),
+                2 => self.counters.deallocates += 1,
+                _ => {}
             }
         }
         self.complete(now, described, outcome)
@@ -278,6 +420,8 @@ impl<S: MediaStore> Device<S> {
             Command::WriteZeroes { .. } => Timing::Write(WriteKind::Zeroes),
             Command::Append { .. } => Timing::Write(WriteKind::Append),
             Command::Flush => Timing::Flush,
+            // The zoned namespace refuses it before any timing.
+            Command::Deallocate { .. } => Timing::Report,
             Command::ZoneManagementSend { slba, action, select_all } => {
                 Timing::ZoneSend { slba: *slba, action: *action, select_all: *select_all }
             }
@@ -442,6 +586,7 @@ fn describe(command: &Command<'_>, lba_shift: u32) -> (u8, u64, u64) {
         Command::WriteZeroes { slba, nlb } => (0x08, *slba, *nlb),
         Command::Append { zslba, data } => (0x7d, *zslba, (data.len() as u64) >> lba_shift),
         Command::Flush => (0x00, 0, 0),
+        Command::Deallocate { slba, nlb } => (0x09, *slba, *nlb),
         Command::ZoneManagementSend { slba, .. } => (0x79, *slba, 0),
         Command::ZoneManagementReceive { slba, .. } => (0x7a, *slba, 0),
     }

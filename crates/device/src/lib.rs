@@ -10,6 +10,7 @@
 
 mod build;
 mod command;
+mod conventional;
 mod device;
 mod host;
 mod preset;
@@ -18,6 +19,7 @@ pub mod rng;
 
 pub use build::{BuildError, Built, DeviceBuilder, DeviceSpec, StoreChoice};
 pub use command::{IoData, Output, QueuedCommand};
+pub use conventional::{ConventionalNamespaceConfig, ConventionalStats};
 pub use device::{Device, DeviceCounters, DeviceStats, Submitted, TraceEvent};
 pub use host::{micros_to_ns, CoreShare, HostPath, HostSide};
 pub use preset::{apply_override, DeviceConfig, HostCost, HostCosts, PresetError, PRESETS};

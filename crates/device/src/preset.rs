@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use zonelab_media::{MediaConfig, MediaConfigError};
 use zonelab_zns::{toml_decode, ConfigError, NamespaceConfig};
 
+use crate::ConventionalNamespaceConfig;
+
 /// The compiled-in presets, by name.
 pub const PRESETS: &[(&str, &str)] = &[
     ("zn540", include_str!("../../../presets/zn540.toml")),
@@ -138,9 +140,19 @@ pub struct DeviceConfig {
     pub description: String,
     /// Acknowledged writes survive a power loss (capacitors flush the write buffer).
     pub power_loss_protection: bool,
+    /// The zoned namespace's ID. Default 1.
+    #[serde(default = "first_nsid")]
+    pub zoned_nsid: u32,
     pub namespace: NamespaceConfig,
+    /// A conventional namespace beside the zoned one, sharing its dies; none when the table is left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conventional: Option<ConventionalNamespaceConfig>,
     pub media: MediaConfig,
     pub host: HostCosts,
+}
+
+fn first_nsid() -> u32 {
+    1
 }
 
 /// Why a device configuration was refused.
@@ -215,6 +227,13 @@ impl DeviceConfig {
         let config: DeviceConfig = toml_decode::decode_table(document).map_err(parse_error)?;
         config.namespace.validate()?;
         config.media.validate()?;
+        if let Some(conventional) = &config.conventional {
+            conventional.validate(&config.media)?;
+            if conventional.nsid == config.zoned_nsid {
+                let reason = format!("{} is the zoned namespace's ID too", conventional.nsid);
+                return Err(PresetError::Namespace(ConfigError::new("conventional.nsid", reason)));
+            }
+        }
         config.host.validate()?;
         Ok(config)
     }

@@ -16,10 +16,10 @@ pub const SUBMISSION_QUEUE_ENTRIES: usize = 1 << 16;
 #[derive(Debug)]
 pub struct QueueFull(pub QueuedCommand);
 
-/// Commands waiting for the device, with the caller's tag for each.
+/// Commands waiting for the device, with the caller's tag and the namespace for each.
 #[derive(Debug, Default)]
 pub(crate) struct SubmissionQueue {
-    entries: Vec<(u64, QueuedCommand)>,
+    entries: Vec<(u64, u32, QueuedCommand)>,
     reorder: Option<SplitMix64>,
 }
 
@@ -29,12 +29,17 @@ impl<S: MediaStore> Device<S> {
         self.queue.reorder = seed.map(|seed| SplitMix64::split(seed, "reorder"));
     }
 
-    /// Queues `command` under `tag` (the caller's, handed back with its completion).
+    /// Queues `command` for the attached namespace under `tag` (the caller's, handed back with its completion).
     pub fn enqueue(&mut self, tag: u64, command: QueuedCommand) -> Result<(), QueueFull> {
+        self.enqueue_to(tag, self.attached_nsid(), command)
+    }
+
+    /// Queues `command` for namespace `nsid` under `tag`.
+    pub fn enqueue_to(&mut self, tag: u64, nsid: u32, command: QueuedCommand) -> Result<(), QueueFull> {
         if self.queue.entries.len() >= SUBMISSION_QUEUE_ENTRIES {
             return Err(QueueFull(command));
         }
-        self.queue.entries.push((tag, command));
+        self.queue.entries.push((tag, nsid, command));
         Ok(())
     }
 
@@ -51,10 +56,10 @@ impl<S: MediaStore> Device<S> {
         if let Some(rng) = &mut self.queue.reorder {
             rng.shuffle(&mut batch);
         }
-        for (tag, command) in batch.drain(..) {
+        for (tag, nsid, command) in batch.drain(..) {
             // Work done for the command may be delayed while it is in flight: the flash model names it by its tag.
             self.media.serve(Some(tag));
-            let (complete_ns, result) = self.execute_queued(now, command);
+            let (complete_ns, result) = self.execute_queued_to(nsid, now, command);
             complete(tag, complete_ns, result);
         }
         self.media.serve(None);
@@ -82,9 +87,18 @@ impl<S: MediaStore> Device<S> {
         self.media.forget_commands();
     }
 
-    /// Runs one owned command submitted at `now`; returns when it completes and what it returns.
+    /// Runs one owned command for the attached namespace submitted at `now`; returns when it completes and what
+    /// it returns.
     pub fn execute_queued(&mut self, now: u64, command: QueuedCommand) -> (u64, Result<Output, Status>) {
-        let lba_size = u64::from(self.namespace().geometry().lba_size);
+        self.execute_queued_to(self.attached_nsid(), now, command)
+    }
+
+    /// Runs one owned command for namespace `nsid` submitted at `now`.
+    pub fn execute_queued_to(&mut self, nsid: u32, now: u64, command: QueuedCommand) -> (u64, Result<Output, Status>) {
+        let Some(geometry) = self.geometry_of(nsid) else {
+            return (now, Err(Status::InvalidNamespaceOrFormat));
+        };
+        let lba_size = u64::from(geometry.lba_size);
         let with = |submitted: Submitted, output: Output| {
             (
                 submitted.complete_ns,
@@ -96,41 +110,44 @@ impl<S: MediaStore> Device<S> {
         };
         match command {
             QueuedCommand::Read { slba, nlb, keep: false } => {
-                with(self.submit(now, Command::ReadDiscard { slba, nlb }), Output::Done)
+                with(self.submit_to(nsid, now, Command::ReadDiscard { slba, nlb }), Output::Done)
             }
             QueuedCommand::Read { slba, nlb, keep: true } => {
                 // A read the namespace refuses (past MDTS or the namespace's end, say) fails before data moves:
                 // send it without its buffer, which for a hostile `nlb` would not fit in memory.
-                if self.namespace().check_read(slba, nlb).is_err() {
-                    return with(self.submit(now, Command::ReadDiscard { slba, nlb }), Output::Done);
+                if self.check_read(nsid, slba, nlb).is_err() {
+                    return with(self.submit_to(nsid, now, Command::ReadDiscard { slba, nlb }), Output::Done);
                 }
                 let mut buf = vec![0u8; nlb.saturating_mul(lba_size).min(usize::MAX as u64) as usize];
-                let submitted = self.submit(now, Command::Read { slba, buf: &mut buf });
+                let submitted = self.submit_to(nsid, now, Command::Read { slba, buf: &mut buf });
                 with(submitted, Output::Data(Box::new(buf)))
             }
             QueuedCommand::Write { slba, data } => {
-                let submitted = data.with_bytes(|bytes| self.submit(now, Command::Write { slba, data: bytes }));
+                let submitted = data.with_bytes(|bytes| self.submit_to(nsid, now, Command::Write { slba, data: bytes }));
                 with(submitted, Output::Done)
             }
             QueuedCommand::WriteZeroes { slba, nlb } => {
-                with(self.submit(now, Command::WriteZeroes { slba, nlb }), Output::Done)
+                with(self.submit_to(nsid, now, Command::WriteZeroes { slba, nlb }), Output::Done)
             }
             QueuedCommand::Append { zslba, data } => {
-                let submitted = data.with_bytes(|bytes| self.submit(now, Command::Append { zslba, data: bytes }));
+                let submitted = data.with_bytes(|bytes| self.submit_to(nsid, now, Command::Append { zslba, data: bytes }));
                 with(submitted, Output::Done)
             }
-            QueuedCommand::Flush => with(self.submit(now, Command::Flush), Output::Done),
+            QueuedCommand::Flush => with(self.submit_to(nsid, now, Command::Flush), Output::Done),
+            QueuedCommand::Deallocate { slba, nlb } => {
+                with(self.submit_to(nsid, now, Command::Deallocate { slba, nlb }), Output::Done)
+            }
             QueuedCommand::ZoneSend { slba, action, select_all } => {
-                with(self.submit(now, Command::ZoneManagementSend { slba, action, select_all }), Output::Done)
+                with(self.submit_to(nsid, now, Command::ZoneManagementSend { slba, action, select_all }), Output::Done)
             }
             QueuedCommand::Report { slba, filter, partial, max_zones } => {
                 // No report lists more zones than the namespace has, whatever room the host offers.
-                let max_zones = max_zones.min(self.namespace().geometry().zones);
+                let max_zones = max_zones.min(geometry.zones);
                 let mut buf = vec![0u8; REPORT_HEADER_BYTES + ZONE_DESCRIPTOR_BYTES * max_zones as usize];
                 let action = ReceiveAction::ReportZones;
-                let submitted =
-                    self.submit(now, Command::ZoneManagementReceive { slba, action, filter, partial, buf: &mut buf });
-                let zone_size = self.namespace().geometry().zone_size_lba;
+                let receive = Command::ZoneManagementReceive { slba, action, filter, partial, buf: &mut buf };
+                let submitted = self.submit_to(nsid, now, receive);
+                let zone_size = geometry.zone_size_lba;
                 let report =
                     ZoneReport::decode(&buf, zone_size).unwrap_or(ZoneReport { nr_zones: 0, zones: Vec::new() });
                 with(submitted, Output::Report(Box::new(report)))

@@ -1,12 +1,13 @@
 //! What an FTL is built with: the logical space it exports, the physical blocks behind it (the logical space
 //! plus over-provisioning) and its garbage collection thresholds.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How garbage collection picks the block to empty.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VictimPolicy {
+    #[default]
     /// The full block with the fewest valid pages: the least copying now (NVMeVirt's conv_ftl, FEMU's BBSSD).
     Greedy,
     /// The block with the best `(1 - u) / 2u x age` (Rosenblum and Ousterhout's cleaning policy for LFS, as

@@ -150,19 +150,45 @@ impl Ftl {
     /// Reads logical page `lpn` at `now`; returns when its data is in the controller (at once for a page
     /// never written, trimmed, or still in the write buffer).
     pub fn read(&mut self, flash: &mut impl Flash, now: u64, lpn: u64) -> Result<u64, FtlError> {
-        self.check_lpn(lpn)?;
-        self.counters.host_pages_read += 1;
-        let ppn = self.l2p[lpn as usize];
-        if ppn == UNMAPPED {
-            return Ok(now);
+        self.read_range(flash, now, lpn, 1)
+    }
+
+    /// Reads `count` logical pages from `first` at `now`; returns when their data is all in the controller.
+    /// Neighbouring pages in one program unit are sensed together, once, and only their bytes move.
+    pub fn read_range(&mut self, flash: &mut impl Flash, now: u64, first: u64, count: u64) -> Result<u64, FtlError> {
+        self.check_lpn(first + count.max(1) - 1)?;
+        self.counters.host_pages_read += count;
+        let mut done = now;
+        // The unit being gathered into one sense, and how many of its pages are wanted.
+        let mut group: Option<((u32, u32), u64)> = None;
+        for lpn in first..first + count {
+            let ppn = self.l2p[lpn as usize];
+            if ppn == UNMAPPED {
+                continue;
+            }
+            let (block, offset) = self.place(ppn);
+            let unit = offset / self.config.pages_per_unit;
+            let gathering = self.blocks.written[block as usize] / self.config.pages_per_unit;
+            if matches!(self.blocks.state[block as usize], BlockState::Open(_)) && unit == gathering {
+                continue;
+            }
+            match &mut group {
+                Some((at, pages)) if *at == (block, unit) => *pages += 1,
+                _ => {
+                    if let Some(((block, unit), pages)) = group.replace(((block, unit), 1)) {
+                        done = done.max(self.sense_pages(flash, now, block, unit, pages));
+                    }
+                }
+            }
         }
-        let (block, offset) = self.place(ppn);
-        let unit = offset / self.config.pages_per_unit;
-        let gathering = self.blocks.written[block as usize] / self.config.pages_per_unit;
-        if matches!(self.blocks.state[block as usize], BlockState::Open(_)) && unit == gathering {
-            return Ok(now);
+        if let Some(((block, unit), pages)) = group {
+            done = done.max(self.sense_pages(flash, now, block, unit, pages));
         }
-        Ok(flash.sense(now, now, block, u64::from(unit), self.config.page_bytes, OpSource::HostRead))
+        Ok(done)
+    }
+
+    fn sense_pages(&self, flash: &mut impl Flash, now: u64, block: u32, unit: u32, pages: u64) -> u64 {
+        flash.sense(now, now, block, u64::from(unit), pages * self.config.page_bytes, OpSource::HostRead)
     }
 
     /// Deallocates logical page `lpn` (Dataset Management's deallocate; fio's trim): it reads as never

@@ -78,6 +78,12 @@ pub trait HostExt: CommandQueue {
         }
     }
 
+    /// Deallocate (a conventional namespace's trim): the blocks read as zeros afterwards.
+    fn deallocate(&self, slba: u64, nlb: u64) -> impl Future<Output = Result<(), Status>> {
+        let done = self.submit(QueuedCommand::Deallocate { slba, nlb });
+        async move { done.await.map(|_| ()) }
+    }
+
     fn flush(&self) -> impl Future<Output = Result<(), Status>> {
         let done = self.submit(QueuedCommand::Flush);
         async move { done.await.map(|_| ()) }

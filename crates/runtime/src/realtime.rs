@@ -202,7 +202,7 @@ impl RealTime {
     /// Opens the device `builder` describes, starts its clock and its device thread.
     pub fn start(builder: DeviceBuilder) -> Result<RealTime, BuildError> {
         let built = builder.build()?;
-        let geometry = *built.device.namespace().geometry();
+        let geometry = built.device.geometry();
         let (shared_tx, shared_rx) = std::sync::mpsc::channel::<Arc<Shared>>();
         let thread = std::thread::Builder::new()
             .name("zonelab-device".into())

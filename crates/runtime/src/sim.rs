@@ -294,7 +294,7 @@ impl<S: MediaStore + 'static> CommandQueue for Host<S> {
     }
 
     fn geometry(&self) -> zonelab_zns::Geometry {
-        *self.shared.borrow().device.namespace().geometry()
+        self.shared.borrow().device.geometry()
     }
 }
 

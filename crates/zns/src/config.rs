@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ByteSize;
+use crate::{ByteSize, Status};
 
 /// Memory page size the ZASL and MDTS exponents count in (CAP.MPSMIN = 4 KiB, as Linux assumes).
 pub const MIN_PAGE_BYTES: u64 = 4096;
@@ -88,13 +88,33 @@ pub struct ConfigError {
     pub reason: String,
 }
 
-fn refuse(field: &'static str, reason: String) -> ConfigError {
+impl ConfigError {
+    /// `field` refused for `reason`: for the layers above, whose configurations hold a namespace's.
+    pub fn new(field: &'static str, reason: String) -> ConfigError {
+        ConfigError { field, reason }
+    }
+}
+
+pub(crate) fn refuse(field: &'static str, reason: String) -> ConfigError {
     ConfigError { field, reason }
 }
 
-/// The validated shape of a namespace, in LBAs. Limits of 0 mean "no limit".
+/// Which command set a namespace follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NamespaceKind {
+    /// NVMe Zoned Namespace: sequential-write zones.
+    Zoned,
+    /// The NVM command set: any block written in any order, behind a flash translation layer.
+    Conventional,
+}
+
+/// The validated shape of a namespace, in LBAs. Limits of 0 mean "no limit". A conventional namespace has no
+/// zones; code that walks zones sees it as one zone that spans it, always full (zone size the next power of
+/// two, zone capacity the namespace), and no zone limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
+    pub kind: NamespaceKind,
     pub lba_size: u32,
     pub lba_shift: u32,
     pub zones: u32,
@@ -120,9 +140,34 @@ impl Geometry {
     pub const fn zone_of(&self, lba: u64) -> u32 {
         (lba >> self.zone_shift) as u32
     }
+
+    /// The blocks in a data buffer of `bytes`: Invalid Field when it is empty or not whole blocks.
+    pub(crate) fn blocks_in(&self, bytes: usize) -> Result<u64, Status> {
+        let bytes = bytes as u64;
+        if bytes == 0 || bytes & (u64::from(self.lba_size) - 1) != 0 {
+            return Err(Status::InvalidField);
+        }
+        Ok(bytes >> self.lba_shift)
+    }
+
+    /// Invalid Field when `nlb` blocks exceed the largest transfer (MDTS).
+    pub(crate) fn check_transfer(&self, nlb: u64) -> Result<(), Status> {
+        match self.max_transfer_lba {
+            Some(limit) if nlb > limit => Err(Status::InvalidField),
+            _ => Ok(()),
+        }
+    }
+
+    /// LBA Out of Range when `nlb` blocks from `slba` pass the namespace's end.
+    pub(crate) fn check_range(&self, slba: u64, nlb: u64) -> Result<(), Status> {
+        match slba.checked_add(nlb) {
+            Some(end) if end <= self.nsze_lba => Ok(()),
+            _ => Err(Status::LbaOutOfRange),
+        }
+    }
 }
 
-fn check_page_multiple(field: &'static str, size: ByteSize) -> Result<(), ConfigError> {
+pub(crate) fn check_page_multiple(field: &'static str, size: ByteSize) -> Result<(), ConfigError> {
     let bytes = size.bytes();
     if bytes != 0 && (!bytes.is_multiple_of(MIN_PAGE_BYTES) || !(bytes / MIN_PAGE_BYTES).is_power_of_two()) {
         return Err(refuse(field, format!("{size} is not 0 or a power-of-two multiple of 4KiB")));
@@ -177,6 +222,7 @@ impl NamespaceConfig {
         let max_append_lba =
             if self.zasl.bytes() != 0 { Some(self.zasl.bytes() / lba_bytes) } else { max_transfer_lba };
         Ok(Geometry {
+            kind: NamespaceKind::Zoned,
             lba_size: self.lba_size,
             lba_shift: self.lba_size.trailing_zeros(),
             zones: self.zones,

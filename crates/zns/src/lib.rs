@@ -28,6 +28,7 @@
 
 pub mod codec;
 mod config;
+mod conventional;
 mod effect;
 mod fault;
 mod image;
@@ -40,7 +41,10 @@ mod store;
 pub mod toml_decode;
 mod zone;
 
-pub use config::{CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, MAX_ZONES, MIN_PAGE_BYTES};
+pub use config::{
+    CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, NamespaceKind, MAX_ZONES, MIN_PAGE_BYTES,
+};
+pub use conventional::{ConventionalConfig, ConventionalNamespace};
 pub use effect::{Effect, Effects, Executed, TransitionCause};
 pub use fault::HostFault;
 pub use image::{Access, Image, ImageConfig, ImageError, ImageLock, RebuiltZone, StoreKind, IMAGE_FORMAT_VERSION};

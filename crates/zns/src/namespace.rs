@@ -47,6 +47,10 @@ pub enum Command<'a> {
     Append { zslba: u64, data: &'a [u8] },
     /// Flush (0x00): every completed command becomes durable.
     Flush,
+    /// Dataset Management (0x09) with Deallocate, one range: `nlb` blocks at `slba` read as zeros afterwards
+    /// and their flash holds nothing live. A conventional namespace's command; a zoned namespace has no use
+    /// for it (a reset frees a zone) and refuses it as an invalid opcode.
+    Deallocate { slba: u64, nlb: u64 },
     /// Zone Management Send (0x79).
     ZoneManagementSend { slba: u64, action: ZoneSendAction, select_all: bool },
     /// Zone Management Receive (0x7a): the report is written into `buf` as the device lays it out.
@@ -268,6 +272,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
             Command::WriteZeroes { slba, nlb } => self.run_write_zeroes(slba, nlb).map(|()| Completion::Success),
             Command::Append { zslba, data } => self.run_append(zslba, data).map(|lba| Completion::Appended { lba }),
             Command::Flush => self.run_flush().map(|()| Completion::Success),
+            Command::Deallocate { .. } => Err(Status::InvalidOpcode),
             Command::ZoneManagementSend { slba, action, select_all } => {
                 self.run_zone_management_send(slba, action, select_all).map(|()| Completion::Success)
             }
@@ -358,28 +363,6 @@ impl<S: MediaStore> ZonedNamespace<S> {
     }
 
     /// Number of whole LBAs in a host buffer; a buffer that is empty or not whole LBAs is Invalid Field.
-    fn blocks_in(&self, bytes: usize) -> Result<u64, Status> {
-        let bytes = bytes as u64;
-        if bytes == 0 || bytes & (u64::from(self.geometry.lba_size) - 1) != 0 {
-            return Err(Status::InvalidField);
-        }
-        Ok(bytes >> self.geometry.lba_shift)
-    }
-
-    fn check_mdts(&self, nlb: u64) -> Result<(), Status> {
-        match self.geometry.max_transfer_lba {
-            Some(limit) if nlb > limit => Err(Status::InvalidField),
-            _ => Ok(()),
-        }
-    }
-
-    fn check_bounds(&self, slba: u64, nlb: u64) -> Result<(), Status> {
-        match slba.checked_add(nlb) {
-            Some(end) if end <= self.geometry.nsze_lba => Ok(()),
-            _ => Err(Status::LbaOutOfRange),
-        }
-    }
-
     fn byte_offset(&self, lba: u64) -> u64 {
         lba << self.geometry.lba_shift
     }
@@ -390,8 +373,8 @@ impl<S: MediaStore> ZonedNamespace<S> {
         if nlb == 0 {
             return Err(Status::InvalidField);
         }
-        self.check_mdts(nlb)?;
-        self.check_bounds(slba, nlb)?;
+        self.geometry.check_transfer(nlb)?;
+        self.geometry.check_range(slba, nlb)?;
         let end = slba + nlb;
         let first_zone = self.geometry.zone_of(slba);
         let last_zone = self.geometry.zone_of(end - 1);
@@ -417,7 +400,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
     /// Read: MDTS, bounds, zone boundary and state checks, DULBE (QEMU `nvme_read`). Blocks at or above a zone's
     /// write pointer read as zeros whatever the store holds.
     fn run_read(&mut self, slba: u64, buf: &mut [u8]) -> Result<(), Status> {
-        let nlb = self.blocks_in(buf.len())?;
+        let nlb = self.geometry.blocks_in(buf.len())?;
         self.check_read(slba, nlb)?;
         let end = slba + nlb;
         let first_zone = self.geometry.zone_of(slba);
@@ -440,9 +423,9 @@ impl<S: MediaStore> ZonedNamespace<S> {
 
     /// Write at the write pointer.
     fn run_write(&mut self, slba: u64, data: &[u8]) -> Result<(), Status> {
-        let nlb = self.blocks_in(data.len())?;
-        self.check_mdts(nlb)?;
-        self.check_bounds(slba, nlb)?;
+        let nlb = self.geometry.blocks_in(data.len())?;
+        self.geometry.check_transfer(nlb)?;
+        self.geometry.check_range(slba, nlb)?;
         self.zoned_write(self.geometry.zone_of(slba), slba, nlb, Some(data)).map(|_| ())
     }
 
@@ -451,15 +434,15 @@ impl<S: MediaStore> ZonedNamespace<S> {
         if nlb == 0 {
             return Err(Status::InvalidField);
         }
-        self.check_bounds(slba, nlb)?;
+        self.geometry.check_range(slba, nlb)?;
         self.zoned_write(self.geometry.zone_of(slba), slba, nlb, None).map(|_| ())
     }
 
     /// Zone Append to the zone starting at `zslba`; returns the LBA the data landed at.
     fn run_append(&mut self, zslba: u64, data: &[u8]) -> Result<u64, Status> {
-        let nlb = self.blocks_in(data.len())?;
-        self.check_mdts(nlb)?;
-        self.check_bounds(zslba, nlb)?;
+        let nlb = self.geometry.blocks_in(data.len())?;
+        self.geometry.check_transfer(nlb)?;
+        self.geometry.check_range(zslba, nlb)?;
         let zone = self.geometry.zone_of(zslba);
         if zslba != self.geometry.zone_start_lba(zone) {
             return Err(Status::InvalidField);

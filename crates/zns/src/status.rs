@@ -10,6 +10,8 @@ use std::fmt;
 pub enum Status {
     InvalidOpcode,
     InvalidField,
+    /// The command names a namespace the controller does not have.
+    InvalidNamespaceOrFormat,
     LbaOutOfRange,
     InvalidZoneOperationRequest,
     ZrwaResourcesUnavailable,
@@ -31,9 +33,10 @@ pub const STATUS_DNR: u16 = 0x4000;
 
 impl Status {
     /// Every status, for lookups by code.
-    pub const ALL: [Status; 16] = [
+    pub const ALL: [Status; 17] = [
         Status::InvalidOpcode,
         Status::InvalidField,
+        Status::InvalidNamespaceOrFormat,
         Status::LbaOutOfRange,
         Status::InvalidZoneOperationRequest,
         Status::ZrwaResourcesUnavailable,
@@ -60,6 +63,7 @@ impl Status {
         match self {
             Status::InvalidOpcode => 0x001,
             Status::InvalidField => 0x002,
+            Status::InvalidNamespaceOrFormat => 0x00b,
             Status::LbaOutOfRange => 0x080,
             Status::InvalidZoneOperationRequest => 0x1b6,
             Status::ZrwaResourcesUnavailable => 0x1b7,
@@ -82,6 +86,7 @@ impl Status {
         match self {
             Status::InvalidOpcode => "Invalid Opcode",
             Status::InvalidField => "Invalid Field in Command",
+            Status::InvalidNamespaceOrFormat => "Invalid Namespace or Format",
             Status::LbaOutOfRange => "LBA Out of Range",
             Status::InvalidZoneOperationRequest => "Invalid Zone Operation Request",
             Status::ZrwaResourcesUnavailable => "ZRWA Resources Unavailable",

@@ -2353,7 +2353,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
     ) -> (Vec<JobResult>, GroupResult) {
         let (counters_after, flash_after) =
             self.simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
-        let device_delta = delta_counters(&start.counters, &counters_after);
+        let device_delta = counters_after.since(&start.counters);
         let group_result = GroupResult {
             groupid,
             device_time_ns: self.simulation.now_ns() - start.device_ns,
@@ -2439,21 +2439,5 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             self.zones.borrow_mut().set_wp(zone, geometry.zone_start_lba(zone) + (bytes >> geometry.lba_shift));
         }
         Ok(())
-    }
-}
-
-fn delta_counters(before: &DeviceCounters, after: &DeviceCounters) -> DeviceCounters {
-    DeviceCounters {
-        reads: after.reads - before.reads,
-        writes: after.writes - before.writes,
-        appends: after.appends - before.appends,
-        zone_management: after.zone_management - before.zone_management,
-        resets: after.resets - before.resets,
-        finishes: after.finishes - before.finishes,
-        controller_finishes: after.controller_finishes - before.controller_finishes,
-        errors: after.errors - before.errors,
-        reads_of_unwritten: after.reads_of_unwritten - before.reads_of_unwritten,
-        bytes_read: after.bytes_read - before.bytes_read,
-        bytes_written: after.bytes_written - before.bytes_written,
     }
 }

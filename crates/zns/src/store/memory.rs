@@ -81,6 +81,16 @@ impl MediaStore for MemoryStore {
         Ok(())
     }
 
+    /// Whole chunks are freed, the pieces of chunks at either end zeroed.
+    fn deallocate(&mut self, offset_bytes: u64, len_bytes: u64) -> Result<(), StoreError> {
+        let end = offset_bytes + len_bytes;
+        let head_end = end.min(offset_bytes.next_multiple_of(CHUNK_BYTES));
+        let tail_start = (end / CHUNK_BYTES * CHUNK_BYTES).max(head_end);
+        self.write_zeroes_at(offset_bytes, head_end - offset_bytes)?;
+        self.discard(head_end, tail_start - head_end)?;
+        self.write_zeroes_at(tail_start, end - tail_start)
+    }
+
     fn sync(&mut self) -> Result<(), StoreError> {
         Ok(())
     }

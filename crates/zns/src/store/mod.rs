@@ -43,6 +43,10 @@ pub trait MediaStore: Send {
     }
     /// Gives back the space of a range whose contents no longer matter (a zone reset).
     fn discard(&mut self, offset_bytes: u64, len_bytes: u64) -> Result<(), StoreError>;
+    /// Makes a range read as zeros, giving back what space it can (a conventional namespace's Deallocate).
+    fn deallocate(&mut self, offset_bytes: u64, len_bytes: u64) -> Result<(), StoreError> {
+        self.write_zeroes_at(offset_bytes, len_bytes)
+    }
     /// Makes every completed write durable (Flush).
     fn sync(&mut self) -> Result<(), StoreError>;
 }
@@ -66,6 +70,9 @@ impl<S: MediaStore + ?Sized> MediaStore for Box<S> {
     }
     fn discard(&mut self, offset_bytes: u64, len_bytes: u64) -> Result<(), StoreError> {
         (**self).discard(offset_bytes, len_bytes)
+    }
+    fn deallocate(&mut self, offset_bytes: u64, len_bytes: u64) -> Result<(), StoreError> {
+        (**self).deallocate(offset_bytes, len_bytes)
     }
     fn sync(&mut self) -> Result<(), StoreError> {
         (**self).sync()
@@ -92,6 +99,13 @@ mod contract_tests {
         store.read_at(3000, &mut back).expect("read");
         assert!(back[1000..1100].iter().all(|&b| b == 0));
         assert_eq!(back[1100..], data[1100..]);
+
+        store.write_at(300_000, &data).expect("write");
+        store.deallocate(300_100, 600_000).expect("deallocate");
+        let mut after = vec![0xeeu8; 10_000];
+        store.read_at(300_000, &mut after).expect("read");
+        assert_eq!(after[..100], data[..100], "bytes before the range stay");
+        assert!(after[100..].iter().all(|&b| b == 0), "a deallocated range reads as zeros, chunk edges included");
 
         store.discard(0, 1 << 20).expect("discard");
         store.sync().expect("sync");

@@ -19,6 +19,9 @@ impl MediaStore for NullStore {
     fn discard(&mut self, _offset_bytes: u64, _len_bytes: u64) -> Result<(), StoreError> {
         Ok(())
     }
+    fn deallocate(&mut self, _offset_bytes: u64, _len_bytes: u64) -> Result<(), StoreError> {
+        Ok(())
+    }
     fn sync(&mut self) -> Result<(), StoreError> {
         Ok(())
     }

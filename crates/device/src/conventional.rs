@@ -1,0 +1,245 @@
+//! A conventional namespace on the device: the NVM command set's semantics (`zonelab_zns::ConventionalNamespace`)
+//! over a page-mapped FTL (`zonelab_ftl::Ftl`) whose blocks are rows of physical zones the device's flash model
+//! sets aside for it, so that its host I/O and garbage collection take the same dies, channels, host link and
+//! command processor as the zoned namespace's commands. A third namespace kind would be a file like this one,
+//! with its own configuration table and its `run`.
+
+use serde::{Deserialize, Serialize};
+use zonelab_ftl::{Ftl, FtlConfig, FtlCounters, Rows, VictimPolicy};
+use zonelab_media::{FlashModel, MappingPolicy, MediaConfig, PhysicalZone, WriteKind};
+use zonelab_zns::{
+    ByteSize, Command, Completion, ConfigError, ConventionalConfig, ConventionalNamespace, Geometry, MediaStore,
+    Status,
+};
+
+/// Bytes of a mapping unit: NVMeVirt's conv_ftl (`secs_per_pg` x `secsz`) and most SSDs map 4 KiB pages.
+const PAGE_BYTES: u64 = 4096;
+
+/// A conventional namespace as a preset describes it (the `[conventional]` table).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ConventionalNamespaceConfig {
+    /// The namespace ID the drive gives it; the zoned namespace's is `DeviceConfig::zoned_nsid`.
+    pub nsid: u32,
+    /// Bytes the namespace exports.
+    pub capacity: ByteSize,
+    /// Logical block size in bytes: 512 or 4096. Default 4096.
+    #[serde(default = "default_lba_size")]
+    pub lba_size: u32,
+    /// Maximum Data Transfer Size; 0 means no limit. Default 512KiB.
+    #[serde(default = "default_mdts")]
+    pub mdts: ByteSize,
+    /// Physical space beyond the exported one, as a fraction of it (0.07 is 7 %). At least 0, at most 4.
+    pub over_provisioning: f64,
+    /// How garbage collection picks its victim. Default greedy.
+    #[serde(default)]
+    pub victim: VictimPolicy,
+}
+
+fn default_lba_size() -> u32 {
+    4096
+}
+
+fn default_mdts() -> ByteSize {
+    ByteSize(512 << 10)
+}
+
+impl ConventionalNamespaceConfig {
+    /// The namespace's own configuration.
+    pub fn namespace(&self) -> ConventionalConfig {
+        ConventionalConfig { capacity: self.capacity, lba_size: self.lba_size, mdts: self.mdts }
+    }
+
+    /// The FTL's shape on `media`: a block is one row of a physical zone (a block on each plane a zone
+    /// stripes over, as `FlashModel::units_per_row`), pages are 4 KiB.
+    pub fn ftl(&self, media: &MediaConfig) -> FtlConfig {
+        let pages_per_unit = (media.nand.program_unit_bytes / PAGE_BYTES) as u32;
+        let pages_per_block = media.planes_per_zone() * media.nand.block_program_units * pages_per_unit;
+        let mut config =
+            FtlConfig::with_over_provisioning(self.capacity.bytes(), self.over_provisioning, pages_per_block, pages_per_unit);
+        config.victim = self.victim;
+        config
+    }
+
+    /// Checks the namespace and what the FTL needs of the flash model, naming the field at fault.
+    pub fn validate(&self, media: &MediaConfig) -> Result<Geometry, ConfigError> {
+        let refuse = |field: &'static str, reason: String| ConfigError::new(field, reason);
+        if self.nsid == 0 || self.nsid == u32::MAX {
+            return Err(refuse("conventional.nsid", format!("{} is not a namespace ID (1 to 2^32 - 2)", self.nsid)));
+        }
+        let geometry = self.namespace().validate()?;
+        if !(0.0..=4.0).contains(&self.over_provisioning) {
+            return Err(refuse("conventional.over-provisioning", format!("{} is not within 0 to 4", self.over_provisioning)));
+        }
+        if media.mapping.policy == MappingPolicy::Rezns {
+            return Err(refuse(
+                "conventional",
+                "the rezns mapping takes physical zones as it needs them; a conventional namespace cannot share them"
+                    .into(),
+            ));
+        }
+        let unit_bytes = media.nand.program_unit_bytes;
+        if !unit_bytes.is_multiple_of(PAGE_BYTES) || !self.capacity.bytes().is_multiple_of(PAGE_BYTES) {
+            return Err(refuse(
+                "conventional.capacity",
+                format!("the FTL maps 4 KiB pages: {} and the {unit_bytes}-byte program unit must be whole pages", self.capacity),
+            ));
+        }
+        self.ftl(media).validate().map_err(|error| refuse("conventional.over-provisioning", error.to_string()))?;
+        Ok(geometry)
+    }
+}
+
+/// What the conventional namespace has done, for a device's stats.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConventionalStats {
+    pub nsid: u32,
+    pub ftl: FtlCounters,
+    /// Pages programmed per page the host wrote (host and garbage collection writes over host writes).
+    pub write_amplification: f64,
+    pub free_blocks: u32,
+    pub blocks: u32,
+}
+
+/// The conventional namespace of a device, with its FTL.
+pub(crate) struct Conventional {
+    pub nsid: u32,
+    pub namespace: ConventionalNamespace<Box<dyn MediaStore>>,
+    ftl_config: FtlConfig,
+    /// Built at the namespace's first command: its maps take 8 bytes a page, which a device whose host never
+    /// uses the namespace should not pay for.
+    ftl: Option<Ftl>,
+    first_zone: PhysicalZone,
+}
+
+impl std::fmt::Debug for Conventional {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conventional").field("nsid", &self.nsid).field("geometry", self.namespace.geometry()).finish()
+    }
+}
+
+impl Conventional {
+    /// The namespace of `config` over `store`, its FTL's blocks set aside on `media`.
+    pub fn new(
+        config: &ConventionalNamespaceConfig,
+        store: Box<dyn MediaStore>,
+        media: &mut FlashModel,
+    ) -> Result<Conventional, ConfigError> {
+        config.validate(media.config())?;
+        let ftl_config = config.ftl(media.config());
+        let first_zone = media.add_physical_zones(Rows::zones_for(media, ftl_config.blocks));
+        Ok(Conventional {
+            nsid: config.nsid,
+            namespace: ConventionalNamespace::new(config.namespace(), store)?,
+            ftl_config,
+            ftl: None,
+            first_zone,
+        })
+    }
+
+    fn ftl(&mut self) -> &mut Ftl {
+        let config = &self.ftl_config;
+        self.ftl.get_or_insert_with(|| Ftl::new(config.clone()).expect("validated when the namespace was made"))
+    }
+
+    pub fn stats(&self) -> ConventionalStats {
+        let counters = self.ftl.as_ref().map(|ftl| *ftl.counters()).unwrap_or_default();
+        ConventionalStats {
+            nsid: self.nsid,
+            ftl: counters,
+            write_amplification: counters.write_amplification(),
+            free_blocks: self.ftl.as_ref().map_or(self.ftl_config.blocks, Ftl::free_blocks),
+            blocks: self.ftl_config.blocks,
+        }
+    }
+
+    /// Writes every page of the namespace once, then `random_passes` times more at random (seeded), with no
+    /// time passing: the steady state the study reached by "writing the entire space numerous times".
+    pub fn precondition(&mut self, random_passes: u32, seed: u64) {
+        let pages = self.ftl_config.logical_pages;
+        let mut rng = crate::rng::SplitMix64::split(seed, "precondition");
+        let random = std::iter::repeat_with(move || rng.below(pages)).take((pages * u64::from(random_passes)) as usize);
+        self.ftl().precondition((0..pages).chain(random)).expect("every page is in range");
+    }
+
+    /// Runs `command` at `now`: the namespace decides what happens, the FTL and the flash model when it is done.
+    /// With power-loss protection a flush has nothing to program (as on the zoned namespace).
+    pub fn run(
+        &mut self,
+        media: &mut FlashModel,
+        power_loss_protection: bool,
+        now: u64,
+        command: Command<'_>,
+    ) -> Result<(u64, Completion), Status> {
+        let shift = self.namespace.geometry().lba_shift;
+        let pages = |slba: u64, nlb: u64| {
+            let first = (slba << shift) / PAGE_BYTES;
+            (first, ((slba + nlb) << shift).div_ceil(PAGE_BYTES) - first)
+        };
+        let range = match &command {
+            Command::Read { slba, buf } => Some((*slba, buf.len() as u64 >> shift)),
+            Command::ReadDiscard { slba, nlb } => Some((*slba, *nlb)),
+            _ => None,
+        };
+        let write = match &command {
+            Command::Write { slba, data } => Some((*slba, data.len() as u64 >> shift, WriteKind::Write)),
+            _ => None,
+        };
+        let trim = match &command {
+            Command::Deallocate { slba, nlb } | Command::WriteZeroes { slba, nlb } => Some((*slba, *nlb)),
+            _ => None,
+        };
+        let flush = matches!(command, Command::Flush);
+        let completion = self.namespace.execute(command)?;
+        let first_zone = self.first_zone;
+        let ftl = self.ftl();
+        let mut flash = Rows { model: media, first: first_zone };
+        let done = if let Some((slba, nlb)) = range {
+            let len_bytes = nlb << shift;
+            let (command_done, start) = flash.model.accept_host_read(now, len_bytes);
+            let (first, count) = pages(slba, nlb);
+            let data_out = ftl.read_range(&mut flash, start, first, count).expect("the namespace checked the range");
+            flash.model.return_host_read(now, command_done, data_out, len_bytes)
+        } else if let Some((slba, nlb, kind)) = write {
+            let (acknowledge_from, data_in) = flash.model.accept_host_write(now, nlb << shift, kind);
+            let (first, count) = pages(slba, nlb);
+            let whole = |lpn: u64| (lpn * PAGE_BYTES) >= (slba << shift) && ((lpn + 1) * PAGE_BYTES) <= ((slba + nlb) << shift);
+            let mut done = acknowledge_from.max(data_in);
+            for lpn in first..first + count {
+                // A page the write covers only in part is read first and written back whole.
+                let ready = if whole(lpn) { data_in } else { ftl.read(&mut flash, data_in, lpn).expect("in range") };
+                done = done.max(ftl.write(&mut flash, ready, lpn, 0).expect("in range"));
+            }
+            done
+        } else if let Some((slba, nlb)) = trim {
+            // Write Zeroes deallocates too: the blocks read as zeros either way (DLFEAT), and no data moves.
+            // Pages the range covers in part keep their other blocks' data.
+            let (start_bytes, end_bytes) = (slba << shift, (slba + nlb) << shift);
+            for lpn in start_bytes.div_ceil(PAGE_BYTES)..end_bytes / PAGE_BYTES {
+                ftl.trim(lpn).expect("in range");
+            }
+            flash.model.management(now)
+        } else if flush && power_loss_protection {
+            flash.model.management(now)
+        } else if flush {
+            flash.model.flush(now)
+        } else {
+            now
+        };
+        Ok((done, completion))
+    }
+
+    /// Garbage collection in idle time: while the flash is idle before `now` and free blocks are below the
+    /// background target, collects one victim after another from when the flash fell idle.
+    pub fn collect_while_idle(&mut self, media: &mut FlashModel, now: u64) {
+        let Some(ftl) = self.ftl.as_mut() else { return };
+        let mut flash = Rows { model: media, first: self.first_zone };
+        // Each collection frees a block or finds nothing to collect; the bound is the block count.
+        for _ in 0..self.ftl_config.blocks {
+            let idle_from = flash.model.busy_until();
+            if idle_from >= now || ftl.collect_idle(&mut flash, idle_from).is_none() {
+                break;
+            }
+        }
+    }
+}
