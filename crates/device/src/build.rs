@@ -234,8 +234,9 @@ impl DeviceBuilder {
                 StoreChoice::Memory => Box::new(MemoryStore::new(bytes)),
             }
         };
-        let namespace = ZonedNamespace::new(config.namespace.clone(), new_store(geometry.nsze_lba << geometry.lba_shift))
-            .map_err(namespace_error)?;
+        let namespace =
+            ZonedNamespace::new(config.namespace.clone(), new_store(geometry.nsze_lba << geometry.lba_shift))
+                .map_err(namespace_error)?;
         let conventional = config.conventional.as_ref().map(|cnv| new_store(cnv.capacity.bytes()));
         let device = Device::with_namespaces(&config, namespace, conventional);
         let host = HostSide::new(host, &config.host);

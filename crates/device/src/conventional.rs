@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 use zonelab_ftl::{Ftl, FtlConfig, FtlCounters, Rows, VictimPolicy};
 use zonelab_media::{FlashModel, MappingPolicy, MediaConfig, PhysicalZone, WriteKind};
 use zonelab_zns::{
-    ByteSize, Command, Completion, ConfigError, ConventionalConfig, ConventionalNamespace, Geometry, MediaStore,
-    Status,
+    ByteSize, Command, Completion, ConfigError, ConventionalConfig, ConventionalNamespace, Geometry, MediaStore, Status,
 };
 
 /// Bytes of a mapping unit: NVMeVirt's conv_ftl (`secs_per_pg` x `secsz`) and most SSDs map 4 KiB pages.
@@ -55,8 +54,12 @@ impl ConventionalNamespaceConfig {
     pub fn ftl(&self, media: &MediaConfig) -> FtlConfig {
         let pages_per_unit = (media.nand.program_unit_bytes / PAGE_BYTES) as u32;
         let pages_per_block = media.planes_per_zone() * media.nand.block_program_units * pages_per_unit;
-        let mut config =
-            FtlConfig::with_over_provisioning(self.capacity.bytes(), self.over_provisioning, pages_per_block, pages_per_unit);
+        let mut config = FtlConfig::with_over_provisioning(
+            self.capacity.bytes(),
+            self.over_provisioning,
+            pages_per_block,
+            pages_per_unit,
+        );
         config.victim = self.victim;
         config
     }
@@ -69,7 +72,10 @@ impl ConventionalNamespaceConfig {
         }
         let geometry = self.namespace().validate()?;
         if !(0.0..=4.0).contains(&self.over_provisioning) {
-            return Err(refuse("conventional.over-provisioning", format!("{} is not within 0 to 4", self.over_provisioning)));
+            return Err(refuse(
+                "conventional.over-provisioning",
+                format!("{} is not within 0 to 4", self.over_provisioning),
+            ));
         }
         if media.mapping.policy == MappingPolicy::Rezns {
             return Err(refuse(
@@ -82,7 +88,10 @@ impl ConventionalNamespaceConfig {
         if !unit_bytes.is_multiple_of(PAGE_BYTES) || !self.capacity.bytes().is_multiple_of(PAGE_BYTES) {
             return Err(refuse(
                 "conventional.capacity",
-                format!("the FTL maps 4 KiB pages: {} and the {unit_bytes}-byte program unit must be whole pages", self.capacity),
+                format!(
+                    "the FTL maps 4 KiB pages: {} and the {unit_bytes}-byte program unit must be whole pages",
+                    self.capacity
+                ),
             ));
         }
         self.ftl(media).validate().map_err(|error| refuse("conventional.over-provisioning", error.to_string()))?;
@@ -203,7 +212,8 @@ impl Conventional {
         } else if let Some((slba, nlb, kind)) = write {
             let (acknowledge_from, data_in) = flash.model.accept_host_write(now, nlb << shift, kind);
             let (first, count) = pages(slba, nlb);
-            let whole = |lpn: u64| (lpn * PAGE_BYTES) >= (slba << shift) && ((lpn + 1) * PAGE_BYTES) <= ((slba + nlb) << shift);
+            let whole =
+                |lpn: u64| (lpn * PAGE_BYTES) >= (slba << shift) && ((lpn + 1) * PAGE_BYTES) <= ((slba + nlb) << shift);
             let mut done = acknowledge_from.max(data_in);
             for lpn in first..first + count {
                 // A page the write covers only in part is read first and written back whole.

@@ -236,7 +236,8 @@ impl<S: MediaStore> Device<S> {
 
     /// The namespace IDs the device has, lowest first.
     pub fn namespace_ids(&self) -> Vec<u32> {
-        let mut ids: Vec<u32> = std::iter::once(self.zoned_nsid).chain(self.conventional.as_ref().map(|cnv| cnv.nsid)).collect();
+        let mut ids: Vec<u32> =
+            std::iter::once(self.zoned_nsid).chain(self.conventional.as_ref().map(|cnv| cnv.nsid)).collect();
         ids.sort_unstable();
         ids
     }
@@ -378,8 +379,14 @@ impl<S: MediaStore> Device<S> {
         };
         if outcome.is_ok() {
             match kind {
-                0 => (self.counters.reads, self.counters.bytes_read) = (self.counters.reads + 1, self.counters.bytes_read + bytes),
-                1 => (self.counters.writes, self.counters.bytes_written) = (self.counters.writes + 1, self.counters.bytes_written + bytes),
+                0 => {
+                    (self.counters.reads, self.counters.bytes_read) =
+                        (self.counters.reads + 1, self.counters.bytes_read + bytes)
+                }
+                1 => {
+                    (self.counters.writes, self.counters.bytes_written) =
+                        (self.counters.writes + 1, self.counters.bytes_written + bytes)
+                }
                 2 => self.counters.deallocates += 1,
                 _ => {}
             }

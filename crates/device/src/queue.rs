@@ -123,14 +123,16 @@ impl<S: MediaStore> Device<S> {
                 with(submitted, Output::Data(Box::new(buf)))
             }
             QueuedCommand::Write { slba, data } => {
-                let submitted = data.with_bytes(|bytes| self.submit_to(nsid, now, Command::Write { slba, data: bytes }));
+                let submitted =
+                    data.with_bytes(|bytes| self.submit_to(nsid, now, Command::Write { slba, data: bytes }));
                 with(submitted, Output::Done)
             }
             QueuedCommand::WriteZeroes { slba, nlb } => {
                 with(self.submit_to(nsid, now, Command::WriteZeroes { slba, nlb }), Output::Done)
             }
             QueuedCommand::Append { zslba, data } => {
-                let submitted = data.with_bytes(|bytes| self.submit_to(nsid, now, Command::Append { zslba, data: bytes }));
+                let submitted =
+                    data.with_bytes(|bytes| self.submit_to(nsid, now, Command::Append { zslba, data: bytes }));
                 with(submitted, Output::Done)
             }
             QueuedCommand::Flush => with(self.submit_to(nsid, now, Command::Flush), Output::Done),

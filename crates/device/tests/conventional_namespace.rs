@@ -28,7 +28,10 @@ fn each_namespace_takes_its_own_command_set_and_names_the_others_errors() {
     let mut device = zn540(&[]);
     assert_eq!(device.namespace_ids(), [CONVENTIONAL, ZONED]);
     let conventional = device.geometry_of(CONVENTIONAL).expect("nsid 1");
-    assert_eq!((conventional.kind, conventional.nsze_lba << conventional.lba_shift), (NamespaceKind::Conventional, 4 << 30));
+    assert_eq!(
+        (conventional.kind, conventional.nsze_lba << conventional.lba_shift),
+        (NamespaceKind::Conventional, 4 << 30)
+    );
     assert_eq!(device.geometry_of(ZONED).expect("nsid 2").kind, NamespaceKind::Zoned);
     assert_eq!(device.geometry_of(3), None);
 

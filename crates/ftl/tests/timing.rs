@@ -18,12 +18,7 @@ fn ftl() -> (Ftl, FlashModel) {
 }
 
 /// QD 1 random writes from `start`; returns each write's latency and the time reached.
-fn random_writes(
-    (ftl, flash): &mut (Ftl, FlashModel),
-    start: u64,
-    count: u64,
-    seed: u64,
-) -> (Vec<u64>, u64) {
+fn random_writes((ftl, flash): &mut (Ftl, FlashModel), start: u64, count: u64, seed: u64) -> (Vec<u64>, u64) {
     let pages = ftl.config().logical_pages;
     let mut now = start;
     let mut latencies = Vec::new();

@@ -20,7 +20,7 @@ use zonelab_media::FlashCounters;
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::sync::Notify;
 use zonelab_runtime::{CommandQueue, Host, IoData, Output, QueuedCommand, Simulation};
-use zonelab_zns::{Geometry, MediaStore, Status, ZoneSendAction, ZoneState};
+use zonelab_zns::{Geometry, MediaStore, NamespaceKind, Status, ZoneSendAction, ZoneState};
 
 use super::distribution::{Distribution, Picker};
 use super::histogram::LatencyStats;
@@ -453,6 +453,11 @@ enum Io {
     Reset {
         zone_start: u64,
     },
+    /// A trim of a conventional namespace's blocks: Dataset Management's deallocate.
+    Trim {
+        lba: u64,
+        blocks: u64,
+    },
     Finish {
         zone_start: u64,
     },
@@ -466,7 +471,8 @@ impl Io {
             Io::Read { blocks, .. }
             | Io::Verify { blocks, .. }
             | Io::Write { blocks, .. }
-            | Io::Append { blocks, .. } => blocks << geometry.lba_shift,
+            | Io::Append { blocks, .. }
+            | Io::Trim { blocks, .. } => blocks << geometry.lba_shift,
             Io::Reset { .. } | Io::Finish { .. } => geometry.zone_size_lba << geometry.lba_shift,
             Io::Flush => 0,
         }
@@ -475,7 +481,7 @@ impl Io {
     /// The data it moves, in bytes (none for zone management).
     fn data_bytes(&self, geometry: &Geometry) -> u64 {
         match self {
-            Io::Reset { .. } | Io::Finish { .. } => 0,
+            Io::Reset { .. } | Io::Finish { .. } | Io::Trim { .. } => 0,
             _ => self.bytes(geometry),
         }
     }
@@ -507,6 +513,7 @@ impl Io {
                 QueuedCommand::ZoneSend { slba: zone_start, action: ZoneSendAction::Finish, select_all: false },
                 zone_start,
             ),
+            Io::Trim { lba, blocks } => (Direction::Trim, QueuedCommand::Deallocate { slba: lba, nlb: blocks }, lba),
             Io::Flush => (Direction::Sync, QueuedCommand::Flush, 0),
         }
     }
@@ -521,6 +528,7 @@ impl Io {
             Io::Write { lba, .. } => Some((TraceAction::Write, lba << shift, bytes)),
             Io::Append { zone_start, .. } => Some((TraceAction::Write, zone_start << shift, bytes)),
             Io::Reset { zone_start } => Some((TraceAction::Trim, zone_start << shift, bytes)),
+            Io::Trim { lba, .. } => Some((TraceAction::Trim, lba << shift, bytes)),
             Io::Flush => Some((TraceAction::Sync, 0, 0)),
             Io::Finish { .. } => None,
         }
@@ -565,6 +573,7 @@ impl JobState {
                     }
                     Io::Write { lba, blocks }
                 }
+                TraceAction::Trim if self.geometry.kind == NamespaceKind::Conventional => Io::Trim { lba, blocks },
                 TraceAction::Trim => {
                     let zone_start = self.geometry.zone_start_lba(self.geometry.zone_of(lba));
                     zones.set_wp(self.geometry.zone_of(lba), zone_start);
@@ -625,6 +634,7 @@ impl JobState {
             let (lba, blocks) = (self.unzoned_lba(), self.bs_blocks);
             match direction {
                 Direction::Read => Io::Read { lba, blocks },
+                Direction::Trim => Io::Trim { lba, blocks },
                 _ => Io::Write { lba, blocks },
             }
         };
@@ -1714,35 +1724,55 @@ pub fn run_reporting(
     // thread on one core, cannot submit and reap faster than it allows. The runtime adds only the rest of the
     // path's latency, the waits that occupy no core.
     let host_side = host_side.waits_only(&config.host);
-    let geometry = *device.namespace().geometry();
-    let zone_wps = (0..geometry.zones).map(|zone| {
-        let descriptor = device.namespace().zone(zone);
-        match descriptor.state {
-            ZoneState::Full | ZoneState::ReadOnly | ZoneState::Offline => descriptor.start_lba + geometry.zone_cap_lba,
-            _ => descriptor.wp_lba,
+    let geometry = device.geometry();
+    // A conventional namespace is one range, every block of it readable.
+    let zone_wps: Vec<u64> = match geometry.kind {
+        NamespaceKind::Conventional => vec![geometry.nsze_lba],
+        NamespaceKind::Zoned => (0..geometry.zones)
+            .map(|zone| {
+                let descriptor = device.namespace().zone(zone);
+                match descriptor.state {
+                    ZoneState::Full | ZoneState::ReadOnly | ZoneState::Offline => {
+                        descriptor.start_lba + geometry.zone_cap_lba
+                    }
+                    _ => descriptor.wp_lba,
+                }
+            })
+            .collect(),
+    };
+    if geometry.kind == NamespaceKind::Conventional {
+        if let Some(job) = invocation.jobs.iter().find(|job| job.zonemode_zbd) {
+            return Err(FioError::Options(format!(
+                "job {}: zonemode=zbd on {filename}, a conventional namespace: it is not a zoned block device",
+                job.name
+            )));
         }
-    });
-    let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps.collect(), geometry)));
+    }
+    let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps, geometry)));
     let simulation = Simulation::with_host(device, host_side, Some(seed));
+    // Linux sets no scheduler on a namespace that is not zoned (NVMe's default is none).
+    let conventional = geometry.kind == NamespaceKind::Conventional;
+    let scheduler = if conventional && first.scheduler_defaulted { SchedulerKind::None } else { first.scheduler };
     if first.scheduler_defaulted {
-        let why = match first.scheduler {
-            SchedulerKind::None => "bypasses the block layer's scheduler",
+        let why = match (scheduler, conventional) {
+            (SchedulerKind::None, true) => "gets none, as Linux gives a namespace that is not zoned",
+            (SchedulerKind::None, false) => "bypasses the block layer's scheduler",
             _ => "goes through the block layer, where Linux sets it on a zoned device",
         };
         notes.push(format!(
             "scheduler {}: ioengine {} {why} (choose with --scheduler=)",
-            first.scheduler.name(),
+            scheduler.name(),
             first.ioengine.name()
         ));
     }
     // One scheduler per device, as the block layer has: the first job's.
-    let scheduled = Scheduled::new(simulation.host(), first.scheduler, 1280 << 10);
-    if let Some(other) = invocation.jobs.iter().find(|job| job.scheduler != first.scheduler) {
+    let scheduled = Scheduled::new(simulation.host(), scheduler, 1280 << 10);
+    if let Some(other) = invocation.jobs.iter().find(|job| !job.scheduler_defaulted && job.scheduler != scheduler) {
         notes.push(format!(
             "job {} asks for scheduler {}, but the device has one scheduler: {} (the first job's)",
             other.name,
             other.scheduler.name(),
-            first.scheduler.name()
+            scheduler.name()
         ));
     }
     let zone_released = Rc::new(Notify::new());
@@ -1857,11 +1887,8 @@ fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<Strin
                 job.name
             )));
         }
-        if matches!(job.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish) && !job.zonemode_zbd {
-            return Err(FioError::Options(format!(
-                "job {}: rw=trim needs zonemode=zbd (zone resets); zonelab has no deallocate",
-                job.name
-            )));
+        if job.rw == ReadWrite::Finish && !job.zonemode_zbd {
+            return Err(FioError::Options(format!("job {}: rw=finish needs zonemode=zbd", job.name)));
         }
         if job.nrfiles > 1 {
             notes.push(format!(
