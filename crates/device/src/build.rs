@@ -24,12 +24,14 @@ use crate::{Device, DeviceConfig, HostPath, HostSide, PresetError};
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceSpec {
     /// `store`: the spec's own `store=` value, which wins over the builder's choice; `nsid`: the namespace
-    /// the host attaches to (`ns=`), the zoned one when not given.
+    /// the host attaches to (`ns=`), the zoned one when not given; `precondition`: the conventional
+    /// namespace's steady state (`precondition=`).
     Preset {
         name: String,
         overrides: Vec<String>,
         store: Option<String>,
         nsid: Option<String>,
+        precondition: Option<String>,
     },
     Config(Box<DeviceConfig>),
     Image(PathBuf),
@@ -47,14 +49,19 @@ impl DeviceSpec {
     /// `NAME[,key=value...]`, as the tools' `--preset=` takes it: keys as `zonelab create --set` takes them,
     /// and bare keys are namespace fields (`zones=64` is `namespace.zones=64`); `store=null|memory` chooses
     /// where the device keeps its data, over the tool's default; `ns=ID` attaches the host to namespace ID
-    /// (`preset:zn540,ns=1` is the ZN540's conventional namespace) instead of the zoned one.
+    /// (`preset:zn540,ns=1` is the ZN540's conventional namespace) instead of the zoned one;
+    /// `precondition=sequential|random[:N]` writes the conventional namespace whole before the host starts, in
+    /// no time, then N times more at random (1 when N is not given): the steady state the ZNS study reached by
+    /// "writing the entire space numerous times".
     pub fn preset(text: &str) -> DeviceSpec {
         let mut parts = text.split(',');
         let name = parts.next().unwrap_or_default().to_string();
-        let (mut overrides, mut store, mut nsid) = (Vec::new(), None, None);
+        let (mut overrides, mut store, mut nsid, mut precondition) = (Vec::new(), None, None, None);
         for part in parts {
             if let Some(choice) = part.strip_prefix("store=") {
                 store = Some(choice.to_string());
+            } else if let Some(how) = part.strip_prefix("precondition=") {
+                precondition = Some(how.to_string());
             } else if let Some(id) = part.strip_prefix("ns=") {
                 nsid = Some(id.to_string());
             } else if part.contains('.') {
@@ -63,7 +70,7 @@ impl DeviceSpec {
                 overrides.push(format!("namespace.{part}"));
             }
         }
-        DeviceSpec::Preset { name, overrides, store, nsid }
+        DeviceSpec::Preset { name, overrides, store, nsid, precondition }
     }
 }
 
@@ -102,10 +109,12 @@ pub enum BuildError {
     Image { spec: String, source: zonelab_zns::ImageError },
     #[error("{spec}: the image's device model is not a valid device: {message}")]
     ImageModel { spec: String, message: String },
+    #[error("{spec}: precondition={given}: {reason}")]
+    Precondition { spec: String, given: String, reason: String },
     #[error("{spec}: the device has no namespace {nsid} (its namespaces: {ids})")]
     NoSuchNamespace { spec: String, nsid: String, ids: String },
     #[error("zone {zone} could not be filled for a reset load: {reason}")]
-    Precondition { zone: u32, reason: String },
+    FillZone { zone: u32, reason: String },
 }
 
 /// An opened device, its configuration, and the host path it is reached through with that path's costs. A
@@ -165,7 +174,7 @@ impl DeviceBuilder {
                 built
                     .device
                     .precondition(zone, capacity_bytes)
-                    .map_err(|status| BuildError::Precondition { zone, reason: status.to_string() })?;
+                    .map_err(|status| BuildError::FillZone { zone, reason: status.to_string() })?;
             }
         }
         Ok(built)
@@ -173,18 +182,21 @@ impl DeviceBuilder {
 
     fn build_unfilled(self) -> Result<Built, BuildError> {
         let label = match &self.spec {
-            DeviceSpec::Preset { name, overrides, store, nsid } => std::iter::once(format!("preset:{name}"))
-                .chain(overrides.iter().cloned())
-                .chain(store.iter().map(|store| format!("store={store}")))
-                .chain(nsid.iter().map(|nsid| format!("ns={nsid}")))
-                .collect::<Vec<_>>()
-                .join(","),
+            DeviceSpec::Preset { name, overrides, store, nsid, precondition } => {
+                std::iter::once(format!("preset:{name}"))
+                    .chain(overrides.iter().cloned())
+                    .chain(store.iter().map(|store| format!("store={store}")))
+                    .chain(nsid.iter().map(|nsid| format!("ns={nsid}")))
+                    .chain(precondition.iter().map(|how| format!("precondition={how}")))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }
             DeviceSpec::Config(config) => format!("device {}", config.name),
             DeviceSpec::Image(path) => path.display().to_string(),
         };
         let config_error = |source| BuildError::Config { spec: label.clone(), source };
         match self.spec {
-            DeviceSpec::Preset { name, overrides, store, nsid } => {
+            DeviceSpec::Preset { name, overrides, store, nsid, precondition } => {
                 // 1. Configuration, and the spec's choice of store if it makes one.
                 let store = store.as_deref().map_or(Ok(self.store), StoreChoice::parse).map_err(config_error)?;
                 let config = DeviceConfig::load(&name, &overrides).map_err(config_error)?;
@@ -198,6 +210,25 @@ impl DeviceBuilder {
                     };
                     let id = nsid.parse().map_err(|_| unknown())?;
                     built.device.attach(id).map_err(|_| unknown())?;
+                }
+                if let Some(given) = precondition {
+                    let refuse = |reason: &str| BuildError::Precondition {
+                        spec: label.clone(),
+                        given: given.clone(),
+                        reason: reason.to_string(),
+                    };
+                    let passes = match given.split_once(':') {
+                        _ if given == "sequential" => 0,
+                        _ if given == "random" => 1,
+                        Some(("random", passes)) => {
+                            passes.parse().map_err(|_| refuse("N in random:N is a whole number of passes"))?
+                        }
+                        _ => return Err(refuse("it is sequential, random or random:N")),
+                    };
+                    built
+                        .device
+                        .precondition_conventional(passes, 0x5eed)
+                        .map_err(|_| refuse("the device has no conventional namespace"))?;
                 }
                 Ok(built)
             }
@@ -285,6 +316,7 @@ mod tests {
                 overrides: vec!["namespace.zones=64".into(), "media.nand.channels=4".into()],
                 store: None,
                 nsid: None,
+                precondition: None,
             }
         );
         assert_eq!(DeviceSpec::parse("img/dev"), DeviceSpec::Image("img/dev".into()));

@@ -828,3 +828,44 @@ fn iodepth_low_lets_the_queue_drain_before_it_is_filled() {
     assert!(iops(&drained) < 0.85 * iops(&full), "draining to 2: {} IOPS against {}", iops(&drained), iops(&full));
     assert!(at_depth_8(&drained) < 50.0, "draining to 2 keeps 8 out {} % of the time", at_depth_8(&drained));
 }
+
+/// The ZN540's conventional namespace (`ns=1`) is a plain block target: random writes in place, trims that
+/// deallocate, reads of what is mapped from flash; preconditioned, its random writes collect garbage and run
+/// far slower than fresh.
+#[test]
+fn a_conventional_namespace_takes_random_writes_and_trims() {
+    let job = |spec: &str, rw: &str| {
+        let args = format!(
+            "--filename=preset:zn540,ns=1,conventional.capacity=1GiB,conventional.over-provisioning=0.3{spec} \
+             --name=j --rw={rw} --bs=4k --iodepth=16 --ioengine=io_uring --io_size=64M"
+        );
+        let result = fio(&args).expect("runs");
+        let json = to_json(&result, false);
+        let direction = if rw.ends_with("trim") {
+            "trim"
+        } else if rw.ends_with("read") {
+            "read"
+        } else {
+            "write"
+        };
+        assert_eq!(json["jobs"][0]["error"], 0, "{rw}");
+        assert_eq!(json["jobs"][0][direction]["io_bytes"].as_u64(), Some(64 << 20), "{rw}");
+        json["jobs"][0][direction]["iops"].as_f64().expect("iops")
+    };
+    let fresh = job("", "randwrite");
+    let steady = job(",precondition=random:2", "randwrite");
+    assert!(steady < fresh / 2.0, "garbage collection: {steady:.0} IOPS steady against {fresh:.0} fresh");
+    let trims = job(",precondition=sequential", "randtrim");
+    assert!(trims > 0.0);
+    let unmapped = job("", "randread");
+    let mapped = job(",precondition=sequential", "randread");
+    assert!(mapped < unmapped, "mapped pages are sensed: {mapped:.0} IOPS against {unmapped:.0} unmapped");
+    let error = fio("--filename=preset:zn540,ns=1 --zonemode=zbd --name=z --rw=write --bs=4k --size=1M")
+        .expect_err("not zoned");
+    assert!(error.contains("not a zoned block device"), "{error}");
+    let error = fio("--filename=preset:instant,precondition=random --name=z --rw=write --bs=4k --size=1M")
+        .expect_err("a device without a conventional namespace");
+    assert!(error.contains("precondition=random: the device has no conventional namespace"), "{error}");
+    let error = fio("--filename=preset:zn540,zones=16 --name=t --rw=randtrim --bs=4k --size=1M").expect("runs");
+    assert_ne!(to_json(&error, false)["jobs"][0]["error"], 0, "no deallocate on a zoned namespace");
+}
