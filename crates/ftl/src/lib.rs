@@ -9,8 +9,8 @@
 //! I/O, so garbage collection slows host I/O by mechanism. Counters split programs by cause, so write
 //! amplification falls out; erase counts per block give the wear.
 //!
-//! What it is not (yet): the device does not hold a conventional namespace beside its zoned ones, so no front
-//! end reaches it; `zonelab bench ftl` drives it directly.
+//! The device (`zonelab-device`) holds one as its conventional namespace's mapping, its blocks rows of physical
+//! zones of the device's flash model (`Rows`); `zonelab bench ftl` drives it on a model of its own.
 
 mod blocks;
 mod config;

@@ -1750,9 +1750,8 @@ pub fn run_reporting(
     }
     let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps, geometry)));
     let simulation = Simulation::with_host(device, host_side, Some(seed));
-    // Linux sets no scheduler on a namespace that is not zoned (NVMe's default is none).
     let conventional = geometry.kind == NamespaceKind::Conventional;
-    let scheduler = if conventional && first.scheduler_defaulted { SchedulerKind::None } else { first.scheduler };
+    let scheduler = scheduler_on(first, &geometry);
     if first.scheduler_defaulted {
         let why = match (scheduler, conventional) {
             (SchedulerKind::None, true) => "gets none, as Linux gives a namespace that is not zoned",
@@ -1907,6 +1906,16 @@ fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<Strin
     Ok((filename, host, notes))
 }
 
+/// The scheduler a job runs under on a namespace of `geometry`: the one it asks for, or the one Linux gives the
+/// device (`IoEngine::default_scheduler` on a zoned one; none on a namespace that is not zoned).
+fn scheduler_on(job: &JobOptions, geometry: &Geometry) -> SchedulerKind {
+    if job.scheduler_defaulted && geometry.kind == NamespaceKind::Conventional {
+        SchedulerKind::None
+    } else {
+        job.scheduler
+    }
+}
+
 /// What fio 3.33 requires of the zone options (`zbd_verify_sizes`, strided mode's setup): in zbd mode
 /// `zonesize` is the device's zone size and `zoneskip` a whole number of zones; strided mode needs a zonesize.
 fn check_zone_options(job: &JobOptions, geometry: &Geometry) -> Result<(), FioError> {
@@ -2051,7 +2060,7 @@ impl JobState {
         // startdelay: the job's clock starts after it, as fio's does.
         let group_start = group_start.saturating_add(job.startdelay_ns);
         JobState {
-            options: job.clone(),
+            options: JobOptions { scheduler: scheduler_on(job, &geometry), ..job.clone() },
             instance_id: 0,
             max_open_zones: job.max_open_zones,
             waiting: None,
