@@ -1747,6 +1747,14 @@ pub fn run_reporting(
                 job.name
             )));
         }
+    } else if let Some(job) =
+        invocation.jobs.iter().find(|job| matches!(job.rw, ReadWrite::Trim | ReadWrite::RandTrim) && !job.zonemode_zbd)
+    {
+        return Err(FioError::Options(format!(
+            "job {}: rw=trim needs zonemode=zbd (zone resets) on {filename}, a zoned namespace; a conventional \
+             namespace (ns= in the filename) takes trims as deallocates",
+            job.name
+        )));
     }
     let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps, geometry)));
     let simulation = Simulation::with_host(device, host_side, Some(seed));
