@@ -62,6 +62,13 @@
 #define ZL_ZONE_RESET 4
 
 /**
+ * Kinds of namespace in `zl_geometry`.
+ */
+#define ZL_NS_ZONED 0
+
+#define ZL_NS_CONVENTIONAL 1
+
+/**
  * Opcodes of `zl_io`.
  */
 #define ZL_OP_READ 2
@@ -73,6 +80,11 @@
 #define ZL_OP_FLUSH 0
 
 #define ZL_OP_ZONE_MGMT 121
+
+/**
+ * Dataset Management's deallocate of `nlb` blocks from `slba`: a conventional namespace's trim.
+ */
+#define ZL_OP_DEALLOCATE 9
 
 /**
  * What Identify tells a host about the namespace.
@@ -99,6 +111,11 @@ typedef struct zl_geometry {
    * Largest data transfer, in bytes; 0: no limit.
    */
   uint64_t mdts_bytes;
+  /**
+   * `ZL_NS_ZONED`, or `ZL_NS_CONVENTIONAL` for a namespace of the NVM command set (`ns=` in the spec): one
+   * randomly writable range, reported as one zone of the namespace's size that is always full.
+   */
+  uint32_t kind;
 } zl_geometry;
 
 /**
@@ -255,6 +272,14 @@ int32_t zl_append(uint64_t handle,
  * Flush: every completed write becomes durable.
  */
 int32_t zl_flush(uint64_t handle);
+
+/**
+ * Dataset Management's deallocate of `nlb` blocks from `slba` (a conventional namespace's trim): they read as
+ * zeros afterwards. A zoned namespace refuses it: the NVMe status Invalid Opcode (1) is returned.
+ */
+int32_t zl_deallocate(uint64_t handle,
+                      uint64_t slba,
+                      uint64_t nlb);
 
 /**
  * Zone Management Send: `action` (`ZL_ZONE_OPEN`, `_CLOSE`, `_FINISH`, `_RESET`) on the zone starting at

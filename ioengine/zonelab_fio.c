@@ -263,6 +263,15 @@ static enum fio_q_status zonelab_queue(struct thread_data *td, struct io_u *io_u
 		io.opcode = ZL_OP_FLUSH;
 		break;
 	case DDIR_TRIM:
+		/* On a conventional namespace a trim deallocates its blocks. */
+		if (device->geometry.kind == ZL_NS_CONVENTIONAL) {
+			if (io_u->offset % block || io_u->xfer_buflen % block || !io_u->xfer_buflen)
+				return complete_now(io_u, EINVAL);
+			io.opcode = ZL_OP_DEALLOCATE;
+			io.slba = io_u->offset / block;
+			io.nlb = io_u->xfer_buflen / block;
+			break;
+		}
 		/* A trim of one whole zone resets it, as a zoned block device's discard does. */
 		if (io_u->offset % (device->geometry.zone_size_lba * block) ||
 		    io_u->xfer_buflen != device->geometry.zone_size_lba * block)
@@ -315,11 +324,11 @@ static struct io_u *zonelab_event(struct thread_data *td, int event)
 	return job->events[event];
 }
 
+/* A conventional namespace is a plain block device to fio; a zoned one is host managed. */
 static int zonelab_get_zoned_model(struct thread_data *td, struct fio_file *f, enum zbd_zoned_model *model)
 {
 	(void)td;
-	(void)f;
-	*model = ZBD_HOST_MANAGED;
+	*model = file_device(f)->geometry.kind == ZL_NS_CONVENTIONAL ? ZBD_NONE : ZBD_HOST_MANAGED;
 	return 0;
 }
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_runtime::{block_on, CommandQueue, IoData, Output, QueuedCommand, RealTime, RealTimeHost, Simulation};
-use zonelab_zns::{Geometry, MediaStore, ReportFilter, Status, ZoneSendAction};
+use zonelab_zns::{Geometry, MediaStore, NamespaceKind, ReportFilter, Status, ZoneSendAction};
 
 mod fs;
 
@@ -85,7 +85,14 @@ pub struct zl_geometry {
     pub zasl_bytes: u64,
     /// Largest data transfer, in bytes; 0: no limit.
     pub mdts_bytes: u64,
+    /// `ZL_NS_ZONED`, or `ZL_NS_CONVENTIONAL` for a namespace of the NVM command set (`ns=` in the spec): one
+    /// randomly writable range, reported as one zone of the namespace's size that is always full.
+    pub kind: u32,
 }
+
+/// Kinds of namespace in `zl_geometry`.
+pub const ZL_NS_ZONED: u32 = 0;
+pub const ZL_NS_CONVENTIONAL: u32 = 1;
 
 /// One zone of a report, with libzbd's field names and units in the names.
 #[repr(C)]
@@ -109,6 +116,8 @@ pub const ZL_OP_WRITE: u32 = 0x01;
 pub const ZL_OP_APPEND: u32 = 0x7d;
 pub const ZL_OP_FLUSH: u32 = 0x00;
 pub const ZL_OP_ZONE_MGMT: u32 = 0x79;
+/// Dataset Management's deallocate of `nlb` blocks from `slba`: a conventional namespace's trim.
+pub const ZL_OP_DEALLOCATE: u32 = 0x09;
 
 /// One command for `zl_submit`. The buffer stays the caller's and must stay valid until the command's
 /// completion has been returned by `zl_poll` (a read's data is copied into it then).
@@ -334,6 +343,10 @@ pub unsafe extern "C" fn zl_get_geometry(handle: u64, geometry: *mut zl_geometry
             max_active_zones: g.max_active,
             zasl_bytes: bytes(g.max_append_lba),
             mdts_bytes: bytes(g.max_transfer_lba),
+            kind: match g.kind {
+                NamespaceKind::Zoned => ZL_NS_ZONED,
+                NamespaceKind::Conventional => ZL_NS_CONVENTIONAL,
+            },
         };
         // SAFETY: checked non-null above; the caller passes a writable zl_geometry.
         unsafe { *geometry = out };
@@ -471,6 +484,13 @@ pub extern "C" fn zl_flush(handle: u64) -> i32 {
     guard(|| execute(handle, QueuedCommand::Flush).map_or_else(|code| code, |_| ZL_OK))
 }
 
+/// Dataset Management's deallocate of `nlb` blocks from `slba` (a conventional namespace's trim): they read as
+/// zeros afterwards. A zoned namespace refuses it: the NVMe status Invalid Opcode (1) is returned.
+#[no_mangle]
+pub extern "C" fn zl_deallocate(handle: u64, slba: u64, nlb: u64) -> i32 {
+    guard(|| execute(handle, QueuedCommand::Deallocate { slba, nlb }).map_or_else(|code| code, |_| ZL_OK))
+}
+
 /// Zone Management Send: `action` (`ZL_ZONE_OPEN`, `_CLOSE`, `_FINISH`, `_RESET`) on the zone starting at
 /// `zslba`, or with `all` non-zero on every zone the action applies to.
 #[no_mangle]
@@ -498,6 +518,7 @@ unsafe fn command_of(handle: u64, io: &zl_io) -> Result<(QueuedCommand, Option<u
             (QueuedCommand::Append { zslba: io.slba, data: unsafe { blocks(handle, io.nlb, io.buf) }? }, None)
         }
         ZL_OP_FLUSH => (QueuedCommand::Flush, None),
+        ZL_OP_DEALLOCATE => (QueuedCommand::Deallocate { slba: io.slba, nlb }, None),
         ZL_OP_ZONE_MGMT => {
             let action = zone_action(io.action).ok_or(ZL_EINVAL)?;
             (QueuedCommand::ZoneSend { slba: io.slba, action, select_all: io.all != 0 }, None)

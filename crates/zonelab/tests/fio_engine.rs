@@ -83,6 +83,30 @@ fn real_fio_writes_and_verifies_through_the_engine() {
     assert_eq!(job["read"]["io_bytes"], 32 << 20, "and read back by fio's verification, which found it intact");
 }
 
+/// The ZN540's conventional namespace (`ns=1`) is a plain block device to fio: random writes verified in
+/// place, and trims that deallocate (a verify of trimmed blocks reads zeros, which fio's `trim_verify_zero`
+/// would check; here the trims only have to succeed).
+#[test]
+fn real_fio_takes_the_conventional_namespace_as_a_block_device() {
+    if !have_fio() {
+        return;
+    }
+    let device = "--filename=preset\\:zn540,ns=1,conventional.capacity=1GiB,conventional.over-provisioning=0.3";
+    let common = ["--direct=1", "--bs=4k", "--iodepth=8", "--size=64m"];
+    let output = fio(&[&["--name=randwrite", device, "--rw=randwrite", "--verify=crc32c"], &common[..]].concat());
+    assert!(output.status.success(), "fio failed:\n{}", stderr(&output));
+    let job = &json(&output)["jobs"][0];
+    assert_eq!(job["error"], 0);
+    assert_eq!(job["write"]["io_bytes"], 64 << 20, "random writes in place, no zone rules");
+    assert_eq!(job["read"]["io_bytes"], 64 << 20, "and every block verified");
+    let output = fio(&[&["--name=trim", device, "--rw=randtrim"], &common[..]].concat());
+    assert!(output.status.success(), "fio failed:\n{}", stderr(&output));
+    let job = &json(&output)["jobs"][0];
+    assert_eq!((job["error"].as_u64(), job["trim"]["io_bytes"].as_u64()), (Some(0), Some(64 << 20)));
+    let output = fio(&[&["--name=zbd", device, "--zonemode=zbd", "--rw=write"], &common[..]].concat());
+    assert!(!output.status.success(), "zonemode=zbd on a namespace fio sees as not zoned");
+}
+
 #[test]
 fn fio_zbd_logic_writes_an_image_as_zonelab_fio_does() {
     if !have_fio() {
