@@ -857,6 +857,36 @@ mod tests {
     }
 
     #[test]
+    fn a_conventional_namespace_says_so_and_takes_deallocates() {
+        for mode in [ZL_MODE_VIRTUAL, ZL_MODE_REALTIME] {
+            let (mut conventional, mut zoned) = (0, 0);
+            // SAFETY: NUL-terminated specs and writable handles.
+            unsafe {
+                assert_eq!(zl_open(c"preset:zn540,ns=1".as_ptr(), mode, &mut conventional), ZL_OK);
+                assert_eq!(zl_open(c"preset:zn540,zones=8".as_ptr(), mode, &mut zoned), ZL_OK);
+            }
+            let kind = |handle| {
+                let mut geometry = zl_geometry::default();
+                // SAFETY: a writable geometry.
+                assert_eq!(unsafe { zl_get_geometry(handle, &mut geometry) }, ZL_OK);
+                (geometry.kind, geometry.namespace_size_lba * u64::from(geometry.lba_size_bytes))
+            };
+            assert_eq!(kind(conventional), (ZL_NS_CONVENTIONAL, 4 << 30));
+            assert_eq!(kind(zoned).0, ZL_NS_ZONED);
+            let mut block = [7u8; 4096];
+            // SAFETY: a buffer of one block.
+            assert_eq!(unsafe { zl_write(conventional, 100, 1, block.as_ptr()) }, ZL_OK);
+            assert_eq!(zl_deallocate(conventional, 100, 1), ZL_OK);
+            // SAFETY: room for one block.
+            assert_eq!(unsafe { zl_read(conventional, 100, 1, block.as_mut_ptr()) }, ZL_OK);
+            assert_eq!(block, [0u8; 4096], "a deallocated block reads as zeros");
+            assert_eq!(zl_deallocate(zoned, 0, 1), status_code(Status::InvalidOpcode));
+            assert_eq!(zl_close(conventional), ZL_OK);
+            assert_eq!(zl_close(zoned), ZL_OK);
+        }
+    }
+
+    #[test]
     fn sizes_past_mdts_or_the_zone_count_are_refused_or_capped_without_allocating_them() {
         let mut handle = 0;
         for mode in [ZL_MODE_VIRTUAL, ZL_MODE_REALTIME] {
