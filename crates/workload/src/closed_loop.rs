@@ -22,6 +22,9 @@ pub enum Operation {
     Append,
     /// Reads at random block-aligned offsets of the zone's written capacity.
     RandRead,
+    /// Writes at random block-aligned offsets of the zone's capacity: a conventional namespace, which code
+    /// that walks zones sees as one zone spanning it.
+    RandWrite,
 }
 
 impl Operation {
@@ -30,6 +33,7 @@ impl Operation {
             Operation::Write => "write",
             Operation::Append => "append",
             Operation::RandRead => "randread",
+            Operation::RandWrite => "randwrite",
         }
     }
 }
@@ -75,7 +79,8 @@ struct Tally {
     failure: Option<Status>,
 }
 
-/// Runs `spec` on the simulation's device. Reads need the zones written first (`Device::precondition`);
+/// Runs `spec` on the simulation's device, on the namespace its host attaches to. Reads need the zones written
+/// first (`Device::precondition`);
 /// writes and appends (with the last ones in flight) must fit in the zones' remaining capacity. The first
 /// failure ends the run. Each zone's commands come from one thread (zone `z` is thread `z` of `cores`, when the
 /// threads take turns on the host's cores): a command that completes while its thread is off its core is seen
@@ -86,7 +91,7 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
     cores: Option<CoreShare>,
 ) -> Result<LoopStats, Status> {
     let host = simulation.host();
-    let geometry = host.with_device(|device| *device.namespace().geometry());
+    let geometry = host.geometry();
     let blocks = spec.bs_bytes >> geometry.lba_shift;
     let total = spec.warmup + spec.measured;
     let latencies = (0..spec.zones).map(|_| Histogram::default()).collect();
@@ -124,6 +129,9 @@ pub fn run_closed_loop<S: MediaStore + 'static>(
                         }
                         Operation::Append => host.append(start, IoData::Zeros(spec.bs_bytes)).await.map(|_| ()),
                         Operation::RandRead => host.read_discard(start + rng.below(readable) * blocks, blocks).await,
+                        Operation::RandWrite => {
+                            host.write(start + rng.below(readable) * blocks, IoData::Zeros(spec.bs_bytes)).await
+                        }
                     };
                     let mut now = host.now_ns();
                     if let Some(turn) = cores.map(|cores| cores.run_ns(zone, now, 0)).filter(|&turn| turn > now) {

@@ -30,7 +30,9 @@ pub enum BenchCommand {
     /// Simulated commands per wall-clock second of the whole virtual-time stack (runtime, device, flash model,
     /// zns layer, null store) on a preset: 4 KiB writes over 14 zones at QD 1 per zone, 4 KiB random reads at
     /// QD 64, and 8 KiB appends over 14 zones at QD 4 per zone, one SPDK thread per zone (taking turns on the
-    /// preset's cores when they outnumber them). Also prints the process's peak memory.
+    /// preset's cores when they outnumber them); on a preset with a conventional namespace, 4 KiB random
+    /// writes on it at QD 32 after preconditioning (written whole, then once more at random), so that garbage
+    /// collection runs. Also prints the process's peak memory.
     Sim {
         #[arg(long, default_value = "zn540")]
         preset: String,
@@ -40,8 +42,8 @@ pub enum BenchCommand {
         /// Simulated commands in each run.
         #[arg(long, default_value_t = 1_000_000)]
         commands: u64,
-        /// Runs only this workload (repeatable; for profiling one): write_4k_14zones_qd1, randread_4k_qd64 or
-        /// append_8k_14zones_qd4. All three when none is named.
+        /// Runs only this workload (repeatable; for profiling one): write_4k_14zones_qd1, randread_4k_qd64,
+        /// append_8k_14zones_qd4 or randwrite_4k_conventional_qd32. All of them when none is named.
         #[arg(long = "workload", value_name = "NAME")]
         workloads: Vec<String>,
         #[arg(long)]
@@ -209,7 +211,7 @@ fn hold_the_writes(
     let capacity = geometry.zone_cap_lba << geometry.lba_shift;
     let needed = workloads
         .iter()
-        .filter(|(_, operation, ..)| *operation != Operation::RandRead)
+        .filter(|(_, operation, ..)| matches!(operation, Operation::Write | Operation::Append))
         .map(|&(_, _, bs_bytes, zones, qd_per_zone)| {
             // A closed loop issues up to its queue depth beyond the commands it measures.
             (commands.div_ceil(u64::from(zones.min(geometry.zones))) + u64::from(qd_per_zone)).saturating_mul(bs_bytes)
@@ -243,13 +245,21 @@ fn sim(
         ("write_4k_14zones_qd1", Operation::Write, 4096, 14, 1),
         ("randread_4k_qd64", Operation::RandRead, 4096, 1, 64),
         ("append_8k_14zones_qd4", Operation::Append, 8192, 14, 4),
+        ("randwrite_4k_conventional_qd32", Operation::RandWrite, 4096, 1, 32),
     ];
     if let Some(unknown) = only.iter().find(|name| !all.iter().any(|workload| workload.0 == name.as_str())) {
         let names: Vec<&str> = all.iter().map(|workload| workload.0).collect();
         return Err(CliError::Usage(format!("no bench workload named {unknown:?}; there are {}", names.join(", "))));
     }
-    let workloads: Vec<_> =
-        all.into_iter().filter(|workload| only.is_empty() || only.iter().any(|name| name == workload.0)).collect();
+    let conventional = config.conventional.as_ref().map(|cnv| cnv.nsid);
+    if conventional.is_none() && only.iter().any(|name| name == "randwrite_4k_conventional_qd32") {
+        return Err(CliError::Usage(format!("preset {preset} has no conventional namespace")));
+    }
+    let workloads: Vec<_> = all
+        .into_iter()
+        .filter(|workload| only.is_empty() || only.iter().any(|name| name == workload.0))
+        .filter(|workload| workload.1 != Operation::RandWrite || conventional.is_some())
+        .collect();
     let enlarged = hold_the_writes(&mut config, &workloads, commands)?;
     let mut results = serde_json::Map::new();
     if !json {
@@ -274,6 +284,10 @@ fn sim(
             if operation == Operation::RandRead {
                 let geometry = *device.namespace().geometry();
                 device.precondition(0, geometry.zone_cap_lba << geometry.lba_shift)?;
+            }
+            if let (Operation::RandWrite, Some(nsid)) = (operation, conventional) {
+                device.attach(nsid)?;
+                device.precondition_conventional(1, 1)?;
             }
             let spec = LoopSpec { operation, bs_bytes, zones, qd_per_zone, warmup: 0, measured: commands, seed: 1 };
             let cores = config.host.core_share(built.host.path.polls(), zones);
