@@ -199,7 +199,10 @@ impl<S: MediaStore> Device<S> {
             namespace,
             zoned_nsid: config.zoned_nsid,
             conventional: None,
-            attached_nsid: config.zoned_nsid,
+            attached_nsid: match (config.zoned_nsid, &config.conventional) {
+                (0, Some(cnv)) => cnv.nsid,
+                (zoned, _) => zoned,
+            },
             media,
             power_loss_protection: config.power_loss_protection,
             counters: DeviceCounters::default(),
@@ -229,15 +232,16 @@ impl<S: MediaStore> Device<S> {
         &self.name
     }
 
-    /// The zoned namespace.
+    /// The zoned namespace (on a device without one, the superblock-shaped namespace no host reaches:
+    /// `DeviceConfig::superblock_namespace`).
     pub fn namespace(&self) -> &ZonedNamespace<S> {
         &self.namespace
     }
 
     /// The namespace IDs the device has, lowest first.
     pub fn namespace_ids(&self) -> Vec<u32> {
-        let mut ids: Vec<u32> =
-            std::iter::once(self.zoned_nsid).chain(self.conventional.as_ref().map(|cnv| cnv.nsid)).collect();
+        let zoned = Some(self.zoned_nsid).filter(|&nsid| nsid != 0);
+        let mut ids: Vec<u32> = zoned.into_iter().chain(self.conventional.as_ref().map(|cnv| cnv.nsid)).collect();
         ids.sort_unstable();
         ids
     }
@@ -249,7 +253,7 @@ impl<S: MediaStore> Device<S> {
 
     /// The geometry of namespace `nsid` (what Identify Namespace tells a host), if the device has it.
     pub fn geometry_of(&self, nsid: u32) -> Option<Geometry> {
-        if nsid == self.zoned_nsid {
+        if nsid != 0 && nsid == self.zoned_nsid {
             return Some(*self.namespace.geometry());
         }
         self.conventional.as_ref().filter(|cnv| cnv.nsid == nsid).map(|cnv| *cnv.namespace.geometry())
@@ -267,7 +271,7 @@ impl<S: MediaStore> Device<S> {
     /// Checks a read of `nlb` blocks at `slba` on namespace `nsid` as it would run, moving no data.
     pub fn check_read(&self, nsid: u32, slba: u64, nlb: u64) -> Result<(), Status> {
         match &self.conventional {
-            _ if nsid == self.zoned_nsid => self.namespace.check_read(slba, nlb),
+            _ if nsid != 0 && nsid == self.zoned_nsid => self.namespace.check_read(slba, nlb),
             Some(cnv) if cnv.nsid == nsid => cnv.namespace.check_read(slba, nlb),
             _ => Err(Status::InvalidNamespaceOrFormat),
         }
@@ -342,7 +346,7 @@ impl<S: MediaStore> Device<S> {
     /// Runs `command` on namespace `nsid`, arrived at the controller at `now`: the namespace decides what
     /// happens, the flash model when the device is done.
     pub fn submit_to(&mut self, nsid: u32, now: u64, command: Command<'_>) -> Submitted {
-        if nsid != self.zoned_nsid {
+        if nsid == 0 || nsid != self.zoned_nsid {
             return self.submit_conventional(nsid, now, command);
         }
         let described = self.trace.is_some().then(|| describe(&command, self.namespace.geometry().lba_shift));

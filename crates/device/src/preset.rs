@@ -13,6 +13,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("confzns-zwal", include_str!("../../../presets/confzns-zwal.toml")),
     ("nvmevirt-rezns", include_str!("../../../presets/nvmevirt-rezns.toml")),
     ("instant", include_str!("../../../presets/instant.toml")),
+    ("conventional", include_str!("../../../presets/conventional.toml")),
 ];
 
 /// Per-command cost of one host path, on the host's side of the device: the time it adds to a command's
@@ -140,9 +141,13 @@ pub struct DeviceConfig {
     pub description: String,
     /// Acknowledged writes survive a power loss (capacitors flush the write buffer).
     pub power_loss_protection: bool,
-    /// The zoned namespace's ID. Default 1.
+    /// The zoned namespace's ID. Default 1; 0 for a device with no zoned namespace (a conventional SSD), whose
+    /// `[conventional]` table is then its one namespace and which takes no `[namespace]` table.
     #[serde(default = "first_nsid")]
     pub zoned_nsid: u32,
+    /// The zoned namespace. On a device without one, the shape the flash model lays its physical zones out
+    /// by: one zone of one superblock (`DeviceConfig::superblock_namespace`), which no host reaches.
+    #[serde(default)]
     pub namespace: NamespaceConfig,
     /// A conventional namespace beside the zoned one, sharing its dies; none when the table is left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -160,7 +165,7 @@ fn first_nsid() -> u32 {
 #[non_exhaustive]
 pub enum PresetError {
     #[error(
-        "unknown preset {0:?}: the presets are zn540, confzns-zwal, nvmevirt-rezns, instant (or give a .toml file)"
+        "unknown preset {0:?}: the presets are zn540, confzns-zwal, nvmevirt-rezns, instant, conventional (or give a .toml file)"
     )]
     Unknown(String),
     #[error("{origin}: {message}")]
@@ -224,9 +229,20 @@ impl DeviceConfig {
         for assignment in overrides {
             apply_override(&mut document, assignment)?;
         }
-        let config: DeviceConfig = toml_decode::decode_table(document).map_err(parse_error)?;
-        config.namespace.validate()?;
+        let mut config: DeviceConfig = toml_decode::decode_table(document).map_err(parse_error)?;
         config.media.validate()?;
+        if config.zoned_nsid == 0 {
+            let refuse = |reason: &str| PresetError::Namespace(ConfigError::new("zoned-nsid", reason.to_string()));
+            if config.conventional.is_none() {
+                return Err(refuse("0 (no zoned namespace) needs a [conventional] table: a device has a namespace"));
+            }
+            let shape = DeviceConfig::superblock_namespace(&config.media);
+            if config.namespace != NamespaceConfig::default() && config.namespace != shape {
+                return Err(refuse("0 (no zoned namespace) takes no [namespace] table or namespace fields"));
+            }
+            config.namespace = shape;
+        }
+        config.namespace.validate()?;
         if let Some(conventional) = &config.conventional {
             conventional.validate(&config.media)?;
             if conventional.nsid == config.zoned_nsid {
@@ -236,6 +252,21 @@ impl DeviceConfig {
         }
         config.host.validate()?;
         Ok(config)
+    }
+
+    /// The namespace a device without a zoned one lays its flash out by: one zone of one superblock (a block on
+    /// each plane a zone stripes over), so that a conventional namespace's FTL blocks are one physical zone
+    /// each.
+    pub fn superblock_namespace(media: &MediaConfig) -> NamespaceConfig {
+        let row_bytes = u64::from(media.planes_per_zone())
+            * u64::from(media.nand.block_program_units)
+            * media.nand.program_unit_bytes;
+        NamespaceConfig {
+            zones: 1,
+            zone_size: zonelab_zns::ByteSize(row_bytes.next_power_of_two()),
+            zone_cap: zonelab_zns::ByteSize(row_bytes),
+            ..NamespaceConfig::default()
+        }
     }
 
     pub fn to_toml(&self) -> String {

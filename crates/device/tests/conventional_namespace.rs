@@ -128,3 +128,26 @@ fn garbage_collection_on_one_namespace_slows_reads_on_the_other() {
     let (alone, beside_gc) = (mean_read_ns(false), mean_read_ns(true));
     assert!(beside_gc > alone * 3 / 2, "reads beside garbage collection {beside_gc} ns, alone {alone} ns");
 }
+
+/// The `conventional` preset is a conventional SSD: one namespace, no zoned one; commands that name no
+/// namespace go to it, and a configuration that asks for zones or leaves it without a namespace is refused.
+#[test]
+fn a_device_without_a_zoned_namespace_is_a_conventional_ssd() {
+    let config = DeviceConfig::load("conventional", &[]).expect("preset");
+    let mut device = Device::new(&config, NullStore).expect("device");
+    assert_eq!((device.namespace_ids(), device.attached_nsid()), (vec![1], 1));
+    assert_eq!(device.geometry().kind, NamespaceKind::Conventional);
+    assert_eq!(device.geometry_of(0), None, "0 is no namespace ID");
+    assert_eq!(device.submit(0, Command::Write { slba: 12_345, data: &[0; 4096] }).result.err(), None);
+    assert_eq!(device.submit_to(0, 0, Command::Flush).result.err(), Some(Status::InvalidNamespaceOrFormat));
+    let reset = Command::ZoneManagementSend { slba: 0, action: ZoneSendAction::Reset, select_all: true };
+    assert_eq!(device.submit(0, reset).result.err(), Some(Status::InvalidOpcode));
+    let refused = |overrides: &[&str]| {
+        let overrides: Vec<String> = overrides.iter().map(|text| text.to_string()).collect();
+        DeviceConfig::load("conventional", &overrides).expect_err("refused").to_string()
+    };
+    let zones = refused(&["namespace={ zones = 4 }"]);
+    assert!(zones.contains("zoned-nsid") && zones.contains("no [namespace]"), "{zones}");
+    let none = DeviceConfig::load("instant", &["zoned-nsid=0".into()]).expect_err("no namespace").to_string();
+    assert!(none.contains("needs a [conventional] table"), "{none}");
+}

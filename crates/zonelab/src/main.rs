@@ -546,6 +546,12 @@ fn create(args: CreateArgs, out: &mut impl Write) -> Result<(), CliError> {
         (None, Some(preset)) => {
             let device =
                 DeviceConfig::load(preset, &args.overrides).map_err(|error| CliError::Config(error.to_string()))?;
+            if device.zoned_nsid == 0 {
+                return Err(CliError::Config(format!(
+                    "preset {preset} has no zoned namespace, and an image holds one; run its conventional namespace \
+                     from the preset instead (--filename=preset:{preset})"
+                )));
+            }
             let mut table = toml::Table::try_from(&device).map_err(|error| CliError::Failed(error.to_string()))?;
             table.remove("namespace");
             device_model = Some(table);

@@ -56,6 +56,12 @@ fn bad_configurations_are_refused_at_create_naming_the_field() {
     usage_error(&["create", p, "--lba-size", "1024"], "lba-size");
     usage_error(&["create", p, "--zasl", "12KiB"], "zasl");
     usage_error(&["create", p, "--zone-size", "lots"], "invalid size \"lots\"");
+    usage_error(&["create", p, "--preset", "conventional"], "preset conventional has no zoned namespace");
+    usage_error(&["create", p, "--preset", "zn540", "--set", "conventional.nsid=2"], "conventional.nsid");
+    usage_error(
+        &["create", p, "--preset", "zn540", "--set", "conventional.over-provisioning=0.01"],
+        "over-provisioning",
+    );
     assert!(!path.exists(), "a refused configuration creates nothing");
 }
 
