@@ -2,14 +2,16 @@
 //!
 //! Layer 5 of `docs/design.md`: host software written against the async command API of the runtime
 //! (`CommandQueue`), never against device internals, so it runs in simulation now and against real clients later.
-//! For now: the I/O schedulers of the Linux block layer for zoned devices, write-ahead logs on zones, and a
-//! zonefs-like file layer.
+//! The I/O schedulers of the Linux block layer for zoned devices, write-ahead logs on zones, a zonefs-like file
+//! layer, and a block-level host FTL that makes a zoned namespace randomly writable (dm-zap's level).
 
+mod host_ftl;
 mod reset_load;
 mod scheduler;
 pub mod wal;
 mod zonefs;
 
+pub use host_ftl::{HostFtl, HostFtlCounters, HostFtlError};
 pub use reset_load::{run_reset_load, ResetLoadStats};
 pub use scheduler::{Scheduled, SchedulerCounters, SchedulerKind, ZincConfig};
 pub use wal::{RecoveryStats, Wal, WalConfig, WalDesign, WalError, WalStats, ZoneSource};
