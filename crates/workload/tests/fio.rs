@@ -869,3 +869,28 @@ fn a_conventional_namespace_takes_random_writes_and_trims() {
     let error = fio("--filename=preset:zn540,zones=16 --name=t --rw=randtrim --bs=4k --size=1M").expect_err("zoned");
     assert!(error.contains("a conventional namespace (ns= in the filename) takes trims"), "{error}");
 }
+
+/// `hostftl=OP` runs the jobs on a block-level host FTL over the zoned namespace (dm-zap's level): random
+/// overwrites of four times its space verify intact while its garbage collection moves blocks and resets zones,
+/// and the device sees only sequential writes.
+#[test]
+fn a_host_ftl_makes_the_zoned_namespace_randomly_writable() {
+    let device = "--filename=preset:instant,zones=16,zone-size=1MiB";
+    let result = fio(&format!(
+        "{device} --hostftl=0.5 --name=h --rw=randwrite --bs=4k --iodepth=8 --ioengine=io_uring --io_size=40M \
+         --verify=crc32c"
+    ))
+    .expect("runs");
+    let json = to_json(&result, false);
+    assert_eq!(json["jobs"][0]["error"], 0, "every block verified after the collections moved them");
+    assert!(json["jobs"][0]["read"]["io_bytes"].as_u64().unwrap_or(0) > 8 << 20);
+    let note = result.notes.iter().find(|note| note.starts_with("host FTL")).expect("the host FTL's counters");
+    assert!(note.contains("host write amplification 1.") || note.contains("host write amplification 2."), "{note}");
+    assert_eq!(result.groups[0].device.errors, 0, "no write off a write pointer");
+    let error = fio("--filename=preset:conventional --hostftl=0.5 --name=h --rw=randwrite --bs=4k --io_size=1M")
+        .expect_err("not over a conventional namespace");
+    assert!(error.contains("a host FTL runs over a zoned one"), "{error}");
+    let error = fio(&format!("{device} --hostftl=0.05 --name=h --rw=randwrite --bs=4k --io_size=1M"))
+        .expect_err("too little spare");
+    assert!(error.contains("leave no room"), "{error}");
+}

@@ -15,7 +15,7 @@ use zonelab_device::{
     micros_to_ns, Built, CoreShare, DeviceBuilder, DeviceCounters, DeviceSpec, HostCosts, HostPath, HostSide,
     StoreChoice,
 };
-use zonelab_host::{Scheduled, SchedulerCounters, SchedulerKind};
+use zonelab_host::{HostFtl, Scheduled, SchedulerCounters, SchedulerKind};
 use zonelab_media::FlashCounters;
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::sync::Notify;
@@ -365,9 +365,14 @@ struct Stride {
 /// `verify_backlog` batches, and the verify phase after the writes (`do_verify`).
 struct Verifier {
     layout: VerifyLayout,
-    /// Blocks written and not yet checked, oldest first: LBA, blocks, and the numberio expected in the header
-    /// (None when fio does not check it: more than one block size, or a time-based job).
-    pending: VecDeque<(u64, u64, Option<u16>)>,
+    /// Blocks written and not yet checked, oldest first: LBA, blocks, the numberio expected in the header
+    /// (None when fio does not check it: more than one block size, or a time-based job), and the write's place
+    /// in the log.
+    pending: VecDeque<(u64, u64, Option<u16>, u64)>,
+    /// The last logged write of each block written: a write that a later one overlaps is not checked, as fio
+    /// drops an overlapped entry from its log (`log_io_piece`; random writes to a namespace that is not zoned
+    /// overwrite blocks).
+    latest: HashMap<u64, u64>,
     /// Writes logged so far, and checks left in the current backlog batch.
     logged: u64,
     batch_left: u64,
@@ -664,11 +669,14 @@ impl JobState {
         if !verifier.verifying && verifier.batch_left == 0 {
             return None;
         }
-        if let Some((lba, blocks, numberio)) = verifier.pending.pop_front() {
+        while let Some((lba, blocks, numberio, index)) = verifier.pending.pop_front() {
+            if (lba..lba + blocks).any(|block| verifier.latest.get(&block) != Some(&index)) {
+                continue;
+            }
             if self.options.zonemode_zbd {
                 let zone = self.geometry.zone_of(lba);
                 if zones.held_by_another(zone, self.instance_id) {
-                    verifier.pending.push_front((lba, blocks, numberio));
+                    verifier.pending.push_front((lba, blocks, numberio, index));
                     return Some(Next::WaitForZone);
                 }
                 zones.hold(zone, self.instance_id);
@@ -1249,7 +1257,7 @@ impl JobThread {
 /// reaches the scheduler when the call's CPU work ends, or, in a call Linux does not plug, when the kblockd
 /// worker runs next where Linux defers the dispatch. Returns fio's two timestamps, as `submit_on_job_core`.
 async fn submit_in_batch<S: MediaStore + 'static>(
-    queue: &Scheduled<Host<S>>,
+    queue: &JobQueue<S>,
     state: &Rc<RefCell<JobState>>,
     direction: Direction,
 ) -> SubmitTimes {
@@ -1277,10 +1285,7 @@ async fn submit_in_batch<S: MediaStore + 'static>(
 /// Reaps a completed command on the job's thread: an asynchronous job's in the round fio's thread reaps it in
 /// (see `FioLoop`), psync's on its own, its CPU work after what the core is busy with. Resolves when the reap ends,
 /// with the reap when the worker may have to wait before it queues again (`wait_to_queue`).
-async fn reap<S: MediaStore + 'static>(
-    queue: &Scheduled<Host<S>>,
-    state: &Rc<RefCell<JobState>>,
-) -> Option<Rc<Reaped>> {
+async fn reap<S: MediaStore + 'static>(queue: &JobQueue<S>, state: &Rc<RefCell<JobState>>) -> Option<Rc<Reaped>> {
     let now = queue.now_ns();
     let waiting = {
         let mut job = state.borrow_mut();
@@ -1320,7 +1325,7 @@ async fn wait_for<T>(changed: &Notify, ready: impl Fn() -> Option<T>) -> T {
 }
 
 /// Sleeps until device time `at` (not at all if it has passed).
-async fn sleep_until<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, at: u64) {
+async fn sleep_until<S: MediaStore + 'static>(queue: &JobQueue<S>, at: u64) {
     let now = queue.now_ns();
     if at > now {
         queue.sleep(at - now).await;
@@ -1330,7 +1335,7 @@ async fn sleep_until<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, at: u6
 /// Runs `wait` with the worker off fio's thread (waiting for a zone, for written blocks to verify, for its
 /// rate), so that an asynchronous job's thread may submit and reap meanwhile.
 async fn off_the_thread<S: MediaStore + 'static>(
-    queue: &Scheduled<Host<S>>,
+    queue: &JobQueue<S>,
     state: &Rc<RefCell<JobState>>,
     wait: impl Future<Output = ()>,
 ) {
@@ -1344,7 +1349,7 @@ async fn off_the_thread<S: MediaStore + 'static>(
 /// runs next. Resolves at the command's arrival, and returns fio's two timestamps for it: when the core began its
 /// submission and when that CPU work ended.
 async fn submit_on_job_core<S: MediaStore + 'static>(
-    queue: &Scheduled<Host<S>>,
+    queue: &JobQueue<S>,
     state: &Rc<RefCell<JobState>>,
     direction: Direction,
 ) -> SubmitTimes {
@@ -1368,7 +1373,7 @@ struct SubmitTimes {
 }
 
 /// Reaps a completed command on the job's thread: its CPU work runs after what the core is busy with.
-async fn reap_on_job_core<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, state: &Rc<RefCell<JobState>>) {
+async fn reap_on_job_core<S: MediaStore + 'static>(queue: &JobQueue<S>, state: &Rc<RefCell<JobState>>) {
     let now = queue.now_ns();
     let done = {
         let mut job = state.borrow_mut();
@@ -1381,8 +1386,59 @@ async fn reap_on_job_core<S: MediaStore + 'static>(queue: &Scheduled<Host<S>>, s
 }
 
 /// One worker: issue, wait, record, until the job is done.
+/// What a job submits to: the device's scheduler, or a host FTL over it (`hostftl`).
+enum JobQueue<S> {
+    Direct(Scheduled<Host<S>>),
+    HostFtl(HostFtl<Scheduled<Host<S>>>),
+}
+
+impl<S> Clone for JobQueue<S> {
+    fn clone(&self) -> Self {
+        match self {
+            JobQueue::Direct(queue) => JobQueue::Direct(queue.clone()),
+            JobQueue::HostFtl(ftl) => JobQueue::HostFtl(ftl.clone()),
+        }
+    }
+}
+
+impl<S: MediaStore + 'static> CommandQueue for JobQueue<S> {
+    fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>> {
+        let queue = self.clone();
+        async move {
+            match queue {
+                JobQueue::Direct(scheduled) => scheduled.submit(command).await,
+                JobQueue::HostFtl(ftl) => ftl.submit(command).await,
+            }
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        match self {
+            JobQueue::Direct(queue) => queue.now_ns(),
+            JobQueue::HostFtl(ftl) => ftl.now_ns(),
+        }
+    }
+
+    fn geometry(&self) -> Geometry {
+        match self {
+            JobQueue::Direct(queue) => queue.geometry(),
+            JobQueue::HostFtl(ftl) => ftl.geometry(),
+        }
+    }
+
+    fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {
+        let queue = self.clone();
+        async move {
+            match queue {
+                JobQueue::Direct(scheduled) => scheduled.sleep(duration_ns).await,
+                JobQueue::HostFtl(ftl) => ftl.sleep(duration_ns).await,
+            }
+        }
+    }
+}
+
 async fn worker<S: MediaStore + 'static>(
-    queue: Scheduled<Host<S>>,
+    queue: JobQueue<S>,
     state: Rc<RefCell<JobState>>,
     zones: Rc<RefCell<ZoneCache>>,
     zone_released: Rc<Notify>,
@@ -1480,7 +1536,10 @@ async fn worker<S: MediaStore + 'static>(
         if let (Some(piece), Some(verifier)) = (logged_write, job.verify.as_mut()) {
             verifier.writes_in_flight -= 1;
             if result.is_ok() {
-                verifier.pending.push_back(piece);
+                let (lba, blocks, numberio) = piece;
+                let index = verifier.logged;
+                verifier.latest.extend((lba..lba + blocks).map(|block| (block, index)));
+                verifier.pending.push_back((lba, blocks, numberio, index));
                 verifier.logged += 1;
                 if backlog != 0 && verifier.logged % backlog == 0 {
                     verifier.batch_left = if batch != 0 { batch } else { backlog };
@@ -1724,7 +1783,21 @@ pub fn run_reporting(
     // thread on one core, cannot submit and reap faster than it allows. The runtime adds only the rest of the
     // path's latency, the waits that occupy no core.
     let host_side = host_side.waits_only(&config.host);
-    let geometry = device.geometry();
+    let device_geometry = device.geometry();
+    // With a host FTL the jobs see the namespace it exports: randomly writable, as a conventional one.
+    let hostftl = first.hostftl;
+    let geometry = match hostftl {
+        Some(_) if device_geometry.kind == NamespaceKind::Conventional => {
+            return Err(FioError::Options(format!(
+                "hostftl on {filename}, a conventional namespace: a host FTL runs over a zoned one"
+            )));
+        }
+        Some(over_provisioning) => {
+            HostFtl::<Scheduled<Host<Box<dyn MediaStore>>>>::exported_geometry(&device_geometry, over_provisioning)
+                .map_err(|error| FioError::Options(error.to_string()))?
+        }
+        None => device_geometry,
+    };
     // A conventional namespace is one range, every block of it readable.
     let zone_wps: Vec<u64> = match geometry.kind {
         NamespaceKind::Conventional => vec![geometry.nsze_lba],
@@ -1758,8 +1831,8 @@ pub fn run_reporting(
     }
     let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps, geometry)));
     let simulation = Simulation::with_host(device, host_side, Some(seed));
-    let conventional = geometry.kind == NamespaceKind::Conventional;
-    let scheduler = scheduler_on(first, &geometry);
+    let conventional = device_geometry.kind == NamespaceKind::Conventional;
+    let scheduler = scheduler_on(first, &device_geometry);
     if first.scheduler_defaulted {
         let why = match (scheduler, conventional) {
             (SchedulerKind::None, true) => "gets none, as Linux gives a namespace that is not zoned",
@@ -1774,6 +1847,12 @@ pub fn run_reporting(
     }
     // One scheduler per device, as the block layer has: the first job's.
     let scheduled = Scheduled::new(simulation.host(), scheduler, 1280 << 10);
+    let queue = match hostftl {
+        Some(over_provisioning) => JobQueue::HostFtl(
+            HostFtl::new(scheduled.clone(), over_provisioning).map_err(|error| FioError::Options(error.to_string()))?,
+        ),
+        None => JobQueue::Direct(scheduled.clone()),
+    };
     if let Some(other) = invocation.jobs.iter().find(|job| !job.scheduler_defaulted && job.scheduler != scheduler) {
         notes.push(format!(
             "job {} asks for scheduler {}, but the device has one scheduler: {} (the first job's)",
@@ -1786,6 +1865,7 @@ pub fn run_reporting(
     let mut run = GroupRunner {
         simulation,
         scheduled,
+        queue,
         zones,
         zone_released,
         geometry,
@@ -1841,6 +1921,18 @@ pub fn run_reporting(
                  latency, so its runtime would never pass; bound the job by size instead"
             ));
         }
+    }
+    if let (JobQueue::HostFtl(ftl), Some(over_provisioning)) = (&run.queue, hostftl) {
+        let counters = ftl.counters();
+        notes.push(format!(
+            "host FTL at {:.0} % over-provisioning: the jobs wrote {} blocks, its garbage collection moved {} and reset \
+             {} zones (host write amplification {:.3}; the device's stays 1)",
+            over_provisioning * 100.0,
+            counters.host_blocks_written,
+            counters.gc_blocks_moved,
+            counters.gc_zones_reset,
+            counters.write_amplification()
+        ));
     }
     let wear = run.simulation.with_device(|device| device.media().erase_summary());
     Ok(snapshot(results, group_results, wear, notes, std::mem::take(&mut run.io_logs)))
@@ -2068,7 +2160,7 @@ impl JobState {
         // startdelay: the job's clock starts after it, as fio's does.
         let group_start = group_start.saturating_add(job.startdelay_ns);
         JobState {
-            options: JobOptions { scheduler: scheduler_on(job, &geometry), ..job.clone() },
+            options: job.clone(),
             instance_id: 0,
             max_open_zones: job.max_open_zones,
             waiting: None,
@@ -2138,6 +2230,7 @@ impl JobState {
                     randseed: job.randseed,
                 },
                 pending: VecDeque::new(),
+                latest: HashMap::new(),
                 logged: 0,
                 batch_left: 0,
                 writes_in_flight: 0,
@@ -2221,6 +2314,8 @@ impl JobResult {
 struct GroupRunner<S: MediaStore + 'static> {
     simulation: Simulation<S>,
     scheduled: Scheduled<Host<S>>,
+    /// What the jobs submit to: the scheduler, or a host FTL over it.
+    queue: JobQueue<S>,
     zones: Rc<RefCell<ZoneCache>>,
     /// Wakes instances waiting for a zone lock (see `ZoneCache::holders`).
     zone_released: Rc<Notify>,
@@ -2261,6 +2356,10 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 self.zones.borrow_mut().reset_countdown = reset_countdown_start(job.zone_reset_frequency);
                 let cost = JobHostCost::of(job, &self.host_costs, self.scheduled.kind());
                 let mut state = JobState::new(job, instance, geometry, range, group_start, cost);
+                // A job that named no scheduler runs under the device's, which it reports.
+                if job.scheduler_defaulted {
+                    state.options.scheduler = self.scheduled.kind();
+                }
                 state.instance_id = instances.len();
                 if job.polls() {
                     state.thread.turns = share.map(|share| (share, polling_thread));
@@ -2282,7 +2381,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
                 for _ in 0..depth {
                     let (zones, released) = (Rc::clone(&self.zones), Rc::clone(&self.zone_released));
-                    self.simulation.spawn(worker(self.scheduled.clone(), Rc::clone(&state), zones, released));
+                    self.simulation.spawn(worker(self.queue.clone(), Rc::clone(&state), zones, released));
                 }
                 instances.push(state);
             }

@@ -246,6 +246,12 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
     doc("section", STR, "Only run specified section in job file (command line; repeatable)", "a"),
     doc("prefill", STR, "zonelab: write the job's zones beforehand in no time: full, or a size per zone", "full"),
     doc("seed", INT, "zonelab: seed of the reordering of concurrent submissions", "3"),
+    doc(
+        "hostftl",
+        FLOAT,
+        "zonelab: a block-level host FTL over the zoned namespace with this over-provisioning (dm-zap's level)",
+        "0.28",
+    ),
 ];
 
 /// `fio --version`.

@@ -426,6 +426,9 @@ pub struct JobOptions {
     /// zonelab extension: write each zone of the job's range before its group starts, in no time (a drive
     /// preconditioned long ago): `Some(None)` fills the zones, `Some(Some(size))` writes that much of each.
     pub prefill: Option<Option<SizeSpec>>,
+    /// zonelab extension: run the jobs on a block-level host FTL over the zoned namespace (dm-zap's level), with
+    /// this over-provisioning (0.28: the zones hold 1.28 times what it exports).
+    pub hostftl: Option<f64>,
     pub seed: Option<u64>,
     /// `write_lat_log`, `write_bw_log`, `write_iops_log`: the prefix of each log file (the job's name for a
     /// bare flag), and `log_avg_msec`.
@@ -527,6 +530,7 @@ impl Default for JobOptions {
             scheduler: SchedulerKind::None,
             scheduler_defaulted: true,
             prefill: None,
+            hostftl: None,
             seed: None,
             lat_log: None,
             bw_log: None,
@@ -703,6 +707,7 @@ impl JobOptions {
                     Some(if text == "full" { None } else { Some(parse_fio_size(&key, text, self.kb_base)?) });
             }
             "seed" => self.seed = Some(parse_number(&key, need(value)?)?),
+            "hostftl" => self.hostftl = Some(parse_number(&key, need(value)?)?),
             "write_lat_log" | "write_bw_log" | "write_iops_log" => {
                 // A bare flag names the logs after the job, as fio does when the option has no value.
                 let prefix = Some(value.map_or_else(|| self.name.clone(), str::to_string));
