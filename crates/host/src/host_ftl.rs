@@ -80,6 +80,10 @@ struct State {
     in_flight: Vec<Vec<(u64, u64)>>,
     /// Reads in flight per zone: a zone is reset only when none is.
     readers: Vec<u32>,
+    /// Where each zone's completed writes end: a write is issued when the one before it in its zone has
+    /// completed, so that it reaches the device at the write pointer whatever the path reorders (mq-deadline's
+    /// zone write lock does the same below; `none` and a device that reorders do not).
+    written_to: Vec<u64>,
     counters: HostFtlCounters,
 }
 
@@ -208,6 +212,7 @@ impl<Q: CommandQueue + Clone + 'static> HostFtl<Q> {
             open: [None; 2],
             in_flight: vec![Vec::new(); zones],
             readers: vec![0; zones],
+            written_to: vec![0; zones],
             counters: HostFtlCounters::default(),
             zoned,
             exported,
@@ -263,16 +268,30 @@ impl<Q: CommandQueue + Clone + 'static> HostFtl<Q> {
                 state.zone_lba(zone, offset)
             };
             let piece = data.range(done * lba_bytes, len * lba_bytes);
+            self.wait_turn(zone, offset).await;
             let result = self.inner.submit(QueuedCommand::Write { slba: zoned_lba, data: piece }).await;
-            self.finish_write(zone, offset);
+            self.finish_write(zone, offset, len);
             result?;
             done += len;
         }
         Ok(())
     }
 
-    fn finish_write(&self, zone: u32, offset: u64) {
+    /// Waits until the writes before `offset` in `zone` have completed.
+    async fn wait_turn(&self, zone: u32, offset: u64) {
+        loop {
+            let notified = self.progress.notified();
+            if self.state.borrow().written_to[zone as usize] == offset {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// A write of `len` blocks at `offset` of `zone` has completed (or failed: the next one goes on regardless).
+    fn finish_write(&self, zone: u32, offset: u64, len: u64) {
         let mut state = self.state.borrow_mut();
+        state.written_to[zone as usize] = offset + len;
         let in_flight = &mut state.in_flight[zone as usize];
         if let Some(at) = in_flight.iter().position(|&(start, _)| start == offset) {
             in_flight.swap_remove(at);
@@ -353,6 +372,7 @@ impl<Q: CommandQueue + Clone + 'static> HostFtl<Q> {
             .await?;
         let mut state = self.state.borrow_mut();
         state.zone_use[victim as usize] = ZoneUse::Free;
+        state.written_to[victim as usize] = 0;
         state.free.push_back(victim);
         state.counters.gc_zones_reset += 1;
         Ok(true)
@@ -398,8 +418,9 @@ impl<Q: CommandQueue + Clone + 'static> HostFtl<Q> {
                 None => IoData::Zeros(moved * lba_bytes),
             };
             let zoned_lba = self.state.borrow().zone_lba(zone, offset);
+            self.wait_turn(zone, offset).await;
             let result = self.inner.submit(QueuedCommand::Write { slba: zoned_lba, data: payload }).await;
-            self.finish_write(zone, offset);
+            self.finish_write(zone, offset, moved);
             result?;
         }
         Ok(())
