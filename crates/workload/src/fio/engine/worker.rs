@@ -1,0 +1,458 @@
+//! The workers of a job instance: each keeps one I/O in flight through the job's queue (the scheduler, or a host
+//! FTL over it), submitting and reaping on the job's thread, and records what completed.
+
+use super::*;
+
+/// Queues a command for the job's next submission call (an asynchronous job) and waits for the call: the command
+/// reaches the scheduler when the call's CPU work ends, or, in a call Linux does not plug, when the kblockd
+/// worker runs next where Linux defers the dispatch. Returns fio's two timestamps, as `submit_on_job_core`.
+pub(super) async fn submit_in_batch<S: MediaStore + 'static>(
+    queue: &JobQueue<S>,
+    state: &Rc<RefCell<JobState>>,
+    direction: Direction,
+) -> SubmitTimes {
+    let now = queue.now_ns();
+    let (prepared_ns, call) = {
+        let mut job = state.borrow_mut();
+        let prepared_ns = job.prepare_on_core(now);
+        let fio_loop = job.fio_loop.as_mut().expect("only an asynchronous job submits in batches");
+        fio_loop.runnable -= 1;
+        fio_loop.queued += 1;
+        let call = Rc::clone(&fio_loop.next_submission);
+        job.settle_batches(now);
+        (prepared_ns, call)
+    };
+    let submission = wait_for(&call.changed, || call.made.get()).await;
+    let arrival = {
+        let mut job = state.borrow_mut();
+        let dispatch_ns = if submission.plugged { 0 } else { job.cost.dispatch_ns(direction) };
+        job.dispatched_at(submission.issued_ns, dispatch_ns)
+    };
+    sleep_until(queue, arrival).await;
+    SubmitTimes { prepared_ns, issued_ns: submission.issued_ns }
+}
+
+/// Reaps a completed command on the job's thread: an asynchronous job's in the round fio's thread reaps it in
+/// (see `FioLoop`), psync's on its own, its CPU work after what the core is busy with. Resolves when the reap ends,
+/// with the reap when the worker may have to wait before it queues again (`wait_to_queue`).
+pub(super) async fn reap<S: MediaStore + 'static>(
+    queue: &JobQueue<S>,
+    state: &Rc<RefCell<JobState>>,
+) -> Option<Rc<Reaped>> {
+    let now = queue.now_ns();
+    let waiting = {
+        let mut job = state.borrow_mut();
+        match job.fio_loop.as_mut() {
+            Some(fio_loop) => {
+                let reaped = Rc::new(Reaped::default());
+                fio_loop.completed.push_back(Rc::clone(&reaped));
+                job.settle_batches(now);
+                Some(reaped)
+            }
+            None => None,
+        }
+    };
+    let Some(reaped) = waiting else {
+        reap_on_job_core(queue, state).await;
+        return None;
+    };
+    let reaped_ns = wait_for(&reaped.changed, || reaped.at.get()).await;
+    sleep_until(queue, reaped_ns).await;
+    Some(reaped)
+}
+
+/// Waits until fio's thread has drained its queue to the low-water mark, if `reaped` is held for it.
+pub(super) async fn wait_to_queue(reaped: Option<Rc<Reaped>>) {
+    let Some(reaped) = reaped else { return };
+    wait_for(&reaped.changed, || (!reaped.held.get()).then_some(())).await;
+}
+
+/// Waits until `ready` has a value, looking again each time fio's thread notifies `changed`.
+pub(super) async fn wait_for<T>(changed: &Notify, ready: impl Fn() -> Option<T>) -> T {
+    loop {
+        if let Some(value) = ready() {
+            return value;
+        }
+        changed.notified().await;
+    }
+}
+
+/// Sleeps until device time `at` (not at all if it has passed).
+pub(super) async fn sleep_until<S: MediaStore + 'static>(queue: &JobQueue<S>, at: u64) {
+    let now = queue.now_ns();
+    if at > now {
+        queue.sleep(at - now).await;
+    }
+}
+
+/// Runs `wait` with the worker off fio's thread (waiting for a zone, for written blocks to verify, for its
+/// rate), so that an asynchronous job's thread may submit and reap meanwhile.
+pub(super) async fn off_the_thread<S: MediaStore + 'static>(
+    queue: &JobQueue<S>,
+    state: &Rc<RefCell<JobState>>,
+    wait: impl Future<Output = ()>,
+) {
+    state.borrow_mut().set_waiting(queue.now_ns(), true);
+    wait.await;
+    state.borrow_mut().set_waiting(queue.now_ns(), false);
+}
+
+/// Submits a synchronous job's one I/O on its thread: the command reaches the scheduler when its submission's CPU
+/// work ends, after what the job's core is busy with, or when Linux defers its dispatch, when the kblockd worker
+/// runs next. Resolves at the command's arrival, and returns fio's two timestamps for it: when the core began its
+/// submission and when that CPU work ended.
+pub(super) async fn submit_on_job_core<S: MediaStore + 'static>(
+    queue: &JobQueue<S>,
+    state: &Rc<RefCell<JobState>>,
+    direction: Direction,
+) -> SubmitTimes {
+    let now = queue.now_ns();
+    let (arrival, times) = {
+        let mut job = state.borrow_mut();
+        let dispatch_ns = job.cost.dispatch_ns(direction);
+        let prepared_ns = job.prepare_on_core(now);
+        let issued_ns = job.core_busy_until_ns;
+        (job.dispatched_at(issued_ns, dispatch_ns), SubmitTimes { prepared_ns, issued_ns })
+    };
+    sleep_until(queue, arrival).await;
+    times
+}
+
+/// fio's timestamps of one I/O before the device: `start_time` (prepared) and `issue_time` (issued).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SubmitTimes {
+    pub(super) prepared_ns: u64,
+    pub(super) issued_ns: u64,
+}
+
+/// Reaps a completed command on the job's thread: its CPU work runs after what the core is busy with.
+pub(super) async fn reap_on_job_core<S: MediaStore + 'static>(queue: &JobQueue<S>, state: &Rc<RefCell<JobState>>) {
+    let now = queue.now_ns();
+    let done = {
+        let mut job = state.borrow_mut();
+        let (busy_until, complete_ns, measured) =
+            (job.core_busy_until_ns, job.cost.complete_ns, now >= job.ramp_end_ns);
+        job.core_busy_until_ns = job.thread.reap(now, busy_until, complete_ns, measured);
+        job.core_busy_until_ns
+    };
+    sleep_until(queue, done).await;
+}
+
+/// One worker: issue, wait, record, until the job is done.
+/// What a job submits to: the device's scheduler, or a host FTL over it (`hostftl`).
+pub(super) enum JobQueue<S> {
+    Direct(Scheduled<Host<S>>),
+    HostFtl(HostFtl<Scheduled<Host<S>>>),
+}
+
+impl<S> Clone for JobQueue<S> {
+    fn clone(&self) -> Self {
+        match self {
+            JobQueue::Direct(queue) => JobQueue::Direct(queue.clone()),
+            JobQueue::HostFtl(ftl) => JobQueue::HostFtl(ftl.clone()),
+        }
+    }
+}
+
+impl<S: MediaStore + 'static> CommandQueue for JobQueue<S> {
+    fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>> {
+        let queue = self.clone();
+        async move {
+            match queue {
+                JobQueue::Direct(scheduled) => scheduled.submit(command).await,
+                JobQueue::HostFtl(ftl) => ftl.submit(command).await,
+            }
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        match self {
+            JobQueue::Direct(queue) => queue.now_ns(),
+            JobQueue::HostFtl(ftl) => ftl.now_ns(),
+        }
+    }
+
+    fn geometry(&self) -> Geometry {
+        match self {
+            JobQueue::Direct(queue) => queue.geometry(),
+            JobQueue::HostFtl(ftl) => ftl.geometry(),
+        }
+    }
+
+    fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {
+        let queue = self.clone();
+        async move {
+            match queue {
+                JobQueue::Direct(scheduled) => scheduled.sleep(duration_ns).await,
+                JobQueue::HostFtl(ftl) => ftl.sleep(duration_ns).await,
+            }
+        }
+    }
+}
+
+pub(super) async fn worker<S: MediaStore + 'static>(
+    queue: JobQueue<S>,
+    state: Rc<RefCell<JobState>>,
+    zones: Rc<RefCell<ZoneCache>>,
+    zone_released: Rc<Notify>,
+) {
+    let lba_shift = queue.geometry().lba_shift;
+    let (zoned, started) = {
+        let job = state.borrow();
+        (job.options.zonemode_zbd, job.started_ns)
+    };
+    sleep_until(&queue, started).await;
+    let mut last_reap = None;
+    loop {
+        wait_to_queue(last_reap.take()).await;
+        let now = queue.now_ns();
+        let next = state.borrow_mut().next_io(now, &mut zones.borrow_mut());
+        let io = match next {
+            Next::Issue(io) => io,
+            Next::WaitForZone => {
+                off_the_thread(&queue, &state, zone_released.notified()).await;
+                continue;
+            }
+            Next::WaitForWrites(drained) => {
+                off_the_thread(&queue, &state, drained.notified()).await;
+                continue;
+            }
+            Next::Done => {
+                state.borrow_mut().set_waiting(queue.now_ns(), true);
+                return;
+            }
+        };
+        let wait = {
+            let mut job = state.borrow_mut();
+            let mut wait = job.not_before_ns.saturating_sub(now);
+            if let Some(interval) = 1_000_000_000u64.checked_div(job.options.rate_iops) {
+                let slot = job.next_issue_ns.max(now);
+                job.next_issue_ns = slot + interval;
+                wait = wait.max(slot - now);
+            }
+            wait
+        };
+        if wait > 0 {
+            off_the_thread(&queue, &state, queue.sleep(wait)).await;
+        }
+        let (direction, mut command, lba) = io.command(lba_shift);
+        let mut logged_write = None;
+        if let (Io::Write { lba, blocks } | Io::Append { zone_start: lba, blocks }, QueuedCommand::Write { data, .. })
+        | (
+            Io::Write { lba, blocks } | Io::Append { zone_start: lba, blocks },
+            QueuedCommand::Append { data, .. },
+        ) = (&io, &mut command)
+        {
+            let mut job = state.borrow_mut();
+            if let Some((bytes, numberio)) = job.write_data(*lba, *blocks, queue.now_ns()) {
+                *data = IoData::Bytes(bytes);
+                if let Some(verifier) = job.verify.as_mut() {
+                    verifier.writes_in_flight += 1;
+                    logged_write = Some((*lba, *blocks, numberio));
+                }
+            }
+        }
+        let is_internal_reset = {
+            let job = state.borrow();
+            direction == Direction::Trim
+                && job.replay.is_none()
+                && !matches!(job.options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish)
+        };
+        let submitted = queue.now_ns();
+        if !is_internal_reset {
+            let mut job = state.borrow_mut();
+            let (geometry, started) = (job.geometry, job.started_ns);
+            if let (Some(trace), Some((action, offset, len))) = (job.trace.as_mut(), io.traced(&geometry)) {
+                trace.record(submitted.saturating_sub(started), action, offset, len);
+            }
+        }
+        let in_flight = {
+            let mut job = state.borrow_mut();
+            job.in_flight += 1;
+            job.in_flight
+        };
+        let asynchronous = state.borrow().fio_loop.is_some();
+        let times = if asynchronous {
+            submit_in_batch(&queue, &state, direction).await
+        } else {
+            submit_on_job_core(&queue, &state, direction).await
+        };
+        let result = queue.submit(command).await;
+        last_reap = reap(&queue, &state).await;
+        let completed = queue.now_ns();
+        if zoned && zones.borrow_mut().release(queue.geometry().zone_of(lba)) {
+            zone_released.notify_waiters();
+        }
+        let mut job = state.borrow_mut();
+        job.in_flight -= 1;
+        let (backlog, batch) = (job.options.verify_backlog, job.options.verify_batch);
+        if let (Some(piece), Some(verifier)) = (logged_write, job.verify.as_mut()) {
+            verifier.writes_in_flight -= 1;
+            if result.is_ok() {
+                let (lba, blocks, numberio) = piece;
+                let index = verifier.logged;
+                verifier.latest.extend((lba..lba + blocks).map(|block| (block, index)));
+                verifier.pending.push_back((lba, blocks, numberio, index));
+                verifier.logged += 1;
+                if backlog != 0 && verifier.logged % backlog == 0 {
+                    verifier.batch_left = if batch != 0 { batch } else { backlog };
+                }
+            }
+            if verifier.writes_in_flight == 0 {
+                verifier.drained.notify_waiters();
+            }
+        }
+        if let (Io::Verify { lba, numberio, .. }, Ok(Output::Data(data))) = (&io, &result) {
+            let file = job.options.filename.clone().unwrap_or_default();
+            let offset = lba << lba_shift;
+            let checked =
+                job.verify.as_ref().map_or(Ok(()), |verifier| verifier.layout.check(&file, offset, data, *numberio));
+            // The read counts as a read either way, as fio accounts it before its verify callback.
+            if let Err(message) = checked {
+                if job.options.continue_on_error.verify {
+                    job.total_errors += 1;
+                    job.first_error.get_or_insert(libc_errno::EILSEQ);
+                } else {
+                    job.verify_error.get_or_insert(message);
+                }
+            }
+        }
+        if let Err(status) = result {
+            let coe = job.options.continue_on_error;
+            let continued = if direction == Direction::Read { coe.read } else { coe.write };
+            // fio goes on only past errors it deems non-fatal: EIO and EILSEQ.
+            if continued && matches!(status.errno(), libc_errno::EIO | libc_errno::EILSEQ) {
+                job.total_errors += 1;
+                job.first_error.get_or_insert(status.errno());
+                continue;
+            }
+            let len_bytes = io.data_bytes(&job.geometry);
+            job.error.get_or_insert(IoFailure { status, direction, lba, len_bytes });
+            // The job has failed: the next turn finds it done.
+            continue;
+        }
+        if let Io::Reset { .. } = io {
+            job.zone_resets += 1;
+        }
+        if is_internal_reset || completed < job.ramp_end_ns {
+            continue;
+        }
+        let bytes = io.bytes(&job.geometry);
+        let total = completed - times.prepared_ns;
+        // fio samples no submission latency for a synchronous engine: its clat is the whole system call.
+        let synchronous = job.options.ioengine == IoEngine::Psync;
+        let slat = if synchronous { 0 } else { times.issued_ns - times.prepared_ns };
+        job.last_completion_ns = job.last_completion_ns.max(completed);
+        let stats = match direction {
+            Direction::Read => &mut job.read,
+            Direction::Write => &mut job.write,
+            Direction::Trim => &mut job.trim,
+            Direction::Sync => &mut job.sync,
+        };
+        stats.ios += 1;
+        stats.bytes += bytes;
+        if !synchronous {
+            stats.slat.record(slat);
+        }
+        stats.clat.record(total - slat);
+        stats.lat.record(total);
+        job.distribution.record(in_flight, total - slat);
+        job.sample(completed);
+        let started = job.started_ns;
+        if let Some(log) = job.log.as_mut() {
+            let direction = match direction {
+                Direction::Read => 0,
+                Direction::Write => 1,
+                Direction::Trim => 2,
+                Direction::Sync => 3,
+            };
+            let time_ns = completed - started;
+            log.push(LogEntry { time_ns, direction, bytes, slat_ns: slat, clat_ns: total - slat, lat_ns: total });
+        }
+    }
+}
+
+impl JobState {
+    /// Whether the job has stopped issuing: an error, its deadline, or its size done.
+    pub(super) fn finished(&self, now: u64) -> bool {
+        let checking = self.verify.as_ref().is_some_and(|verifier| !verifier.pending.is_empty());
+        self.failed()
+            || now >= self.deadline_ns
+            || (!self.options.time_based && self.issued_bytes >= self.budget_bytes && !checking)
+    }
+
+    /// How much of its work the job has done, 0 to 1: of its runtime or of its size, whichever is further.
+    pub(super) fn done_share(&self, now: u64) -> f64 {
+        if self.finished(now) {
+            return 1.0;
+        }
+        let by_size =
+            if self.options.time_based { 0.0 } else { self.issued_bytes as f64 / self.budget_bytes.max(1) as f64 };
+        let span = self.deadline_ns.saturating_sub(self.started_ns);
+        let by_time = if self.options.runtime_ns.is_some() && span > 0 {
+            now.saturating_sub(self.started_ns) as f64 / span as f64
+        } else {
+            0.0
+        };
+        by_size.max(by_time).min(1.0)
+    }
+
+    /// Takes fio's bandwidth and IOPS samples (`add_bw_samples`, `add_iops_samples`): once `SAMPLE_NS` has
+    /// passed since the last, each direction that moved data in between gets the rate over the span.
+    pub(super) fn sample(&mut self, now: u64) {
+        let span = now - self.sample_start_ns;
+        if span < SAMPLE_NS {
+            return;
+        }
+        for (index, stats) in [&mut self.read, &mut self.write, &mut self.trim].into_iter().enumerate() {
+            let (bytes, ios) = self.sampled[index];
+            if stats.bytes > bytes {
+                stats.bw_samples.push((stats.bytes - bytes) as f64 * 1e9 / span as f64 / 1024.0);
+                stats.iops_samples.push((stats.ios - ios) as f64 * 1e9 / span as f64);
+            }
+            self.sampled[index] = (stats.bytes, stats.ios);
+        }
+        self.sample_start_ns = now;
+    }
+}
+
+/// fio 3.33's open-zone bound for a zbd job (`zbd_set_max_open_zones`): the device's limit when the job sets
+/// none, the job's when it is within the device's, an error when it is above it (unless `ignore_zone_limits`),
+/// and never above fio's own 4096 (`ZBD_MAX_OPEN_ZONES`).
+pub(super) fn max_open_zones(job: &JobOptions, geometry: &Geometry) -> Result<u32, FioError> {
+    const FIO_MAX_OPEN_ZONES: u32 = 4096;
+    let device = geometry.max_open;
+    let limit = match (job.max_open_zones, device) {
+        (wanted, _) if job.ignore_zone_limits || device == 0 => wanted,
+        (0, device) => device,
+        (wanted, device) if wanted <= device => wanted,
+        (wanted, device) => {
+            return Err(FioError::Options(format!(
+                "job {}: Specified --max_open_zones ({wanted}) is larger than max ({device})",
+                job.name
+            )))
+        }
+    };
+    if limit > FIO_MAX_OPEN_ZONES {
+        return Err(FioError::Options(format!(
+            "job {}: 'max_open_zones' value is larger than {FIO_MAX_OPEN_ZONES}",
+            job.name
+        )));
+    }
+    Ok(if job.zonemode_zbd { limit } else { 0 })
+}
+
+/// fio's message for a failed I/O, with the errno's text and the device's status.
+pub(super) fn errno_message(failure: IoFailure, lba_bytes: u64) -> String {
+    let IoFailure { status, direction, lba, len_bytes } = failure;
+    let name = match status {
+        Status::TooManyActiveZones => "Value too large for defined data type",
+        Status::TooManyOpenZones => "Too many references: cannot splice",
+        _ => "Input/output error",
+    };
+    format!(
+        "io_u error: {name}: {} offset={}, buflen={len_bytes} (device: {status})",
+        direction.name(),
+        lba * lba_bytes
+    )
+}
