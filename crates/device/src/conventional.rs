@@ -99,6 +99,15 @@ impl ConventionalNamespaceConfig {
     }
 }
 
+/// What a command asks of the FTL, read off it before the namespace takes it.
+enum Work {
+    Read { slba: u64, nlb: u64 },
+    Write { slba: u64, nlb: u64 },
+    Trim { slba: u64, nlb: u64 },
+    Flush,
+    Nothing,
+}
+
 /// What the conventional namespace has done, for a device's stats.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ConventionalStats {
@@ -185,56 +194,54 @@ impl Conventional {
             let first = (slba << shift) / PAGE_BYTES;
             (first, ((slba + nlb) << shift).div_ceil(PAGE_BYTES) - first)
         };
-        let range = match &command {
-            Command::Read { slba, buf } => Some((*slba, buf.len() as u64 >> shift)),
-            Command::ReadDiscard { slba, nlb } => Some((*slba, *nlb)),
-            _ => None,
+        let work = match &command {
+            Command::Read { slba, buf } => Work::Read { slba: *slba, nlb: buf.len() as u64 >> shift },
+            Command::ReadDiscard { slba, nlb } => Work::Read { slba: *slba, nlb: *nlb },
+            Command::Write { slba, data } => Work::Write { slba: *slba, nlb: data.len() as u64 >> shift },
+            Command::Deallocate { slba, nlb } | Command::WriteZeroes { slba, nlb } => {
+                Work::Trim { slba: *slba, nlb: *nlb }
+            }
+            Command::Flush => Work::Flush,
+            _ => Work::Nothing,
         };
-        let write = match &command {
-            Command::Write { slba, data } => Some((*slba, data.len() as u64 >> shift, WriteKind::Write)),
-            _ => None,
-        };
-        let trim = match &command {
-            Command::Deallocate { slba, nlb } | Command::WriteZeroes { slba, nlb } => Some((*slba, *nlb)),
-            _ => None,
-        };
-        let flush = matches!(command, Command::Flush);
         let completion = self.namespace.execute(command)?;
         let first_zone = self.first_zone;
         let ftl = self.ftl();
         let mut flash = Rows { model: media, first: first_zone };
-        let done = if let Some((slba, nlb)) = range {
-            let len_bytes = nlb << shift;
-            let (command_done, start) = flash.model.accept_host_read(now, len_bytes);
-            let (first, count) = pages(slba, nlb);
-            let data_out = ftl.read_range(&mut flash, start, first, count).expect("the namespace checked the range");
-            flash.model.return_host_read(now, command_done, data_out, len_bytes)
-        } else if let Some((slba, nlb, kind)) = write {
-            let (acknowledge_from, data_in) = flash.model.accept_host_write(now, nlb << shift, kind);
-            let (first, count) = pages(slba, nlb);
-            let whole =
-                |lpn: u64| (lpn * PAGE_BYTES) >= (slba << shift) && ((lpn + 1) * PAGE_BYTES) <= ((slba + nlb) << shift);
-            let mut done = acknowledge_from.max(data_in);
-            for lpn in first..first + count {
-                // A page the write covers only in part is read first and written back whole.
-                let ready = if whole(lpn) { data_in } else { ftl.read(&mut flash, data_in, lpn).expect("in range") };
-                done = done.max(ftl.write(&mut flash, ready, lpn, 0).expect("in range"));
+        let done = match work {
+            Work::Read { slba, nlb } => {
+                let len_bytes = nlb << shift;
+                let (command_done, start) = flash.model.accept_host_read(now, len_bytes);
+                let (first, count) = pages(slba, nlb);
+                let data_out = ftl.read_range(&mut flash, start, first, count).expect("the namespace checked it");
+                flash.model.return_host_read(now, command_done, data_out, len_bytes)
             }
-            done
-        } else if let Some((slba, nlb)) = trim {
-            // Write Zeroes deallocates too: the blocks read as zeros either way (DLFEAT), and no data moves.
-            // Pages the range covers in part keep their other blocks' data.
-            let (start_bytes, end_bytes) = (slba << shift, (slba + nlb) << shift);
-            for lpn in start_bytes.div_ceil(PAGE_BYTES)..end_bytes / PAGE_BYTES {
-                ftl.trim(lpn).expect("in range");
+            Work::Write { slba, nlb } => {
+                let (acknowledge_from, data_in) = flash.model.accept_host_write(now, nlb << shift, WriteKind::Write);
+                let (first, count) = pages(slba, nlb);
+                let (start_bytes, end_bytes) = (slba << shift, (slba + nlb) << shift);
+                let whole = |lpn: u64| lpn * PAGE_BYTES >= start_bytes && (lpn + 1) * PAGE_BYTES <= end_bytes;
+                let mut done = acknowledge_from.max(data_in);
+                for lpn in first..first + count {
+                    // A page the write covers only in part is read first and written back whole.
+                    let ready =
+                        if whole(lpn) { data_in } else { ftl.read(&mut flash, data_in, lpn).expect("in range") };
+                    done = done.max(ftl.write(&mut flash, ready, lpn, 0).expect("in range"));
+                }
+                done
             }
-            flash.model.management(now)
-        } else if flush && power_loss_protection {
-            flash.model.management(now)
-        } else if flush {
-            flash.model.flush(now)
-        } else {
-            now
+            Work::Trim { slba, nlb } => {
+                // Write Zeroes deallocates too: the blocks read as zeros either way (DLFEAT), and no data moves.
+                // Pages the range covers in part keep their other blocks' data.
+                let (start_bytes, end_bytes) = (slba << shift, (slba + nlb) << shift);
+                for lpn in start_bytes.div_ceil(PAGE_BYTES)..end_bytes / PAGE_BYTES {
+                    ftl.trim(lpn).expect("in range");
+                }
+                flash.model.management(now)
+            }
+            Work::Flush if power_loss_protection => flash.model.management(now),
+            Work::Flush => flash.model.flush(now),
+            Work::Nothing => now,
         };
         Ok((done, completion))
     }
