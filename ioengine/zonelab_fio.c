@@ -240,6 +240,45 @@ static enum fio_q_status complete_now(struct io_u *io_u, int error)
 	return FIO_Q_COMPLETED;
 }
 
+/* The pieces of an io_u still in flight: kept in its engine_data, counted down as they complete. */
+static uintptr_t pieces_left(const struct io_u *io_u)
+{
+	return (uintptr_t)io_u->engine_data;
+}
+
+/* Submits a read or write of `io` in pieces of at most the device's MDTS, in order, as the block layer splits
+ * what is larger than max_hw_sectors_kb: the io_u completes when its last piece does, with the first error. */
+static enum fio_q_status submit_split(struct zonelab_device *device, struct io_u *io_u, struct zl_io io)
+{
+	uint64_t block = lba_bytes(device);
+	uint64_t max_blocks = device->geometry.mdts_bytes ? device->geometry.mdts_bytes / block : io.nlb;
+	uint32_t left = io.nlb;
+	uintptr_t submitted = 0;
+
+	io_u->error = 0;
+	while (left) {
+		struct zl_io piece = io;
+		int32_t code;
+
+		piece.nlb = left < max_blocks ? left : (uint32_t)max_blocks;
+		/* Completions are collected by this thread's getevents only, after queue returns: counting a piece
+		 * once it is submitted is in time. */
+		code = zl_submit(device->handle, &piece, (uint64_t)(uintptr_t)io_u);
+		if (code != ZL_OK) {
+			if (!submitted)
+				return complete_now(io_u, zl_errno(code));
+			/* The pieces in flight complete the io_u, with this error. */
+			io_u->error = zl_errno(code);
+			return FIO_Q_QUEUED;
+		}
+		io_u->engine_data = (void *)++submitted;
+		left -= piece.nlb;
+		io.slba += piece.nlb;
+		io.buf += (uint64_t)piece.nlb * block;
+	}
+	return FIO_Q_QUEUED;
+}
+
 static enum fio_q_status zonelab_queue(struct thread_data *td, struct io_u *io_u)
 {
 	struct zonelab_device *device = file_device(io_u->file);
@@ -257,7 +296,7 @@ static enum fio_q_status zonelab_queue(struct thread_data *td, struct io_u *io_u
 		io.slba = io_u->offset / block;
 		io.nlb = io_u->xfer_buflen / block;
 		io.buf = io_u->xfer_buf;
-		break;
+		return submit_split(device, io_u, io);
 	case DDIR_SYNC:
 	case DDIR_DATASYNC:
 		io.opcode = ZL_OP_FLUSH;
@@ -283,6 +322,8 @@ static enum fio_q_status zonelab_queue(struct thread_data *td, struct io_u *io_u
 	default:
 		return complete_now(io_u, EINVAL);
 	}
+	io_u->error = 0;
+	io_u->engine_data = (void *)(uintptr_t)1;
 	code = zl_submit(device->handle, &io, (uint64_t)(uintptr_t)io_u);
 	if (code != ZL_OK)
 		return complete_now(io_u, zl_errno(code));
@@ -302,18 +343,29 @@ static int zonelab_getevents(struct thread_data *td, unsigned int min, unsigned 
 		max = job->depth;
 	if (min > max)
 		min = max;
-	code = zl_poll_wait(device->handle, job->completions, max, min, timeout_ns, &count);
-	if (code != ZL_OK) {
-		td_verror(td, zl_errno(code), "zonelab poll");
-		return -zl_errno(code);
-	}
-	for (i = 0; i < count; i++) {
-		struct io_u *io_u = (struct io_u *)(uintptr_t)job->completions[i].tag;
+	/* Pieces of split I/Os complete one by one: poll until `min` whole io_us are done, or nothing more comes. */
+	do {
+		unsigned int polled = 0;
 
-		io_u->error = job->completions[i].status == ZL_OK ? 0 : zl_errno(job->completions[i].status);
-		io_u->resid = io_u->error ? io_u->xfer_buflen : 0;
-		job->events[i] = io_u;
-	}
+		code = zl_poll_wait(device->handle, job->completions, max, count < min ? 1 : 0, timeout_ns, &polled);
+		if (code != ZL_OK) {
+			td_verror(td, zl_errno(code), "zonelab poll");
+			return -zl_errno(code);
+		}
+		for (i = 0; i < polled; i++) {
+			struct io_u *io_u = (struct io_u *)(uintptr_t)job->completions[i].tag;
+
+			if (job->completions[i].status != ZL_OK && !io_u->error)
+				io_u->error = zl_errno(job->completions[i].status);
+			io_u->engine_data = (void *)(pieces_left(io_u) - 1);
+			if (pieces_left(io_u) == 0) {
+				io_u->resid = io_u->error ? io_u->xfer_buflen : 0;
+				job->events[count++] = io_u;
+			}
+		}
+		if (!polled)
+			break;
+	} while (count < min);
 	return count;
 }
 

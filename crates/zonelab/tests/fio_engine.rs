@@ -107,6 +107,32 @@ fn real_fio_takes_the_conventional_namespace_as_a_block_device() {
     assert!(!output.status.success(), "zonemode=zbd on a namespace fio sees as not zoned");
 }
 
+/// I/Os larger than the device's MDTS (256 KiB on the ZN540) are split as Linux's block layer splits them at
+/// `max_hw_sectors_kb`: each piece in order, the I/O complete when its last piece is, so 1 MiB writes fill zones
+/// and read back intact.
+#[test]
+fn ios_past_mdts_are_split_into_pieces() {
+    if !have_fio() {
+        return;
+    }
+    let output = fio(&[
+        "--name=big",
+        "--filename=preset\\:zn540,zones=8",
+        "--zonemode=zbd",
+        "--direct=1",
+        "--rw=write",
+        "--bs=1M",
+        "--iodepth=4",
+        "--size=2z",
+        "--io_size=64m",
+        "--verify=crc32c",
+    ]);
+    assert!(output.status.success(), "fio failed:\n{}", stderr(&output));
+    let job = &json(&output)["jobs"][0];
+    assert_eq!(job["error"], 0);
+    assert_eq!((job["write"]["io_bytes"].as_u64(), job["read"]["io_bytes"].as_u64()), (Some(64 << 20), Some(64 << 20)));
+}
+
 #[test]
 fn fio_zbd_logic_writes_an_image_as_zonelab_fio_does() {
     if !have_fio() {
