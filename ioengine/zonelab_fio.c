@@ -311,6 +311,14 @@ static enum fio_q_status zonelab_queue(struct thread_data *td, struct io_u *io_u
 			io.nlb = io_u->xfer_buflen / block;
 			break;
 		}
+		/* With --zonemode=zbd, fio's zoned code resets the zone (through reset_wp) and its own record of the
+		 * write pointer, as its synchronous engines have it do: a reset behind its back would leave the record
+		 * stale, and its next write off the write pointer. */
+		if (td->o.zone_mode == ZONE_MODE_ZBD) {
+			if (!do_io_u_trim(td, io_u))
+				return complete_now(io_u, io_u->error < 0 ? -io_u->error : (io_u->error ? io_u->error : EIO));
+			return complete_now(io_u, 0);
+		}
 		/* A trim of one whole zone resets it, as a zoned block device's discard does. */
 		if (io_u->offset % (device->geometry.zone_size_lba * block) ||
 		    io_u->xfer_buflen != device->geometry.zone_size_lba * block)

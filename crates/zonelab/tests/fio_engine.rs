@@ -133,6 +133,30 @@ fn ios_past_mdts_are_split_into_pieces() {
     assert_eq!((job["write"]["io_bytes"].as_u64(), job["read"]["io_bytes"].as_u64()), (Some(64 << 20), Some(64 << 20)));
 }
 
+/// A trim in `--zonemode=zbd` goes through fio's zoned code, which resets the zone and its own record of the write
+/// pointer: the write after it starts at the zone's start again, not where fio last saw the pointer.
+#[test]
+fn a_trim_resets_fios_record_of_the_write_pointer_too() {
+    if !have_fio() {
+        return;
+    }
+    let device = "--filename=preset\\:zn540,zones=8";
+    let write = ["--rw=write", "--bs=128k", "--size=1z", "--io_size=8m"];
+    let output = fio(&[
+        &[device, "--zonemode=zbd", "--direct=1", "--name=write"][..],
+        &write,
+        &["--name=trim", "--stonewall", "--rw=trim", "--bs=2g", "--size=1z", "--io_size=2g"],
+        &["--name=again", "--stonewall"],
+        &write,
+    ]
+    .concat());
+    assert!(output.status.success(), "fio failed:\n{}", stderr(&output));
+    let jobs = json(&output)["jobs"].as_array().expect("jobs").clone();
+    let errors: Vec<_> = jobs.iter().map(|job| job["error"].as_u64()).collect();
+    assert_eq!(errors, [Some(0), Some(0), Some(0)], "the second write lands at the reset zone's start");
+    assert_eq!(jobs[2]["write"]["io_bytes"], 8 << 20);
+}
+
 #[test]
 fn fio_zbd_logic_writes_an_image_as_zonelab_fio_does() {
     if !have_fio() {
