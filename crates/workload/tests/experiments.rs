@@ -31,6 +31,7 @@ fn every_experiment_runs_quick_and_writes_its_outputs() {
     let all = experiments();
     assert_eq!(all.len(), 19);
     let rocksdb = rocksdb_plugin();
+    let mut verdicts = String::new();
     for experiment in all {
         let directory = out.path().join(&experiment.id);
         let outcome =
@@ -78,8 +79,48 @@ fn every_experiment_runs_quick_and_writes_its_outputs() {
                 );
             }
             assert_eq!(series["claims"].as_array().expect("claims").len(), figure.claim.len());
+            // Claims in virtual time come out the same on every run: their figures and verdicts are pinned.
+            if !experiment.real_time {
+                for claim in series["claims"].as_array().expect("claims") {
+                    let figure_value =
+                        claim["zonelab"].as_f64().map_or("-".to_string(), |value| format!("{value:.4e}"));
+                    verdicts.push_str(&format!(
+                        "{}\t{}\t{}\t{}\t{}\n",
+                        experiment.id,
+                        figure.id,
+                        claim["text"].as_str().unwrap_or_default(),
+                        figure_value,
+                        claim["verdict"].as_str().unwrap_or_default()
+                    ));
+                }
+            }
         }
     }
+    check_golden_verdicts(&verdicts);
+}
+
+/// `experiments/quick-verdicts.tsv` holds every virtual-time claim of a quick run with its figure (4 significant
+/// digits) and verdict, so that a change to the model that moves one shows in review. Regenerate it with
+/// `ZONELAB_BLESS=1 cargo test -p zonelab-workload --test experiments every_experiment`.
+fn check_golden_verdicts(verdicts: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/quick-verdicts.tsv");
+    let header = "# experiment\tfigure\tclaim\tzonelab\tverdict (quick run, virtual time)\n";
+    let generated = format!("{header}{verdicts}");
+    if std::env::var_os("ZONELAB_BLESS").is_some() {
+        std::fs::write(&path, &generated).expect("write the verdicts");
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    let changed: Vec<String> = committed
+        .lines()
+        .zip(generated.lines())
+        .filter(|(old, new)| old != new)
+        .map(|(old, new)| format!("- {old}\n+ {new}"))
+        .collect();
+    assert!(
+        changed.is_empty() && committed.lines().count() == generated.lines().count(),
+        "virtual-time claims moved (regenerate with ZONELAB_BLESS=1 if intended):\n{}",
+        changed.join("\n")
+    );
 }
 
 #[test]
