@@ -251,8 +251,12 @@ impl Conventional {
     pub fn collect_while_idle(&mut self, media: &mut FlashModel, now: u64) {
         let Some(ftl) = self.ftl.as_mut() else { return };
         let mut flash = Rows { model: media, first: self.first_zone };
-        // Each collection frees a block or finds nothing to collect; the bound is the block count.
+        // Each collection frees a block or finds nothing to collect; the bound is the block count. The free
+        // count is asked first: most commands arrive with the target met, and need not scan the resources.
         for _ in 0..self.ftl_config.blocks {
+            if ftl.free_blocks() >= self.ftl_config.background_free_blocks {
+                break;
+            }
             let idle_from = flash.model.busy_until();
             if idle_from >= now || ftl.collect_idle(&mut flash, idle_from).is_none() {
                 break;

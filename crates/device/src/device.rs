@@ -367,12 +367,14 @@ impl<S: MediaStore> Device<S> {
     fn submit_conventional(&mut self, nsid: u32, now: u64, command: Command<'_>) -> Submitted {
         let shift = self.geometry_of(nsid).map_or(0, |geometry| geometry.lba_shift);
         let described = self.trace.is_some().then(|| describe(&command, shift));
-        let (kind, bytes) = match &command {
-            Command::Read { buf, .. } => (0, buf.len() as u64),
-            Command::ReadDiscard { nlb, .. } => (0, nlb << shift),
-            Command::Write { data, .. } => (1, data.len() as u64),
-            Command::Deallocate { .. } => (2, 0),
-            _ => (3, 0),
+        // What the command adds to the counters if it succeeds: reads and their bytes, writes and theirs,
+        // deallocates.
+        let (reads, bytes_read, writes, bytes_written, deallocates) = match &command {
+            Command::Read { buf, .. } => (1, buf.len() as u64, 0, 0, 0),
+            Command::ReadDiscard { nlb, .. } => (1, nlb << shift, 0, 0, 0),
+            Command::Write { data, .. } => (0, 0, 1, data.len() as u64, 0),
+            Command::Deallocate { .. } => (0, 0, 0, 0, 1),
+            _ => (0, 0, 0, 0, 0),
         };
         let outcome = match self.conventional.as_mut().filter(|cnv| cnv.nsid == nsid) {
             Some(cnv) => {
@@ -382,18 +384,12 @@ impl<S: MediaStore> Device<S> {
             None => Err(Status::InvalidNamespaceOrFormat),
         };
         if outcome.is_ok() {
-            match kind {
-                0 => {
-                    (self.counters.reads, self.counters.bytes_read) =
-                        (self.counters.reads + 1, self.counters.bytes_read + bytes)
-                }
-                1 => {
-                    (self.counters.writes, self.counters.bytes_written) =
-                        (self.counters.writes + 1, self.counters.bytes_written + bytes)
-                }
-                2 => self.counters.deallocates += 1,
-                _ => {}
-            }
+            let counters = &mut self.counters;
+            counters.reads += reads;
+            counters.bytes_read += bytes_read;
+            counters.writes += writes;
+            counters.bytes_written += bytes_written;
+            counters.deallocates += deallocates;
         }
         self.complete(now, described, outcome)
     }

@@ -142,9 +142,39 @@ impl State {
         Some((zone, offset, len))
     }
 
-    fn writing(&self, zone: u32, offset: u64) -> bool {
-        self.in_flight[zone as usize].iter().any(|&(start, end)| (start..end).contains(&offset))
+    /// Whether a write of any of blocks `start..end` of `zone` is in flight.
+    fn writing(&self, zone: u32, start: u64, end: u64) -> bool {
+        self.in_flight[zone as usize].iter().any(|&(from, to)| from < end && start < to)
     }
+}
+
+/// The namespace a host FTL exports over `zoned` with `over_provisioning` (0.28 is 28 %: the zones' capacity
+/// is the exported one times 1.28): its geometry, or why it cannot be built.
+pub fn host_ftl_geometry(zoned: &Geometry, over_provisioning: f64) -> Result<Geometry, HostFtlError> {
+    if !(0.0..=4.0).contains(&over_provisioning) {
+        return Err(HostFtlError(format!("over-provisioning {over_provisioning} is not within 0 to 4")));
+    }
+    let physical = u64::from(zoned.zones) * zoned.zone_cap_lba;
+    let exported = (physical as f64 / (1.0 + over_provisioning)) as u64;
+    // The two open zones and the collection's reserve hold no data of their own in the worst case.
+    let spare_zones = (RESERVE_ZONES + 2) as u64;
+    if exported == 0 || exported + spare_zones * zoned.zone_cap_lba > physical {
+        return Err(HostFtlError(format!(
+            "{} zones of {} blocks at {over_provisioning} over-provisioning leave no room for the {spare_zones} \
+             zones the open zones and the collection's reserve need",
+            zoned.zones, zoned.zone_cap_lba
+        )));
+    }
+    if exported >= u64::from(INVALID) {
+        return Err(HostFtlError(format!("{exported} blocks do not fit 32-bit block numbers")));
+    }
+    let lba_bytes = u64::from(zoned.lba_size);
+    let config = ConventionalConfig {
+        capacity: ByteSize(exported * lba_bytes),
+        lba_size: zoned.lba_size,
+        mdts: ByteSize(zoned.max_transfer_lba.map_or(0, |blocks| blocks * lba_bytes)),
+    };
+    config.validate().map_err(|error| HostFtlError(error.to_string()))
 }
 
 /// A randomly writable namespace over the zoned namespace behind `Q`.
@@ -169,39 +199,10 @@ impl<Q: Clone> Clone for HostFtl<Q> {
 }
 
 impl<Q: CommandQueue + Clone + 'static> HostFtl<Q> {
-    /// The namespace a host FTL exports over `zoned` with `over_provisioning` (0.28 is 28 %: the zones' capacity
-    /// is the exported one times 1.28): its geometry, or why it cannot be built.
-    pub fn exported_geometry(zoned: &Geometry, over_provisioning: f64) -> Result<Geometry, HostFtlError> {
-        if !(0.0..=4.0).contains(&over_provisioning) {
-            return Err(HostFtlError(format!("over-provisioning {over_provisioning} is not within 0 to 4")));
-        }
-        let physical = u64::from(zoned.zones) * zoned.zone_cap_lba;
-        let exported = (physical as f64 / (1.0 + over_provisioning)) as u64;
-        // The two open zones and the collection's reserve hold no data of their own in the worst case.
-        let spare_zones = (RESERVE_ZONES + 2) as u64;
-        if exported == 0 || exported + spare_zones * zoned.zone_cap_lba > physical {
-            return Err(HostFtlError(format!(
-                "{} zones of {} blocks at {over_provisioning} over-provisioning leave no room for the {spare_zones} \
-                 zones the open zones and the collection's reserve need",
-                zoned.zones, zoned.zone_cap_lba
-            )));
-        }
-        if exported >= u64::from(INVALID) {
-            return Err(HostFtlError(format!("{exported} blocks do not fit 32-bit block numbers")));
-        }
-        let lba_bytes = u64::from(zoned.lba_size);
-        let config = ConventionalConfig {
-            capacity: ByteSize(exported * lba_bytes),
-            lba_size: zoned.lba_size,
-            mdts: ByteSize(zoned.max_transfer_lba.map_or(0, |blocks| blocks * lba_bytes)),
-        };
-        config.validate().map_err(|error| HostFtlError(error.to_string()))
-    }
-
     /// A host FTL over the empty zoned namespace behind `inner`.
     pub fn new(inner: Q, over_provisioning: f64) -> Result<HostFtl<Q>, HostFtlError> {
         let zoned = inner.geometry();
-        let exported = Self::exported_geometry(&zoned, over_provisioning)?;
+        let exported = host_ftl_geometry(&zoned, over_provisioning)?;
         let zones = zoned.zones as usize;
         let state = State {
             l2p: vec![UNMAPPED; exported.nsze_lba as usize],
@@ -430,7 +431,7 @@ impl<Q: CommandQueue + Clone + 'static> HostFtl<Q> {
     async fn wait_for_writes(&self, zone: u32, start: u64, end: u64) {
         loop {
             let notified = self.progress.notified();
-            if !(start..end).any(|block| self.state.borrow().writing(zone, block)) {
+            if !self.state.borrow().writing(zone, start, end) {
                 return;
             }
             notified.await;
@@ -476,7 +477,7 @@ impl<Q: CommandQueue + Clone + 'static> HostFtl<Q> {
                             .take_while(|&i| state.l2p[(slba + i) as usize] == first + (i - at))
                             .take_while(|&i| offset + (i - at) < state.zoned.zone_cap_lba)
                             .count() as u64;
-                        let writing = (offset..offset + len).any(|block| state.writing(zone, block));
+                        let writing = state.writing(zone, offset, offset + len);
                         Some((zone, offset, len, writing))
                     }
                 };

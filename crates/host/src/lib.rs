@@ -11,7 +11,7 @@ mod scheduler;
 pub mod wal;
 mod zonefs;
 
-pub use host_ftl::{HostFtl, HostFtlCounters, HostFtlError};
+pub use host_ftl::{host_ftl_geometry, HostFtl, HostFtlCounters, HostFtlError};
 pub use reset_load::{run_reset_load, ResetLoadStats};
 pub use scheduler::{Scheduled, SchedulerCounters, SchedulerKind, ZincConfig};
 pub use wal::{RecoveryStats, Wal, WalConfig, WalDesign, WalError, WalStats, ZoneSource};

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use zonelab_device::rng::SplitMix64;
 use zonelab_device::{Device, DeviceConfig};
-use zonelab_host::{HostFtl, Scheduled, SchedulerKind};
+use zonelab_host::{host_ftl_geometry, HostFtl, Scheduled, SchedulerKind};
 use zonelab_runtime::{CommandQueue, HostExt, IoData, Simulation};
 use zonelab_zns::{MemoryStore, NamespaceKind, Status, ZoneSendAction};
 
@@ -111,7 +111,7 @@ fn bad_commands_and_shapes_are_refused() {
     let mut simulation = simulation();
     let zoned = simulation.host().geometry();
     let ftl = HostFtl::new(simulation.host(), 0.3).expect("fits");
-    assert!(HostFtl::<zonelab_runtime::Host<MemoryStore>>::exported_geometry(&zoned, 0.05).is_err(), "no room");
+    assert!(host_ftl_geometry(&zoned, 0.05).is_err(), "no room");
     let end = ftl.geometry().nsze_lba;
     let outcomes = Rc::new(RefCell::new(Vec::new()));
     let (queue, seen) = (ftl.clone(), Rc::clone(&outcomes));

@@ -15,7 +15,7 @@ use zonelab_device::{
     micros_to_ns, Built, CoreShare, DeviceBuilder, DeviceCounters, DeviceSpec, HostCosts, HostPath, HostSide,
     StoreChoice,
 };
-use zonelab_host::{HostFtl, Scheduled, SchedulerCounters, SchedulerKind};
+use zonelab_host::{host_ftl_geometry, HostFtl, Scheduled, SchedulerCounters, SchedulerKind};
 use zonelab_media::FlashCounters;
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::sync::Notify;
@@ -272,10 +272,8 @@ pub fn run_reporting(
                 "hostftl on {filename}, a conventional namespace: a host FTL runs over a zoned one"
             )));
         }
-        Some(over_provisioning) => {
-            HostFtl::<Scheduled<Host<Box<dyn MediaStore>>>>::exported_geometry(&device_geometry, over_provisioning)
-                .map_err(|error| FioError::Options(error.to_string()))?
-        }
+        Some(over_provisioning) => host_ftl_geometry(&device_geometry, over_provisioning)
+            .map_err(|error| FioError::Options(error.to_string()))?,
         None => device_geometry,
     };
     // A conventional namespace is one range, every block of it readable.
