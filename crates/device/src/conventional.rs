@@ -5,7 +5,7 @@
 //! with its own configuration table and its `run`.
 
 use serde::{Deserialize, Serialize};
-use zonelab_ftl::{Ftl, FtlConfig, FtlCounters, Rows, VictimPolicy};
+use zonelab_ftl::{Flash, Ftl, FtlConfig, FtlCounters, FtlError, InPlace, Rows, VictimPolicy};
 use zonelab_media::{FlashModel, MappingPolicy, MediaConfig, PhysicalZone, WriteKind};
 use zonelab_zns::{
     ByteSize, Command, Completion, ConfigError, ConventionalConfig, ConventionalNamespace, Geometry, MediaStore, Status,
@@ -33,6 +33,29 @@ pub struct ConventionalNamespaceConfig {
     /// How garbage collection picks its victim. Default greedy.
     #[serde(default)]
     pub victim: VictimPolicy,
+    /// Where a logical page lives: `page-mapped` (anywhere, with garbage collection; the default) or
+    /// `in-place` (where it lies, for media that write without erasing; no over-provisioning then).
+    #[serde(default)]
+    pub mapping: MappingKind,
+    /// Program units the write buffer holds for the stream (page-mapped only): a write that fills one waits
+    /// for the program this many units before it. Default 1: one unit gathers while one programs.
+    #[serde(default = "default_write_buffer_units")]
+    pub write_buffer_units: u32,
+}
+
+/// How a conventional namespace maps its logical pages onto flash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MappingKind {
+    /// A page-mapped FTL with garbage collection (`zonelab_ftl::Ftl`).
+    #[default]
+    PageMapped,
+    /// Each page where it lies, programmed in place (`zonelab_ftl::InPlace`): 3D XPoint.
+    InPlace,
+}
+
+fn default_write_buffer_units() -> u32 {
+    1
 }
 
 fn default_lba_size() -> u32 {
@@ -61,6 +84,12 @@ impl ConventionalNamespaceConfig {
             pages_per_unit,
         );
         config.victim = self.victim;
+        config.write_buffer_units = self.write_buffer_units;
+        // The controller's read-ahead, which the zoned namespace's reads use too.
+        config.read_ahead_pages = (media.controller.read_ahead_bytes / PAGE_BYTES) as u32;
+        if self.mapping == MappingKind::InPlace {
+            config.blocks = InPlace::blocks(&config);
+        }
         config
     }
 
@@ -94,8 +123,70 @@ impl ConventionalNamespaceConfig {
                 ),
             ));
         }
-        self.ftl(media).validate().map_err(|error| refuse("conventional.over-provisioning", error.to_string()))?;
+        match self.mapping {
+            MappingKind::PageMapped => self
+                .ftl(media)
+                .validate()
+                .map_err(|error| refuse("conventional.over-provisioning", error.to_string()))?,
+            MappingKind::InPlace if self.over_provisioning != 0.0 => {
+                return Err(refuse(
+                    "conventional.over-provisioning",
+                    "an in-place mapping keeps no spare space: it must be 0".into(),
+                ))
+            }
+            MappingKind::InPlace if unit_bytes != PAGE_BYTES => {
+                return Err(refuse(
+                    "conventional.mapping",
+                    format!("in-place writes program single 4 KiB pages, not {unit_bytes}-byte units"),
+                ))
+            }
+            MappingKind::InPlace => {}
+        }
         Ok(geometry)
+    }
+}
+
+/// The namespace's mapping of either kind, with the calls the namespace makes of it.
+enum Mapping {
+    PageMapped(Box<Ftl>),
+    InPlace(InPlace),
+}
+
+impl Mapping {
+    fn counters(&self) -> &FtlCounters {
+        match self {
+            Mapping::PageMapped(ftl) => ftl.counters(),
+            Mapping::InPlace(mapping) => mapping.counters(),
+        }
+    }
+
+    /// Writes logical page `lpn` (the one host stream).
+    fn write(&mut self, flash: &mut impl Flash, now: u64, lpn: u64) -> Result<u64, FtlError> {
+        match self {
+            Mapping::PageMapped(ftl) => ftl.write(flash, now, lpn, 0),
+            Mapping::InPlace(mapping) => mapping.write(flash, now, lpn),
+        }
+    }
+
+    fn read_range(&mut self, flash: &mut impl Flash, now: u64, first: u64, count: u64) -> Result<u64, FtlError> {
+        match self {
+            Mapping::PageMapped(ftl) => ftl.read_range(flash, now, first, count),
+            Mapping::InPlace(mapping) => mapping.read_range(flash, now, first, count),
+        }
+    }
+
+    fn trim(&mut self, lpn: u64) -> Result<(), FtlError> {
+        match self {
+            Mapping::PageMapped(ftl) => ftl.trim(lpn),
+            Mapping::InPlace(mapping) => mapping.trim(lpn),
+        }
+    }
+
+    fn precondition(&mut self, lpns: impl Iterator<Item = u64>) -> Result<(), FtlError> {
+        match self {
+            Mapping::PageMapped(ftl) => ftl.precondition(lpns),
+            Mapping::InPlace(mapping) => mapping.precondition(lpns),
+        }
     }
 }
 
@@ -124,9 +215,10 @@ pub(crate) struct Conventional {
     pub nsid: u32,
     pub namespace: ConventionalNamespace<Box<dyn MediaStore>>,
     ftl_config: FtlConfig,
-    /// Built at the namespace's first command: its maps take 8 bytes a page, which a device whose host never
-    /// uses the namespace should not pay for.
-    ftl: Option<Ftl>,
+    kind: MappingKind,
+    /// Built at the namespace's first command: a page map takes 8 bytes a page, which a device whose host
+    /// never uses the namespace should not pay for.
+    ftl: Option<Mapping>,
     first_zone: PhysicalZone,
 }
 
@@ -150,23 +242,35 @@ impl Conventional {
             nsid: config.nsid,
             namespace: ConventionalNamespace::new(config.namespace(), store)?,
             ftl_config,
+            kind: config.mapping,
             ftl: None,
             first_zone,
         })
     }
 
-    fn ftl(&mut self) -> &mut Ftl {
-        let config = &self.ftl_config;
-        self.ftl.get_or_insert_with(|| Ftl::new(config.clone()).expect("validated when the namespace was made"))
+    fn ftl(&mut self) -> &mut Mapping {
+        let (config, kind) = (&self.ftl_config, self.kind);
+        self.ftl.get_or_insert_with(|| {
+            let built = "validated when the namespace was made";
+            match kind {
+                MappingKind::PageMapped => Mapping::PageMapped(Box::new(Ftl::new(config.clone()).expect(built))),
+                MappingKind::InPlace => Mapping::InPlace(InPlace::new(config.clone()).expect(built)),
+            }
+        })
     }
 
     pub fn stats(&self) -> ConventionalStats {
         let counters = self.ftl.as_ref().map(|ftl| *ftl.counters()).unwrap_or_default();
+        let free_blocks = match &self.ftl {
+            Some(Mapping::PageMapped(ftl)) => ftl.free_blocks(),
+            Some(Mapping::InPlace(_)) => 0,
+            None => self.ftl_config.blocks,
+        };
         ConventionalStats {
             nsid: self.nsid,
             ftl: counters,
             write_amplification: counters.write_amplification(),
-            free_blocks: self.ftl.as_ref().map_or(self.ftl_config.blocks, Ftl::free_blocks),
+            free_blocks,
             blocks: self.ftl_config.blocks,
         }
     }
@@ -224,9 +328,12 @@ impl Conventional {
                 let mut done = acknowledge_from.max(data_in);
                 for lpn in first..first + count {
                     // A page the write covers only in part is read first and written back whole.
-                    let ready =
-                        if whole(lpn) { data_in } else { ftl.read(&mut flash, data_in, lpn).expect("in range") };
-                    done = done.max(ftl.write(&mut flash, ready, lpn, 0).expect("in range"));
+                    let ready = if whole(lpn) {
+                        data_in
+                    } else {
+                        ftl.read_range(&mut flash, data_in, lpn, 1).expect("in range")
+                    };
+                    done = done.max(ftl.write(&mut flash, ready, lpn).expect("in range"));
                 }
                 done
             }
@@ -249,7 +356,7 @@ impl Conventional {
     /// Garbage collection in idle time: while the flash is idle before `now` and free blocks are below the
     /// background target, collects one victim after another from when the flash fell idle.
     pub fn collect_while_idle(&mut self, media: &mut FlashModel, now: u64) {
-        let Some(ftl) = self.ftl.as_mut() else { return };
+        let Some(Mapping::PageMapped(ftl)) = self.ftl.as_mut() else { return };
         let mut flash = Rows { model: media, first: self.first_zone };
         // Each collection frees a block or finds nothing to collect; the bound is the block count. The free
         // count is asked first: most commands arrive with the target met, and need not scan the resources.

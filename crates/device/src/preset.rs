@@ -7,14 +7,8 @@ use zonelab_zns::{toml_decode, ConfigError, NamespaceConfig};
 
 use crate::ConventionalNamespaceConfig;
 
-/// The compiled-in presets, by name.
-pub const PRESETS: &[(&str, &str)] = &[
-    ("zn540", include_str!("../../../presets/zn540.toml")),
-    ("confzns-zwal", include_str!("../../../presets/confzns-zwal.toml")),
-    ("nvmevirt-rezns", include_str!("../../../presets/nvmevirt-rezns.toml")),
-    ("instant", include_str!("../../../presets/instant.toml")),
-    ("conventional", include_str!("../../../presets/conventional.toml")),
-];
+/// The compiled-in presets, by name: every TOML file of `presets/` (the build script lists them).
+pub const PRESETS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/presets.rs"));
 
 /// Per-command cost of one host path, on the host's side of the device: the time it adds to a command's
 /// latency on each side, and how much of that is CPU time on the submitting thread's core. They differ where a
@@ -156,6 +150,10 @@ pub struct DeviceConfig {
     pub host: HostCosts,
 }
 
+fn preset_names() -> String {
+    PRESETS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+}
+
 fn first_nsid() -> u32 {
     1
 }
@@ -164,9 +162,7 @@ fn first_nsid() -> u32 {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PresetError {
-    #[error(
-        "unknown preset {0:?}: the presets are zn540, confzns-zwal, nvmevirt-rezns, instant, conventional (or give a .toml file)"
-    )]
+    #[error("unknown preset {0:?}: the presets are {names} (or give a .toml file)", names = preset_names())]
     Unknown(String),
     #[error("{origin}: {message}")]
     Parse { origin: String, message: String },

@@ -4,7 +4,7 @@
 
 use zonelab_device::{Device, DeviceConfig};
 use zonelab_media::{FlashOp, OpSource};
-use zonelab_zns::{Command, NamespaceKind, NullStore, Status, ZoneSendAction};
+use zonelab_zns::{Command, MediaStore, NamespaceKind, NullStore, Status, ZoneSendAction};
 
 const CONVENTIONAL: u32 = 1;
 const ZONED: u32 = 2;
@@ -17,7 +17,7 @@ fn zn540(overrides: &[&str]) -> Device<NullStore> {
     Device::new(&DeviceConfig::load("zn540", &overrides).expect("preset"), NullStore).expect("device")
 }
 
-fn ok(device: &mut Device<NullStore>, nsid: u32, now: u64, command: Command<'_>) -> u64 {
+fn ok<S: MediaStore>(device: &mut Device<S>, nsid: u32, now: u64, command: Command<'_>) -> u64 {
     let submitted = device.submit_to(nsid, now, command);
     submitted.result.unwrap_or_else(|status| panic!("nsid {nsid}: {status}"));
     submitted.complete_ns
@@ -150,4 +150,49 @@ fn a_device_without_a_zoned_namespace_is_a_conventional_ssd() {
     assert!(zones.contains("zoned-nsid") && zones.contains("no [namespace]"), "{zones}");
     let none = DeviceConfig::load("instant", &["zoned-nsid=0".into()]).expect_err("no namespace").to_string();
     assert!(none.contains("needs a [conventional] table"), "{none}");
+}
+
+/// The Optane preset writes in place: data reads back, overwrites program where the page lies, nothing is
+/// ever erased or copied, and a write completes when its program ends (no buffer), so it takes longer than
+/// a buffered write on the flash SSD beside it.
+#[test]
+fn an_in_place_namespace_never_collects_garbage() {
+    let config = DeviceConfig::load("optane-900p", &[]).expect("preset");
+    let mut device = Device::new(&config, zonelab_zns::MemoryStore::new(1 << 20)).expect("device");
+    let mut now = 0;
+    let mut rng = zonelab_device::rng::SplitMix64::split(5, "overwrites");
+    for round in 0..4u8 {
+        for _ in 0..2000 {
+            let slba = rng.below(1 << 20) * 8;
+            now = ok(&mut device, 1, now, Command::Write { slba, data: &[round; 4096] });
+        }
+    }
+    ok(&mut device, 1, now, Command::Write { slba: 8, data: &[9; 4096] });
+    let mut back = [0u8; 4096];
+    ok(&mut device, 1, now, Command::Read { slba: 8, buf: &mut back });
+    assert_eq!(back[4095], 9);
+    let stats = device.stats();
+    let ftl = stats.conventional.expect("counters");
+    assert_eq!((ftl.write_amplification, ftl.ftl.gc_pages_moved, ftl.ftl.gc_blocks_erased), (1.0, 0, 0));
+    assert_eq!(stats.flash.get(FlashOp::BlockErase, OpSource::GcErase), 0);
+    let write_ns = |preset: &str| {
+        let mut device = Device::new(&DeviceConfig::load(preset, &[]).expect("preset"), NullStore).expect("device");
+        ok(&mut device, 1, 1_000_000, Command::Write { slba: 0, data: &[0; 4096] }) - 1_000_000
+    };
+    let (in_place, buffered) = (write_ns("optane-900p"), write_ns("samsung-980pro"));
+    let program_ns = (config.media.nand.program_latency_us * 1000.0) as u64;
+    assert!(in_place > program_ns, "an unbuffered write waits for its {program_ns} ns program: {in_place} ns");
+    assert!(buffered < 450_000, "the flash SSD acknowledges from its buffer before a 450 us program: {buffered} ns");
+}
+
+#[test]
+fn an_in_place_mapping_is_refused_spare_space_and_multi_page_units() {
+    let refused = |overrides: &[&str]| {
+        let overrides: Vec<String> = overrides.iter().map(|text| text.to_string()).collect();
+        DeviceConfig::load("optane-900p", &overrides).expect_err("refused").to_string()
+    };
+    let spare = refused(&["conventional.over-provisioning=0.1"]);
+    assert!(spare.contains("conventional.over-provisioning") && spare.contains("in-place"), "{spare}");
+    let units = refused(&["media.nand.program-unit-bytes=8192"]);
+    assert!(units.contains("conventional.mapping") && units.contains("8192"), "{units}");
 }

@@ -39,6 +39,11 @@ pub struct FtlConfig {
     /// Host write streams, each with an open block of its own (NVMe's streams directive); garbage collection
     /// writes to one more.
     pub streams: u32,
+    /// Program units a stream's write buffer holds: a write that fills a unit completes once the program of
+    /// the unit this many before it has ended. 1 (NVMeVirt's conv_ftl): one unit gathers while one programs.
+    pub write_buffer_units: u32,
+    /// Pages the controller senses ahead of a sequential read stream into its memory; 0 for none.
+    pub read_ahead_pages: u32,
 }
 
 /// Why a configuration or a command is refused.
@@ -76,6 +81,8 @@ impl FtlConfig {
             foreground_free_blocks: 2,
             background_free_blocks: 8,
             streams: 1,
+            write_buffer_units: 1,
+            read_ahead_pages: 0,
         }
     }
 
@@ -88,8 +95,16 @@ impl FtlConfig {
     /// garbage collection hold aside, page numbers fit 32 bits, units divide blocks.
     pub fn validate(&self) -> Result<(), FtlError> {
         let bad = |reason: String| Err(FtlError::Config(reason));
-        if self.logical_pages == 0 || self.pages_per_block == 0 || self.pages_per_unit == 0 || self.streams == 0 {
-            return bad("logical pages, pages per block, pages per unit and streams must be positive".into());
+        if self.logical_pages == 0
+            || self.pages_per_block == 0
+            || self.pages_per_unit == 0
+            || self.streams == 0
+            || self.write_buffer_units == 0
+        {
+            return bad(
+                "logical pages, pages per block, pages per unit, streams and write buffer units must be positive"
+                    .into(),
+            );
         }
         if !self.pages_per_block.is_multiple_of(self.pages_per_unit) {
             return bad(format!(

@@ -6,8 +6,9 @@ use zonelab_media::{FlashModel, OpSource, PhysicalZone, ProgramUnit};
 
 /// Flash as the FTL drives it; every call returns when the operation is done.
 pub trait Flash {
-    /// Senses `unit` of `block` from `start` and moves `bytes` of it to the controller.
-    fn sense(&mut self, now: u64, start: u64, block: u32, unit: u64, bytes: u64, source: OpSource) -> u64;
+    /// Senses `unit` of `block` from `start` and moves its bytes `offset..offset + bytes` to the controller.
+    #[allow(clippy::too_many_arguments)]
+    fn sense(&mut self, now: u64, start: u64, block: u32, unit: u64, offset: u64, bytes: u64, source: OpSource) -> u64;
     /// Programs `unit` of `block` once its data is in the controller at `ready`.
     fn program(&mut self, now: u64, block: u32, unit: u64, ready: u64, source: OpSource) -> u64;
     /// Erases `block` from `start`.
@@ -15,8 +16,8 @@ pub trait Flash {
 }
 
 impl Flash for FlashModel {
-    fn sense(&mut self, now: u64, start: u64, block: u32, unit: u64, bytes: u64, source: OpSource) -> u64 {
-        self.sense_physical(now, start, PhysicalZone(block), ProgramUnit(unit), bytes, source)
+    fn sense(&mut self, now: u64, start: u64, block: u32, unit: u64, offset: u64, bytes: u64, source: OpSource) -> u64 {
+        self.sense_physical(now, start, PhysicalZone(block), ProgramUnit(unit), offset, bytes, source)
     }
 
     fn program(&mut self, now: u64, block: u32, unit: u64, ready: u64, source: OpSource) -> u64 {
@@ -34,7 +35,7 @@ impl Flash for FlashModel {
 pub struct Untimed;
 
 impl Flash for Untimed {
-    fn sense(&mut self, _now: u64, start: u64, _block: u32, _unit: u64, _bytes: u64, _source: OpSource) -> u64 {
+    fn sense(&mut self, _now: u64, start: u64, _: u32, _: u64, _: u64, _: u64, _: OpSource) -> u64 {
         start
     }
 
@@ -70,9 +71,9 @@ impl Rows<'_> {
 }
 
 impl Flash for Rows<'_> {
-    fn sense(&mut self, now: u64, start: u64, block: u32, unit: u64, bytes: u64, source: OpSource) -> u64 {
+    fn sense(&mut self, now: u64, start: u64, block: u32, unit: u64, offset: u64, bytes: u64, source: OpSource) -> u64 {
         let (zone, _, unit) = self.place(block, unit);
-        self.model.sense_physical(now, start, zone, unit, bytes, source)
+        self.model.sense_physical(now, start, zone, unit, offset, bytes, source)
     }
 
     fn program(&mut self, now: u64, block: u32, unit: u64, ready: u64, source: OpSource) -> u64 {

@@ -2,6 +2,8 @@
 //! garbage collection that moves valid pages through the same flash (so it competes with host I/O for dies
 //! and channels by mechanism, not by a penalty).
 
+use std::collections::VecDeque;
+
 use serde::Serialize;
 use zonelab_media::OpSource;
 
@@ -58,8 +60,22 @@ struct OpenBlock {
     block: u32,
     /// When the data of the unit being gathered is all in the controller.
     unit_ready_ns: u64,
-    /// When the program of the stream's previous unit ends: the buffer holds one unit while another programs.
-    last_program_ns: u64,
+}
+
+/// The controller's read-ahead of one sequential read stream: the pages it holds, from `first` on, and when
+/// each is in its memory.
+#[derive(Default)]
+struct ReadAhead {
+    /// Where the stream's next read is expected.
+    next: Option<u64>,
+    first: u64,
+    ready: VecDeque<u64>,
+}
+
+impl ReadAhead {
+    fn end(&self) -> u64 {
+        self.first + self.ready.len() as u64
+    }
 }
 
 /// A page-mapped FTL: the mapping and its blocks. The flash it drives is passed to each call that reaches
@@ -71,6 +87,9 @@ pub struct Ftl {
     blocks: Blocks,
     /// Each host stream's open block, then garbage collection's.
     open: Vec<Option<OpenBlock>>,
+    /// When each stream's programs in the write buffer end, oldest first (at most `write_buffer_units`).
+    programs: Vec<VecDeque<u64>>,
+    read_ahead: ReadAhead,
     counters: FtlCounters,
 }
 
@@ -83,6 +102,8 @@ impl Ftl {
             p2l: vec![INVALID; physical_pages],
             blocks: Blocks::new(config.blocks),
             open: vec![None; config.streams as usize + 1],
+            programs: vec![VecDeque::new(); config.streams as usize + 1],
+            read_ahead: ReadAhead::default(),
             counters: FtlCounters::default(),
             config,
         })
@@ -154,14 +175,63 @@ impl Ftl {
     }
 
     /// Reads `count` logical pages from `first` at `now`; returns when their data is all in the controller.
-    /// Neighbouring pages in one program unit are sensed together, once, and only their bytes move.
+    /// Neighbouring pages in one program unit are sensed together, once, and only their bytes move. With
+    /// read-ahead, a read that continues a sequential stream (or finds its pages read ahead) has the pages up to
+    /// `read_ahead_pages` past it sensed too, so that the stream's next reads find them in the controller.
     pub fn read_range(&mut self, flash: &mut impl Flash, now: u64, first: u64, count: u64) -> Result<u64, FtlError> {
         self.check_lpn(first + count.max(1) - 1)?;
         self.counters.host_pages_read += count;
+        let end = first + count;
+        let ahead = &self.read_ahead;
+        let held = ahead.first <= first && end <= ahead.end();
+        if self.config.read_ahead_pages == 0 || !(held || ahead.next == Some(first)) {
+            if self.config.read_ahead_pages != 0 {
+                self.read_ahead = ReadAhead { next: Some(end), first: end, ready: VecDeque::new() };
+            }
+            return Ok(self.sense_range(flash, now, first..end, None));
+        }
+        // Pages behind the read are let go; a stream that ran past what is held starts holding from here.
+        let ahead = &mut self.read_ahead;
+        if ahead.end() < first || ahead.first > first {
+            (ahead.first, ahead.ready) = (first, VecDeque::new());
+        }
+        while ahead.first < first {
+            ahead.ready.pop_front();
+            ahead.first += 1;
+        }
+        let horizon = (end + u64::from(self.config.read_ahead_pages)).min(self.config.logical_pages);
+        let from = self.read_ahead.end();
+        let mut ready = vec![now; horizon.saturating_sub(from) as usize];
+        self.sense_range(flash, now, from..horizon, Some(&mut ready));
+        let ahead = &mut self.read_ahead;
+        ahead.ready.extend(ready);
+        ahead.next = ahead.next.max(Some(end));
+        Ok(ahead.ready.range(..count as usize).copied().max().unwrap_or(now).max(now))
+    }
+
+    /// Senses the pages of `lpns` from `now`, each unit's together; returns when they are all in the controller,
+    /// and puts when each one is into `ready` (indexed from the range's start) if given.
+    fn sense_range(
+        &mut self,
+        flash: &mut impl Flash,
+        now: u64,
+        lpns: std::ops::Range<u64>,
+        mut ready: Option<&mut Vec<u64>>,
+    ) -> u64 {
         let mut done = now;
-        // The unit being gathered into one sense, and how many of its pages are wanted.
-        let mut group: Option<((u32, u32), u64)> = None;
-        for lpn in first..first + count {
+        // The unit being gathered into one sense, the first and last of its pages wanted, and the index of the
+        // range's first page in it.
+        let mut group: Option<((u32, u32), u32, u32, usize)> = None;
+        let start = lpns.start;
+        let mut sense = |this: &Self, flash: &mut _, group: ((u32, u32), u32, u32, usize), to: usize| {
+            let ((block, unit), low, high, from) = group;
+            let at = this.sense_pages(flash, now, now, block, unit, low..high + 1, OpSource::HostRead);
+            if let Some(ready) = ready.as_deref_mut() {
+                ready[from..to].iter_mut().for_each(|page| *page = at);
+            }
+            at
+        };
+        for lpn in lpns.clone() {
             let ppn = self.l2p[lpn as usize];
             if ppn == UNMAPPED {
                 continue;
@@ -172,23 +242,41 @@ impl Ftl {
             if matches!(self.blocks.state[block as usize], BlockState::Open(_)) && unit == gathering {
                 continue;
             }
+            let page = offset % self.config.pages_per_unit;
+            let index = (lpn - start) as usize;
             match &mut group {
-                Some((at, pages)) if *at == (block, unit) => *pages += 1,
+                Some((at, low, high, _)) if *at == (block, unit) => {
+                    (*low, *high) = ((*low).min(page), (*high).max(page))
+                }
                 _ => {
-                    if let Some(((block, unit), pages)) = group.replace(((block, unit), 1)) {
-                        done = done.max(self.sense_pages(flash, now, block, unit, pages));
+                    if let Some(previous) = group.replace(((block, unit), page, page, index)) {
+                        done = done.max(sense(self, flash, previous, index));
                     }
                 }
             }
         }
-        if let Some(((block, unit), pages)) = group {
-            done = done.max(self.sense_pages(flash, now, block, unit, pages));
+        if let Some(last) = group {
+            done = done.max(sense(self, flash, last, (lpns.end - start) as usize));
         }
-        Ok(done)
+        done
     }
 
-    fn sense_pages(&self, flash: &mut impl Flash, now: u64, block: u32, unit: u32, pages: u64) -> u64 {
-        flash.sense(now, now, block, u64::from(unit), pages * self.config.page_bytes, OpSource::HostRead)
+    /// Senses `pages` (counted within the unit) of `unit` of `block` from `start`; returns when they are in the
+    /// controller.
+    #[allow(clippy::too_many_arguments)]
+    fn sense_pages(
+        &self,
+        flash: &mut impl Flash,
+        now: u64,
+        start: u64,
+        block: u32,
+        unit: u32,
+        pages: std::ops::Range<u32>,
+        source: OpSource,
+    ) -> u64 {
+        let page_bytes = self.config.page_bytes;
+        let (offset, bytes) = (u64::from(pages.start) * page_bytes, u64::from(pages.len() as u32) * page_bytes);
+        flash.sense(now, start, block, u64::from(unit), offset, bytes, source)
     }
 
     /// Deallocates logical page `lpn` (Dataset Management's deallocate; fio's trim): it reads as never
@@ -226,8 +314,11 @@ impl Ftl {
         (ppn / self.config.pages_per_block, ppn % self.config.pages_per_block)
     }
 
-    /// Drops `lpn`'s old physical page, if it has one.
+    /// Drops `lpn`'s old physical page, if it has one (and the read-ahead, if it holds the page).
     fn invalidate(&mut self, lpn: u64) {
+        if (self.read_ahead.first..self.read_ahead.end()).contains(&lpn) {
+            self.read_ahead = ReadAhead::default();
+        }
         let old = std::mem::replace(&mut self.l2p[lpn as usize], UNMAPPED);
         if old != UNMAPPED {
             self.p2l[old as usize] = INVALID;
@@ -245,7 +336,7 @@ impl Ftl {
             None => {
                 // The foreground reserve exists for this: a write or a collection always finds a block.
                 let block = self.blocks.open(owner).expect("the garbage collection reserve keeps a free block");
-                OpenBlock { block, unit_ready_ns: ready, last_program_ns: now }
+                OpenBlock { block, unit_ready_ns: ready }
             }
         };
         let block = open.block;
@@ -264,8 +355,12 @@ impl Ftl {
             // A block takes programs once its last erase is done.
             let ready = open.unit_ready_ns.max(self.blocks.erased_ns[block as usize]);
             let programmed = flash.program(now, block, u64::from(unit), ready, source);
-            done = done.max(open.last_program_ns);
-            open.last_program_ns = programmed;
+            // The write that fills the buffer's last free unit waits until the oldest unit's program ends.
+            let programs = &mut self.programs[owner as usize];
+            if programs.len() >= self.config.write_buffer_units as usize {
+                done = done.max(programs.pop_front().unwrap_or(now));
+            }
+            programs.push_back(programmed);
             open.unit_ready_ns = 0;
         }
         if offset + 1 == ppb {
@@ -306,7 +401,8 @@ impl Ftl {
             let ready = match sensed {
                 Some((sensed_unit, at)) if sensed_unit == unit => at,
                 _ => {
-                    let at = flash.sense(now, start, victim, u64::from(unit), self.config.page_bytes, OpSource::GcRead);
+                    let page = offset % ppu;
+                    let at = self.sense_pages(flash, now, start, victim, unit, page..page + 1, OpSource::GcRead);
                     sensed = Some((unit, at));
                     at
                 }

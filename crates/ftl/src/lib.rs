@@ -9,6 +9,8 @@
 //! I/O, so garbage collection slows host I/O by mechanism. Counters split programs by cause, so write
 //! amplification falls out; erase counts per block give the wear.
 //!
+//! Media that write in place (3D XPoint) need none of this: `InPlace` keeps each logical page where it lies.
+//!
 //! The device (`zonelab-device`) holds one as its conventional namespace's mapping, its blocks rows of physical
 //! zones of the device's flash model (`Rows`); `zonelab bench ftl` drives it on a model of its own.
 
@@ -16,10 +18,12 @@ mod blocks;
 mod config;
 mod flash;
 mod ftl;
+mod in_place;
 
 pub use config::{FtlConfig, FtlError, VictimPolicy};
 pub use flash::{Flash, Rows, Untimed};
 pub use ftl::{Ftl, FtlCounters};
+pub use in_place::InPlace;
 
 /// Write amplification of greedy garbage collection under uniform random page writes, from "An Improved
 /// Analytic Expression for Write Amplification in NAND Flash" (Luojie Xiang and Brian M. Kurkoski, 2012):

@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use zonelab_device::rng::SplitMix64;
-use zonelab_ftl::{greedy_write_amplification, Ftl, FtlConfig, Untimed, VictimPolicy};
+use zonelab_ftl::{greedy_write_amplification, Flash, Ftl, FtlConfig, Untimed, VictimPolicy};
+use zonelab_media::OpSource;
 
 /// 64 blocks of 32 pages (units of 4) for 1,536 logical pages: 33 % over-provisioning, so that garbage
 /// collection runs within a few thousand writes.
@@ -20,6 +21,8 @@ fn small(victim: VictimPolicy, streams: u32) -> Ftl {
         foreground_free_blocks: 2,
         background_free_blocks: 6,
         streams,
+        write_buffer_units: 1,
+        read_ahead_pages: 0,
     };
     Ftl::new(config).expect("a valid configuration")
 }
@@ -129,4 +132,84 @@ fn greedy_write_amplification_follows_the_analytic_model_at_7_and_28_percent() {
         );
         assert!(error < 0.15, "at {over_provisioning}: measured {measured:.3}, model {model:.3}");
     }
+}
+
+/// One die: programs run one after another, 100 ns each; senses and erases take no time.
+#[derive(Default)]
+struct OneDie {
+    free_at: u64,
+}
+
+impl Flash for OneDie {
+    fn sense(&mut self, _: u64, start: u64, _: u32, _: u64, _: u64, _: u64, _: OpSource) -> u64 {
+        start
+    }
+    fn program(&mut self, _: u64, _: u32, _: u64, ready: u64, _: OpSource) -> u64 {
+        self.free_at = self.free_at.max(ready) + 100;
+        self.free_at
+    }
+    fn erase(&mut self, _: u64, start: u64, _: u32, _: OpSource) -> u64 {
+        start
+    }
+}
+
+#[test]
+fn a_deeper_write_buffer_acknowledges_writes_before_their_programs_end() {
+    // Each write that fills unit k (4 pages) waits for the program of unit k - depth, which ends at 100 (k - depth + 1).
+    let completion_of_eighth_unit = |depth: u32| {
+        let mut config = small(VictimPolicy::Greedy, 1).config().clone();
+        config.write_buffer_units = depth;
+        let mut ftl = Ftl::new(config).expect("in range");
+        let mut flash = OneDie::default();
+        (0..32).map(|lpn| ftl.write(&mut flash, 0, lpn, 0).expect("in range")).last().expect("in range")
+    };
+    assert_eq!(completion_of_eighth_unit(1), 700);
+    assert_eq!(completion_of_eighth_unit(4), 400);
+    let mut config = small(VictimPolicy::Greedy, 1).config().clone();
+    config.write_buffer_units = 0;
+    assert!(Ftl::new(config).is_err(), "a buffer of no units is refused");
+}
+
+/// Counts senses; each takes 50 ns from its start.
+#[derive(Default)]
+struct CountingSenses {
+    senses: u32,
+}
+
+impl Flash for CountingSenses {
+    fn sense(&mut self, _: u64, start: u64, _: u32, _: u64, _: u64, _: u64, _: OpSource) -> u64 {
+        self.senses += 1;
+        start + 50
+    }
+    fn program(&mut self, _: u64, _: u32, _: u64, ready: u64, _: OpSource) -> u64 {
+        ready
+    }
+    fn erase(&mut self, _: u64, start: u64, _: u32, _: OpSource) -> u64 {
+        start
+    }
+}
+
+#[test]
+fn read_ahead_senses_a_sequential_streams_next_pages_before_it_asks() {
+    let mut config = small(VictimPolicy::Greedy, 1).config().clone();
+    config.read_ahead_pages = 8;
+    let mut ftl = Ftl::new(config).expect("in range");
+    ftl.precondition(0..64).expect("in range");
+    let mut flash = CountingSenses::default();
+    // Units hold 4 pages. The first read starts the stream; the second continues it, so its unit and the two
+    // after it (8 pages ahead) are sensed.
+    assert_eq!(ftl.read_range(&mut flash, 1000, 0, 4).expect("in range"), 1050);
+    assert_eq!(ftl.read_range(&mut flash, 2000, 4, 4).expect("in range"), 2050);
+    assert_eq!(flash.senses, 4);
+    // The third finds its pages held; only the unit now 8 pages ahead is sensed.
+    assert_eq!(ftl.read_range(&mut flash, 3000, 8, 4).expect("in range"), 3000, "served from the controller's memory");
+    assert_eq!(flash.senses, 5);
+    // A read elsewhere is a plain read and restarts the stream.
+    assert_eq!(ftl.read_range(&mut flash, 4000, 40, 1).expect("in range"), 4050);
+    assert_eq!(flash.senses, 6);
+    // An overwrite of a held page lets the read-ahead go.
+    ftl.read_range(&mut flash, 5000, 41, 1).expect("in range");
+    assert_eq!(ftl.read_range(&mut flash, 6000, 43, 1).expect("in range"), 6000, "held since the read at 41");
+    ftl.write(&mut flash, 6100, 46, 0).expect("in range");
+    assert_eq!(ftl.read_range(&mut flash, 7000, 44, 1).expect("in range"), 7050, "the stream starts over");
 }

@@ -15,28 +15,8 @@ use crate::calibrate::calibrate;
 use crate::fio::{parse_invocation, run as run_fio, FioResult};
 use crate::plot::{plot_lines, plot_scatter, Line};
 
-/// The experiments, compiled in.
-pub const EXPERIMENTS: &[(&str, &str)] = &[
-    ("zns-study-reads", include_str!("../../../experiments/zns-study-reads.toml")),
-    ("zns-study-writes", include_str!("../../../experiments/zns-study-writes.toml")),
-    ("zns-study-peak", include_str!("../../../experiments/zns-study-peak.toml")),
-    ("zwal-append-scaling", include_str!("../../../experiments/zwal-append-scaling.toml")),
-    ("zn540-calibration", include_str!("../../../experiments/zn540-calibration.toml")),
-    ("zwal-buffer", include_str!("../../../experiments/zwal-buffer.toml")),
-    ("zwal-recovery", include_str!("../../../experiments/zwal-recovery.toml")),
-    ("zwal-barrier", include_str!("../../../experiments/zwal-barrier.toml")),
-    ("zinc-reset-write", include_str!("../../../experiments/zinc-reset-write.toml")),
-    ("zinc-reset-read", include_str!("../../../experiments/zinc-reset-read.toml")),
-    ("rezns-fio", include_str!("../../../experiments/rezns-fio.toml")),
-    ("rezns-varmail", include_str!("../../../experiments/rezns-varmail.toml")),
-    ("rezns-fileserver", include_str!("../../../experiments/rezns-fileserver.toml")),
-    ("rezns-energy", include_str!("../../../experiments/rezns-energy.toml")),
-    ("zinc-finish-read", include_str!("../../../experiments/zinc-finish-read.toml")),
-    ("zinc-appends", include_str!("../../../experiments/zinc-appends.toml")),
-    ("zwal-rocksdb", include_str!("../../../experiments/zwal-rocksdb.toml")),
-    ("zinc-rocksdb", include_str!("../../../experiments/zinc-rocksdb.toml")),
-    ("rezns-ycsb", include_str!("../../../experiments/rezns-ycsb.toml")),
-];
+/// The experiments, compiled in: every TOML file of `experiments/` (the build script lists them), by id.
+pub const EXPERIMENTS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/experiments.rs"));
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zonelab_workload::experiment::{experiments, run};
+use zonelab_workload::experiment::{experiments, run, EXPERIMENTS};
 
 /// The RocksDB plugin for the real-time experiments, built with the test profile (as the RocksDB tests build
 /// it) and handed to them; None without RocksDB, which fails under CI=true.
@@ -29,7 +29,14 @@ fn rocksdb_plugin() -> Option<PathBuf> {
 fn every_experiment_runs_quick_and_writes_its_outputs() {
     let out = tempfile::tempdir().expect("tempdir");
     let all = experiments();
-    assert_eq!(all.len(), 19);
+    let files = std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments"))
+        .expect("experiments/")
+        .filter(|entry| entry.as_ref().is_ok_and(|entry| entry.path().extension().is_some_and(|ext| ext == "toml")))
+        .count();
+    assert_eq!(all.len(), files, "every file of experiments/ is an experiment");
+    for ((file, _), experiment) in EXPERIMENTS.iter().zip(&all) {
+        assert_eq!(*file, experiment.id, "an experiment's file is named as its id");
+    }
     let rocksdb = rocksdb_plugin();
     let mut verdicts = String::new();
     for experiment in all {

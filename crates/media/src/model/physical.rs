@@ -31,25 +31,43 @@ impl FlashModel {
         done
     }
 
-    /// `unit` of physical zone `physical_zone` is sensed from `start` (every time: a mapping that asks for it
-    /// has no register to hit) and `bytes` of it move over its channel, for `source`. Returns when the data is
-    /// in the controller.
+    /// The pages of `unit` of physical zone `physical_zone` that hold its bytes `offset..offset + bytes` are
+    /// sensed from `start` and those bytes move over its channel, for `source`; when the plane's register still
+    /// holds the pages (a flash whose reads need not sense every time, `sense-every-read = false`), only the
+    /// move. Returns when the data is in the controller.
+    #[allow(clippy::too_many_arguments)]
     pub fn sense_physical(
         &mut self,
         now: u64,
         start: u64,
         physical_zone: PhysicalZone,
         unit: ProgramUnit,
+        offset: u64,
         bytes: u64,
         source: OpSource,
     ) -> u64 {
         let place = self.layout.place(physical_zone, unit);
-        let first_page = unit.0 * self.layout.pages_per_unit.get();
-        let pages =
-            first_page..first_page + self.layout.pages_per_unit.get().min(self.layout.page_bytes.div_ceil(bytes));
+        let unit_page = unit.0 * self.layout.pages_per_unit.get();
+        let first_page = unit_page + self.layout.page_at(offset).min(self.layout.pages_per_unit.get() - 1);
+        let end_page = (unit_page + self.layout.pages_to(offset + bytes))
+            .clamp(first_page + 1, unit_page + self.layout.pages_per_unit.get());
         // The register is keyed by zone: the physical zone's own number, which no logical zone read shares here.
         let zone = LogicalZone(physical_zone.0);
-        self.sense_and_move(now, start, zone, (physical_zone, unit, place), pages, bytes, source)
+        let held = self.resources.page_register[place.plane].filter(|held| {
+            !self.costs.sense_every_read
+                && held.zone == zone
+                && held.first_page <= first_page
+                && end_page <= held.end_page
+        });
+        match held {
+            Some(held) => {
+                let channel_ns = transfer_ns(bytes, self.costs.channel_ns_per_byte);
+                self.resources.channels[place.channel].reserve(now, held.ready_ns.max(start), channel_ns)
+            }
+            None => {
+                self.sense_and_move(now, start, zone, (physical_zone, unit, place), first_page..end_page, bytes, source)
+            }
+        }
     }
 
     /// Every block of physical zone `physical_zone` from `start`, for `source`; programs into it wait for the
