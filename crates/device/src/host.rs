@@ -2,12 +2,12 @@
 //! block layer) and what that costs the host per command, before the command reaches the controller and after
 //! the controller completes it. The runtimes charge it; the device never sees it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{HostCosts, QueuedCommand};
 
 /// How the host reaches the device; each path adds its own per-command cost.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HostPath {
     /// User-space driver: the least host overhead; carries zone append.

@@ -22,5 +22,5 @@ pub use command::{IoData, Output, QueuedCommand};
 pub use conventional::{ConventionalNamespaceConfig, ConventionalStats};
 pub use device::{Device, DeviceCounters, DeviceStats, Submitted, TraceEvent};
 pub use host::{micros_to_ns, CoreShare, HostPath, HostSide};
-pub use preset::{apply_override, DeviceConfig, HostCost, HostCosts, PresetError, PRESETS};
+pub use preset::{apply_override, CalibrationReferences, DeviceConfig, HostCost, HostCosts, PresetError, PRESETS};
 pub use queue::{QueueFull, SUBMISSION_QUEUE_ENTRIES};

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use zonelab_media::{MediaConfig, MediaConfigError};
 use zonelab_zns::{toml_decode, ConfigError, NamespaceConfig};
 
-use crate::ConventionalNamespaceConfig;
+use crate::{ConventionalNamespaceConfig, HostPath};
 
 /// The compiled-in presets, by name: every TOML file of `presets/` (the build script lists them).
 pub const PRESETS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/presets.rs"));
@@ -148,6 +148,22 @@ pub struct DeviceConfig {
     pub conventional: Option<ConventionalNamespaceConfig>,
     pub media: MediaConfig,
     pub host: HostCosts,
+    /// The measurements `zonelab calibrate` replays for this device, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationReferences>,
+}
+
+/// The measurements a preset is calibrated against: CSV files of `reference/`, by name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct CalibrationReferences {
+    /// fio points (operation, request size, zones, queue depth: IOPS, latencies).
+    pub grid: String,
+    /// Zone-management latencies by zone occupancy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_management: Option<String>,
+    /// The host path the measurements went through.
+    pub host: HostPath,
 }
 
 fn preset_names() -> String {

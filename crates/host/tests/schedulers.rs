@@ -86,3 +86,16 @@ fn merges_stay_within_the_request_size_limit() {
     let counters = queue.counters();
     assert!(counters.write_commands >= 32 / 4, "at most four 4 KiB requests per 16 KiB command: {counters:?}");
 }
+
+#[test]
+fn every_registered_scheduler_parses_by_its_name_and_aliases() {
+    for info in zonelab_host::SCHEDULERS {
+        let kind = SchedulerKind::parse(info.name).expect("its own name");
+        assert_eq!(kind.name(), info.name);
+        for alias in info.aliases {
+            assert_eq!(SchedulerKind::parse(alias), Some(kind), "{alias}");
+        }
+    }
+    assert_eq!(SchedulerKind::parse("kyber"), None);
+    assert_eq!(SchedulerKind::names(), "none, mq-deadline, zinc");
+}

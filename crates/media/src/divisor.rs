@@ -1,6 +1,6 @@
 //! Division by a number fixed when the model is built. A read divides its zone offset by the program unit and
 //! the page, and takes unit and zone numbers modulo the zone's planes and the zone groups: a chain of 64-bit
-//! divisions, each of which waits for the last (docs/calibration.md, section d). A divisor below 2^32 divides
+//! divisions, each of which waits for the last (docs/notes/calibration-log.md, "Simulation speed"). A divisor below 2^32 divides
 //! numbers below 2^32 by a multiplication (Lemire, Kaser and Kurz, "Faster Remainder by Direct Computation",
 //! 2019: with c = ceil(2^64 / d), n / d = (c * n) >> 64 for every n < 2^32 and 1 < d < 2^32).
 

@@ -5,7 +5,7 @@
 //! buckets of about a microsecond each over a window that slides forward with the clock, and a bitmap
 //! (`BucketBits`) finds the first bucket that holds one. Setting and taking an item cost a few instructions
 //! each, where a binary heap of the 64 completions of a QD-64 run sifts through six levels per item
-//! (docs/calibration.md, section d).
+//! (docs/notes/calibration-log.md, "Simulation speed").
 //! Items past the window (long sleeps, latencies of many milliseconds) wait in a binary heap.
 
 use std::cmp::{Ordering, Reverse};

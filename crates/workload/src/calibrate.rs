@@ -8,9 +8,17 @@ use zonelab_zns::{MediaStore, Status, ZoneSendAction};
 
 use crate::{run_closed_loop, LoopSpec, Operation};
 
-const ZN540_GRID: &str = include_str!("../../../reference/zn540_spdk_grid.csv");
-const ZN540_MANAGEMENT: &str = include_str!("../../../reference/zn540_zone_management.csv");
-const CONFZNS_ZWAL: &str = include_str!("../../../reference/confzns_zwal_append.csv");
+/// The measurements of `reference/`, compiled in by file name (the build script lists them).
+const REFERENCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/references.rs"));
+
+/// The text of reference file `name`.
+fn reference(name: &str) -> Result<(&'static str, &'static str), CalibrationError> {
+    REFERENCES
+        .iter()
+        .find(|(file, _)| *file == name)
+        .copied()
+        .ok_or_else(|| CalibrationError::NoSuchReference(name.to_string()))
+}
 
 /// One measured point and the model's figure for it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -69,8 +77,10 @@ pub struct Calibration {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CalibrationError {
-    #[error("no reference measurements for preset {0:?}: calibrate zn540 or confzns-zwal")]
+    #[error("preset {0:?} names no reference measurements (a [calibration] table): calibrate zn540 or confzns-zwal")]
     NoReference(String),
+    #[error("no reference file {0:?} in reference/")]
+    NoSuchReference(String),
     #[error("the reference file {file} is malformed at line {line}: {reason}")]
     Reference { file: &'static str, line: usize, reason: String },
     #[error("the model failed a command while replaying {what}: {status}")]
@@ -269,32 +279,34 @@ fn management_latency(
 /// Calibrates a preset against its reference measurements. `scale` multiplies the operations simulated per
 /// point (1.0 for the full run; smaller for a quick check; the model is deterministic either way).
 pub fn calibrate(config: &DeviceConfig, scale: f64) -> Result<Calibration, CalibrationError> {
-    let (grid, management, host) = match config.name.as_str() {
-        "zn540" => (parse_grid("zn540_spdk_grid.csv", ZN540_GRID)?, Some(ZN540_MANAGEMENT), HostPath::Spdk),
-        "confzns-zwal" => (parse_grid("confzns_zwal_append.csv", CONFZNS_ZWAL)?, None, HostPath::IoUringCmd),
-        other => return Err(CalibrationError::NoReference(other.to_string())),
-    };
+    let references = config.calibration.as_ref().ok_or_else(|| CalibrationError::NoReference(config.name.clone()))?;
+    let (grid_file, grid_text) = reference(&references.grid)?;
+    let grid = parse_grid(grid_file, grid_text)?;
+    let management = references.zone_management.as_deref().map(reference).transpose()?;
+    let host = references.host;
     let points = grid.iter().map(|row| replay(config, host, row, scale)).collect::<Result<Vec<_>, _>>()?;
     let management = match management {
-        Some(text) => text
-            .lines()
-            .skip(1)
-            .filter(|line| !line.trim().is_empty())
-            .map(|line| {
-                let fields: Vec<&str> = line.split(',').collect();
-                let measured_ms: f64 = fields.get(2).and_then(|field| field.parse().ok()).ok_or_else(|| {
-                    CalibrationError::Reference { file: "zn540_zone_management.csv", line: 0, reason: line.to_string() }
-                })?;
-                let model_ms = management_latency(config, host, fields[0], fields[1])?;
-                Ok(ManagementPoint {
-                    op: fields[0].to_string(),
-                    occupancy: fields[1].to_string(),
-                    measured_ms,
-                    model_ms,
-                    err_pct: error_pct(model_ms, measured_ms),
+        Some((file, text)) => {
+            text.lines()
+                .enumerate()
+                .skip(1)
+                .filter(|(_, line)| !line.trim().is_empty())
+                .map(|(index, line)| {
+                    let fields: Vec<&str> = line.split(',').collect();
+                    let measured_ms: f64 = fields.get(2).and_then(|field| field.parse().ok()).ok_or_else(|| {
+                        CalibrationError::Reference { file, line: index + 1, reason: line.to_string() }
+                    })?;
+                    let model_ms = management_latency(config, host, fields[0], fields[1])?;
+                    Ok(ManagementPoint {
+                        op: fields[0].to_string(),
+                        occupancy: fields[1].to_string(),
+                        measured_ms,
+                        model_ms,
+                        err_pct: error_pct(model_ms, measured_ms),
+                    })
                 })
-            })
-            .collect::<Result<Vec<_>, CalibrationError>>()?,
+                .collect::<Result<Vec<_>, CalibrationError>>()?
+        }
         None => Vec::new(),
     };
     let mut iops_errors: Vec<f64> = points.iter().map(|point| point.iops_err_pct.abs()).collect();

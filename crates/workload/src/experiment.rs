@@ -61,7 +61,9 @@ pub struct Figure {
 
 /// The slides' interference figure over a figure's sweep (seed 004): `Z = (1/n) sum sqrt(a dT^2 + b dL^2)`,
 /// with dT and dL the relative changes of throughput and latency against the sweep's first point (the isolated
-/// run), over the other points.
+/// run), over the other points. With a baseline, Z is the authors' artifact's (stonet-research/
+/// systor-confznsplusplus-artifact, `interference_model/quantification.py`): every point against the same point
+/// of a run without interference, `sqrt(dT^2 + dL^2)` unweighted.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Interference {
@@ -70,6 +72,11 @@ pub struct Interference {
     pub latency: String,
     #[serde(default = "half")]
     pub alpha: f64,
+    /// The series of the run without interference, point by point (the artifact's form).
+    #[serde(default)]
+    pub baseline_throughput: Option<String>,
+    #[serde(default)]
+    pub baseline_latency: Option<String>,
 }
 
 fn half() -> f64 {
@@ -127,6 +134,13 @@ pub struct Claim {
     /// None: the figure is a prediction.
     #[serde(default)]
     pub fitted: Option<String>,
+    /// Why the paper's stated setup cannot give its figure, with the evidence: a run that does not reproduce it
+    /// then gets that verdict, and the report shows the evidence.
+    #[serde(default)]
+    pub setup_cannot_produce: Option<String>,
+    /// How this series bounds the paper's setup from above: its figure is then an upper bound, never a direction.
+    #[serde(default)]
+    pub upper_bound: Option<String>,
     /// What explains each outcome; the report shows the one for the verdict the run computes.
     #[serde(default)]
     pub why: Why,
@@ -167,12 +181,20 @@ pub enum Verdict {
     NotReproduced,
     /// The run did not measure the points the claim compares (a quick sweep).
     NotMeasured,
+    /// The paper's stated setup cannot give its figure (the claim's `setup-cannot-produce` says why), and the
+    /// run does not reproduce it either.
+    NotReproducibleFromSetup,
+    /// The series is a stand-in that bounds the paper's setup from above (the claim's `upper-bound` says how): its
+    /// figure bounds the effect and is no evidence of its direction.
+    UpperBound,
 }
 
 /// A claim of "no change" is met by a change smaller than this, in percent.
 const NO_CHANGE_PCT: f64 = 5.0;
 /// How far from the paper's change a reproduced figure may be, as a factor either way.
 const WITHIN_FACTOR: f64 = 1.5;
+/// Beyond this factor either way a change in the paper's direction is not reproduced: it is another effect.
+const FAR_FACTOR: f64 = 5.0;
 
 impl Verdict {
     /// The verdict for a model's change against the paper's, both in percent.
@@ -187,8 +209,10 @@ impl Verdict {
         let ratio = magnitude(model) / magnitude(paper_pct);
         if (1.0 / WITHIN_FACTOR..=WITHIN_FACTOR).contains(&ratio) {
             Verdict::Reproduced
-        } else {
+        } else if (1.0 / FAR_FACTOR..=FAR_FACTOR).contains(&ratio) {
             Verdict::Direction
+        } else {
+            Verdict::NotReproduced
         }
     }
 
@@ -198,6 +222,8 @@ impl Verdict {
             Verdict::Direction => "direction only",
             Verdict::NotReproduced => "not reproduced",
             Verdict::NotMeasured => "not measured",
+            Verdict::NotReproducibleFromSetup => "not reproducible from the paper's stated setup",
+            Verdict::UpperBound => "upper bound only",
         }
     }
 
@@ -220,7 +246,14 @@ impl Verdict {
                 format!("{}: {model:+.1} % against no change (within {NO_CHANGE_PCT} % counts)", self.name())
             }
             (Verdict::NotReproduced, Some(model)) if model.abs() < 0.05 => format!("{}: no change", self.name()),
-            (Verdict::NotReproduced, Some(_)) => format!("{}: the opposite direction", self.name()),
+            (Verdict::NotReproduced, Some(model)) if model * paper_pct <= 0.0 => {
+                format!("{}: the opposite direction", self.name())
+            }
+            (Verdict::NotReproduced, Some(model)) => format!(
+                "{}: {:.1}x the paper's change, beyond {FAR_FACTOR}x either way",
+                self.name(),
+                magnitude(model) / magnitude(paper_pct)
+            ),
             (_, Some(model)) if paper_pct < 0.0 => format!(
                 "{}: {:.2}x the paper's change (as speedups: {:.3}x against {:.3}x)",
                 self.name(),
@@ -739,19 +772,33 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                     spec.label, spec.throughput, spec.latency
                 )));
             };
+            let baseline = match (&spec.baseline_throughput, &spec.baseline_latency) {
+                (Some(throughput), Some(latency)) => match (series(throughput), series(latency)) {
+                    (Some(throughput), Some(latency)) => Some((throughput, latency)),
+                    _ => return Err(fail(format!("interference {}: no baseline series", spec.label))),
+                },
+                (None, None) => None,
+                _ => return Err(fail(format!("interference {}: a baseline needs both series", spec.label))),
+            };
             // Z of seed `s` (0: the tables' seed), from each series' values under that seed.
             let z_of = |s: usize| {
                 let value = |point: &Point| point.by_seed.get(s).copied().unwrap_or(point.y);
-                let (t0, l0) = (value(&throughput[0]), value(&latency[0]));
-                let terms: Vec<f64> = throughput
-                    .iter()
-                    .zip(&latency)
-                    .skip(1)
-                    .map(|(t, l)| {
-                        let (dt, dl) = ((value(t) - t0) / t0, (value(l) - l0) / l0);
-                        (spec.alpha * dt * dt + (1.0 - spec.alpha) * dl * dl).sqrt()
-                    })
-                    .collect();
+                let change = |now: &Point, then: &Point| (value(now) - value(then)) / value(then);
+                let terms: Vec<f64> = match &baseline {
+                    Some((base_throughput, base_latency)) => (throughput.iter().zip(&latency))
+                        .zip(base_throughput.iter().zip(base_latency))
+                        .map(|((t, l), (t0, l0))| change(t, t0).hypot(change(l, l0)))
+                        .collect(),
+                    None => throughput
+                        .iter()
+                        .zip(&latency)
+                        .skip(1)
+                        .map(|(t, l)| {
+                            let (dt, dl) = (change(t, &throughput[0]), change(l, &latency[0]));
+                            (spec.alpha * dt * dt + (1.0 - spec.alpha) * dl * dl).sqrt()
+                        })
+                        .collect(),
+                };
                 terms.iter().sum::<f64>() / terms.len().max(1) as f64
             };
             let by_seed: Vec<f64> = (0..figure.seeds.max(1) as usize).map(z_of).collect();
@@ -806,6 +853,13 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                     )))
                 }
             };
+            let verdict = match (verdict, &claim.setup_cannot_produce, &claim.upper_bound) {
+                (Verdict::NotMeasured, ..) => verdict,
+                (_, _, Some(_)) => Verdict::UpperBound,
+                (Verdict::Reproduced, ..) => verdict,
+                (_, Some(_), None) => Verdict::NotReproducibleFromSetup,
+                (verdict, None, None) => verdict,
+            };
             let few_events = a.into_iter().chain(b).any(Point::unstable);
             let seeds_disagree = a.zip(b).is_some_and(|(a, b)| seed_ranges_overlap(a, b));
             let settled = !few_events && !seeds_disagree;
@@ -827,6 +881,8 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 Verdict::Direction => claim.why.direction.as_deref(),
                 Verdict::NotReproduced => claim.why.not_reproduced.as_deref(),
                 Verdict::NotMeasured => Some("a full run measures it (`zonelab experiment run` without --quick)."),
+                Verdict::NotReproducibleFromSetup => claim.setup_cannot_produce.as_deref(),
+                Verdict::UpperBound => claim.upper_bound.as_deref(),
             };
             let explanation = chosen.unwrap_or("no explanation is written for this outcome; the figures are above.");
             let basis = match &claim.fitted {
@@ -861,12 +917,21 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             claims.push(ClaimOutcome { explanation: explanation.to_string(), ..outcome });
         }
         let mut interference = Vec::new();
-        if !figure.interference.is_empty() {
+        if figure.interference.iter().any(|spec| spec.baseline_throughput.is_none()) {
             let _ = writeln!(
                 report,
                 "\nThe slides' interference figure: Z = (1/n) sum over the n points with x > 0 of sqrt(alpha dT^2 + \
                  (1 - alpha) dL^2), where dT and dL are the relative changes of throughput and of tail latency \
                  against the point without interference (x = 0). Z = 0 is no interference."
+            );
+        }
+        if figure.interference.iter().any(|spec| spec.baseline_throughput.is_some()) {
+            let _ = writeln!(
+                report,
+                "\nThe interference figure as the ZINC authors' artifact computes it (interference_model/\
+                 quantification.py): Z = (1/n) sum over the n points of sqrt(dT^2 + dL^2), where dT and dL are the \
+                 relative changes of throughput and of tail latency against the same point of the run without \
+                 interference. Z = 0 is no interference."
             );
         }
         for (spec, point, spread) in &zs {
@@ -977,7 +1042,14 @@ fn claims_at_a_glance(claims: &[(String, ClaimOutcome)]) -> String {
 pub fn verdict_counts<'a>(claims: impl Iterator<Item = &'a ClaimOutcome>) -> String {
     let claims: Vec<&ClaimOutcome> = claims.collect();
     let mut parts = Vec::new();
-    for verdict in [Verdict::Reproduced, Verdict::Direction, Verdict::NotReproduced, Verdict::NotMeasured] {
+    for verdict in [
+        Verdict::Reproduced,
+        Verdict::Direction,
+        Verdict::NotReproduced,
+        Verdict::NotReproducibleFromSetup,
+        Verdict::UpperBound,
+        Verdict::NotMeasured,
+    ] {
         let with: Vec<&&ClaimOutcome> = claims.iter().filter(|claim| claim.verdict == verdict).collect();
         if with.is_empty() {
             continue;
@@ -1209,12 +1281,14 @@ mod tests {
         assert_eq!(Verdict::judge(0.0, Some(-8.0)), Verdict::NotReproduced);
         assert_eq!(Verdict::judge(-92.8, None), Verdict::NotMeasured);
         // Reductions compare as speedups: 13.9x against 111x is not within 1.5x, though -92.8 % and -99.1 % are.
-        assert_eq!(Verdict::judge(-92.8, Some(-99.1)), Verdict::Direction);
+        assert_eq!(Verdict::judge(-92.8, Some(-99.1)), Verdict::NotReproduced, "8.5x: another effect");
+        assert_eq!(Verdict::judge(92.0, Some(20.0)), Verdict::Direction, "0.22x");
+        assert_eq!(Verdict::judge(60.0, Some(4707.8)), Verdict::NotReproduced, "78x");
         assert_eq!(Verdict::judge(-92.8, Some(-90.0)), Verdict::Reproduced, "10x against 13.9x");
         assert_eq!(
             Verdict::judge(-50.0, Some(-100.0)),
-            Verdict::Direction,
-            "everything removed is an infinite speedup"
+            Verdict::NotReproduced,
+            "everything removed is an infinite speedup, another effect than halving"
         );
         assert!(Verdict::Direction.detail(-92.8, Some(-99.1)).contains("as speedups: 111.111x against 13.889x"));
     }

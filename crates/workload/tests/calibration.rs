@@ -58,3 +58,11 @@ fn presets_without_references_are_refused() {
     let error = calibrate(&config, 0.1).expect_err("no references");
     assert!(error.to_string().contains("no reference measurements"), "{error}");
 }
+
+#[test]
+fn a_preset_names_its_references_and_a_missing_one_is_named() {
+    let overrides = ["calibration={ grid = \"nvmevirt_grid.csv\", host = \"spdk\" }".to_string()];
+    let config = DeviceConfig::load("instant", &overrides).expect("a preset may name any file");
+    let error = calibrate(&config, 0.1).expect_err("no such file");
+    assert!(error.to_string().contains("no reference file \"nvmevirt_grid.csv\""), "{error}");
+}

@@ -115,6 +115,7 @@ const FIO_KEYS: &[&str] = &[
     "zone_append",
     "scheduler",
     "zinc_tokens",
+    "zinc_max_holds",
     "output-format",
     "prefill",
     "nonsense",

@@ -54,10 +54,12 @@ fn the_readme_tour_runs_as_written() {
 #[test]
 fn every_relative_link_in_the_readme_and_docs_resolves() {
     let mut documents = vec![root().join("README.md")];
-    for entry in std::fs::read_dir(root().join("docs")).expect("docs/") {
-        let path = entry.expect("entry").path();
-        if path.extension().is_some_and(|ext| ext == "md") {
-            documents.push(path);
+    for directory in ["docs", "docs/notes"] {
+        for entry in std::fs::read_dir(root().join(directory)).expect("a docs directory") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|ext| ext == "md") {
+                documents.push(path);
+            }
         }
     }
     let mut broken = Vec::new();

@@ -11,7 +11,7 @@
 //!
 //! The transfers are kept in a calendar by ready time (`BucketBits`): a booking finds the one before it and
 //! those after it through the bitmap, where a sorted list had it search with a chain of dependent loads and
-//! move every later transfer to make room (docs/calibration.md, section d).
+//! move every later transfer to make room (docs/notes/calibration-log.md, "Simulation speed").
 
 use std::collections::VecDeque;
 

@@ -186,11 +186,31 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
         ..doc("scheduler", STR, "", "mq-deadline")
     },
     OptionDoc {
-        default: Some("1ms"),
-        ..doc("zinc_epoch", TIME, "zonelab: ZINC's epoch (needs scheduler=zinc first)", "1ms")
+        default: Some("64ms"),
+        ..doc("zinc_epoch", TIME, "zonelab: ZINC's epoch, RESET_EPOCH_INTERVAL (needs scheduler=zinc first)", "64ms")
     },
-    doc("zinc_tokens", INT, "zonelab: ZINC's write tokens per epoch (needs scheduler=zinc first)", "8"),
-    doc("zinc_max_priority", INT, "zonelab: ZINC's highest priority (needs scheduler=zinc first)", "4"),
+    OptionDoc {
+        default: Some("2000"),
+        ..doc(
+            "zinc_tokens",
+            INT,
+            "zonelab: 8 KiB write units after which ZINC lets a held reset or finish go at its epoch (needs scheduler=zinc first)",
+            "2000",
+        )
+    },
+    OptionDoc {
+        default: Some("3"),
+        ..doc("zinc_max_holds", INT, "zonelab: epochs ZINC holds a reset or finish at most (needs scheduler=zinc first)", "3")
+    },
+    OptionDoc {
+        default: Some("3"),
+        ..doc(
+            "zinc_threshold",
+            INT,
+            "zonelab: with fewer 8 KiB write units in flight ZINC lets a reset or finish go at once (needs scheduler=zinc first)",
+            "3",
+        )
+    },
     doc("write_lat_log", STR, "Write log of latency during run (PREFIX_lat.N.log, _slat, _clat; ns)", "x"),
     doc("write_bw_log", STR, "Write log of bandwidth during run (PREFIX_bw.N.log; KiB/s)", "x"),
     doc("write_iops_log", STR, "Write log of IOPS during run (PREFIX_iops.N.log)", "x"),

@@ -686,18 +686,21 @@ impl JobOptions {
                 self.scheduler = match SchedulerKind::parse(name) {
                     Some(SchedulerKind::Zinc(_)) => SchedulerKind::Zinc(zinc),
                     Some(kind) => kind,
-                    None => return fail(format!("option scheduler: {name:?} is not none, mq-deadline or zinc")),
+                    None => {
+                        return fail(format!("option scheduler: {name:?} is not one of {}", SchedulerKind::names()))
+                    }
                 };
             }
-            "zinc_epoch" | "zinc_tokens" | "zinc_max_priority" => {
+            "zinc_epoch" | "zinc_tokens" | "zinc_max_holds" | "zinc_threshold" => {
                 let SchedulerKind::Zinc(mut zinc) = self.scheduler else {
                     return fail(format!("option {key} needs scheduler=zinc first"));
                 };
                 let text = need(value)?;
                 match key.as_str() {
                     "zinc_epoch" => zinc.epoch_ns = parse_time_ns(&key, text, 1_000)?.max(1),
-                    "zinc_tokens" => zinc.tokens_per_epoch = parse_number(&key, text)?,
-                    _ => zinc.max_priority = parse_number(&key, text)?,
+                    "zinc_tokens" => zinc.tokens = parse_number(&key, text)?,
+                    "zinc_max_holds" => zinc.max_holds = parse_number(&key, text)?,
+                    _ => zinc.concurrency_threshold = parse_number(&key, text)?,
                 }
                 self.scheduler = SchedulerKind::Zinc(zinc);
             }
