@@ -2,8 +2,6 @@
 //! swept `{x}`, the metric each series plots, and the paper's claims with their sources). A run writes
 //! `results.json`, `report.md` (every figure beside the paper's, with the difference) and a PNG per figure.
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -12,8 +10,13 @@ use serde_json::json;
 use zonelab_device::DeviceConfig;
 
 use crate::calibrate::calibrate;
-use crate::fio::{parse_invocation, run as run_fio, FioResult};
 use crate::plot::{plot_lines, plot_scatter, Line};
+
+mod tools;
+mod verdict;
+
+use tools::{fill, Runs, Tool};
+pub use verdict::Verdict;
 
 /// The experiments, compiled in: every TOML file of `experiments/` (the build script lists them), by id.
 pub const EXPERIMENTS: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/experiments.rs"));
@@ -158,114 +161,6 @@ pub struct Why {
     pub not_reproduced: Option<String>,
 }
 
-/// How large a change is, comparably for increases and reductions: an increase by p % is p/100, a reduction
-/// is compared as the increase of the inverse (halving is 1, like doubling; -92.8 % is a 13.9x speedup, 12.9).
-/// Percent changes alone would call -99.1 % (111x) within 1.5x of -92.8 % (13.9x).
-fn magnitude(change_pct: f64) -> f64 {
-    if change_pct >= 0.0 {
-        change_pct / 100.0
-    } else {
-        100.0 / (100.0 + change_pct).max(0.0) - 1.0
-    }
-}
-
-/// How a run's figure compares with the paper's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// The same direction, and the change's magnitude (see `magnitude`) within 1.5x of the paper's either way
-    /// (for a claim of no change: within 5 %).
-    Reproduced,
-    /// The same direction, but more than 1.5x larger or smaller.
-    Direction,
-    NotReproduced,
-    /// The run did not measure the points the claim compares (a quick sweep).
-    NotMeasured,
-    /// The paper's stated setup cannot give its figure (the claim's `setup-cannot-produce` says why), and the
-    /// run does not reproduce it either.
-    NotReproducibleFromSetup,
-    /// The series is a stand-in that bounds the paper's setup from above (the claim's `upper-bound` says how): its
-    /// figure bounds the effect and is no evidence of its direction.
-    UpperBound,
-}
-
-/// A claim of "no change" is met by a change smaller than this, in percent.
-const NO_CHANGE_PCT: f64 = 5.0;
-/// How far from the paper's change a reproduced figure may be, as a factor either way.
-const WITHIN_FACTOR: f64 = 1.5;
-/// Beyond this factor either way a change in the paper's direction is not reproduced: it is another effect.
-const FAR_FACTOR: f64 = 5.0;
-
-impl Verdict {
-    /// The verdict for a model's change against the paper's, both in percent.
-    pub fn judge(paper_pct: f64, model_pct: Option<f64>) -> Verdict {
-        let Some(model) = model_pct else { return Verdict::NotMeasured };
-        if paper_pct.abs() < 1.0 {
-            return if model.abs() <= NO_CHANGE_PCT { Verdict::Reproduced } else { Verdict::NotReproduced };
-        }
-        if model * paper_pct <= 0.0 {
-            return Verdict::NotReproduced;
-        }
-        let ratio = magnitude(model) / magnitude(paper_pct);
-        if (1.0 / WITHIN_FACTOR..=WITHIN_FACTOR).contains(&ratio) {
-            Verdict::Reproduced
-        } else if (1.0 / FAR_FACTOR..=FAR_FACTOR).contains(&ratio) {
-            Verdict::Direction
-        } else {
-            Verdict::NotReproduced
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Reproduced => "reproduced",
-            Verdict::Direction => "direction only",
-            Verdict::NotReproduced => "not reproduced",
-            Verdict::NotMeasured => "not measured",
-            Verdict::NotReproducibleFromSetup => "not reproducible from the paper's stated setup",
-            Verdict::UpperBound => "upper bound only",
-        }
-    }
-
-    /// The verdict for a value: within 1.5x of the paper's either way, or not.
-    pub fn judge_value(paper: f64, model: Option<f64>) -> Verdict {
-        match model {
-            None => Verdict::NotMeasured,
-            Some(model) if paper > 0.0 && (1.0 / WITHIN_FACTOR..=WITHIN_FACTOR).contains(&(model / paper)) => {
-                Verdict::Reproduced
-            }
-            Some(_) => Verdict::NotReproduced,
-        }
-    }
-
-    /// The verdict with the figures behind it: how large the model's change is against the paper's.
-    fn detail(self, paper_pct: f64, model_pct: Option<f64>) -> String {
-        match (self, model_pct) {
-            (Verdict::NotMeasured, _) | (_, None) => "not measured: the sweep lacks these points".to_string(),
-            (_, Some(model)) if paper_pct.abs() < 1.0 => {
-                format!("{}: {model:+.1} % against no change (within {NO_CHANGE_PCT} % counts)", self.name())
-            }
-            (Verdict::NotReproduced, Some(model)) if model.abs() < 0.05 => format!("{}: no change", self.name()),
-            (Verdict::NotReproduced, Some(model)) if model * paper_pct <= 0.0 => {
-                format!("{}: the opposite direction", self.name())
-            }
-            (Verdict::NotReproduced, Some(model)) => format!(
-                "{}: {:.1}x the paper's change, beyond {FAR_FACTOR}x either way",
-                self.name(),
-                magnitude(model) / magnitude(paper_pct)
-            ),
-            (_, Some(model)) if paper_pct < 0.0 => format!(
-                "{}: {:.2}x the paper's change (as speedups: {:.3}x against {:.3}x)",
-                self.name(),
-                magnitude(model) / magnitude(paper_pct),
-                magnitude(model) + 1.0,
-                magnitude(paper_pct) + 1.0
-            ),
-            (_, Some(model)) => format!("{}: {:.2}x the paper's change", self.name(), model / paper_pct),
-        }
-    }
-}
-
 /// Why an experiment could not run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -382,97 +277,6 @@ pub struct Outcome {
     pub summary: Vec<String>,
 }
 
-/// Bytes in a GiB, the unit papers quote bandwidth in ("2GiB" per second).
-const GIB: f64 = (1u64 << 30) as f64;
-
-/// A metric's value, and for a percentile the samples beyond it.
-fn metric(result: &FioResult, metric: &str) -> Result<(f64, Option<u64>), String> {
-    // `JOB/what` reads job JOB; a bare `what` reads the last job.
-    let (job, metric) = match metric.split_once('/') {
-        Some((name, what)) => (
-            result.jobs.iter().find(|job| job.options.name == name).ok_or_else(|| format!("no job named {name}"))?,
-            what,
-        ),
-        None => (result.jobs.last().ok_or("no job ran")?, metric),
-    };
-    if job.error != 0 {
-        return Err(format!("job {} failed: {}", job.options.name, job.error_message.clone().unwrap_or_default()));
-    }
-    let parts: Vec<&str> = metric.splitn(3, '.').collect();
-    let direction = match parts.first() {
-        Some(&"read") => &job.read,
-        Some(&"write") => &job.write,
-        Some(&"trim") => &job.trim,
-        Some(&"scheduler") if parts.get(1) == Some(&"commands_per_request") => {
-            return Ok((job.scheduler.write_commands as f64 / job.scheduler.write_requests.max(1) as f64, None));
-        }
-        _ => return Err(format!("unknown metric {metric}")),
-    };
-    match parts.get(1..) {
-        Some(["kiops"]) => Ok((direction.ios as f64 / (job.runtime_ns as f64 / 1e9) / 1000.0, None)),
-        Some(["gib_per_s"]) => Ok((direction.bytes as f64 / (job.runtime_ns as f64 / 1e9) / GIB, None)),
-        Some(["lat_mean_ms"]) => Ok((direction.lat.mean() / 1e6, None)),
-        Some(["clat", percentile]) => {
-            let p: f64 = percentile.trim_start_matches('p').parse().map_err(|_| format!("unknown metric {metric}"))?;
-            let tail = (direction.clat.count() as f64 * (100.0 - p) / 100.0).floor() as u64;
-            Ok((direction.clat.percentile(p) as f64 / 1000.0, Some(tail)))
-        }
-        _ => Err(format!("unknown metric {metric}")),
-    }
-}
-
-fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<f64, String> {
-    match metric {
-        "wal.kiops" => Ok(result.kiops),
-        "wal.recovery_io_s" => result
-            .recovery
-            .as_ref()
-            .map(|recovery| recovery.io_device_ns as f64 / 1e9)
-            .ok_or_else(|| "no recovery was run (--recover)".into()),
-        "wal.recovery_s" => {
-            result.recovery_ns.map(|ns| ns as f64 / 1e9).ok_or_else(|| "no recovery was run (--recover)".into())
-        }
-        _ => Err(format!("unknown metric {metric}")),
-    }
-}
-
-/// A kv-bench metric: `kv.kiops`, or `kv.put.p99.9` (microseconds) with the puts beyond it (see
-/// `Point::events`).
-fn kv_metric(result: &crate::kvbench::KvBenchResult, metric: &str) -> Result<(f64, Option<u64>), String> {
-    match metric {
-        "kv.kiops" => Ok((result.kiops, None)),
-        "kv.put.p99.9" => {
-            let beyond = result.put_latency.count() / 1000;
-            Ok((result.put_latency.percentile(99.9) as f64 / 1000.0, Some(beyond)))
-        }
-        _ => Err(format!("unknown metric {metric}")),
-    }
-}
-
-/// A file-churn metric, and for a count the count itself (see `Point::events`).
-fn churn_metric(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<(f64, Option<u64>), String> {
-    let value = churn_value(result, metric)?;
-    Ok((value, (metric == "churn.zones_erased").then_some(value.round() as u64)))
-}
-
-fn churn_value(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<f64, String> {
-    match metric {
-        "churn.mib_per_s" => Ok(result.mib_per_s),
-        "churn.ops_per_s" => Ok(result.ops_per_s),
-        "churn.zones_erased" => Ok(result.zones_erased),
-        "churn.read_energy_j" => Ok(result.read_energy_j),
-        "churn.write_energy_j" => Ok(result.write_energy_j),
-        "churn.reset_energy_j" => Ok(result.reset_energy_j),
-        "churn.total_energy_j" => Ok(result.total_energy_j),
-        _ => Err(format!("unknown metric {metric}")),
-    }
-}
-
-/// YCSB's core workload numbered `x` (1 is A, 6 is F).
-fn ycsb_workload(x: u32) -> String {
-    (b'a'..=b'f').nth(x.saturating_sub(1) as usize).map_or_else(|| x.to_string(), |letter| (letter as char).to_string())
-}
-
 /// The report of a real-time experiment that could not run here: every claim not measured, and why.
 fn not_run(
     experiment: &Experiment,
@@ -539,7 +343,6 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
         return run_calibration(&experiment, quick, out);
     }
     let fail = |message: String| ExperimentError::Failed { id: id.to_string(), message };
-    let (runtime, ramp) = if quick { ("100ms", "20ms") } else { ("2s", "500ms") };
     let clock = if experiment.real_time {
         "Real time: Debian's RocksDB through the zonelab plugin on this machine's clock, each point the median of \
          its figure's rounds (two in a quick run), run one after another, so the ratios carry this machine's noise"
@@ -561,142 +364,18 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
     let mut figures_json = Vec::new();
     let mut summary = Vec::new();
     let mut all_claims: Vec<(String, ClaimOutcome)> = Vec::new();
-    // file-churn is deterministic: figures that read other metrics of the same run share it.
-    let mut churn_runs: HashMap<Vec<String>, crate::filechurn::FileChurnResult> = HashMap::new();
-    // A real program's run is slow and noisy: figures that read other metrics of the same run share it.
-    let mut realdb_runs: HashMap<Vec<String>, crate::realdb::RealDbResult> = HashMap::new();
+    let mut runs = Runs::default();
     for figure in &experiment.figure {
         let xs = if quick { &figure.quick_x } else { &figure.x };
         let mut lines = Vec::new();
         for series in &figure.series {
+            let tool = Tool::of(series).map_err(fail)?;
             let mut points = Vec::new();
             for &x in xs {
-                let extra = figure.when_x_positive.as_deref().filter(|_| x > 0).unwrap_or("");
-                let args: Vec<String> = format!("{} {extra}", series.args)
-                    .replace("{x}", &x.to_string())
-                    .replace("{x*256}", &(u64::from(x) * 256).to_string())
-                    .replace("{x*1024}", &(u64::from(x) * 1024).to_string())
-                    // YCSB's core workloads by number: 1 is A, ..., 6 is F.
-                    .replace("{ycsb_workload}", &ycsb_workload(x))
-                    .replace("{db_seconds}", if quick { "2" } else { "10" })
-                    .replace("{ycsb_records}", if quick { "5000" } else { "20000" })
-                    .replace("{ycsb_operations}", if quick { "10000" } else { "100000" })
-                    // ReZNS's YCSB runs must write enough for zonedfs to reset zones of 64 MiB.
-                    .replace("{rezns_records}", if quick { "100000" } else { "200000" })
-                    .replace("{runtime}", runtime)
-                    .replace("{ramp}", ramp)
-                    .replace("{records}", if quick { "5000" } else { "40000" })
-                    .replace("{zinc_runtime}", if quick { "500ms" } else { "3s" })
-                    // A finish pads about 1 GiB (about a second of the write budget): runs long enough for ten.
-                    .replace("{finish_runtime}", if quick { "1s" } else { "10s" })
-                    .replace("{recovery_records}", if quick { "4096" } else { "16384" })
-                    // kv-bench: 32 full-zone resets a second need a pool of prefilled zones for the whole run.
-                    .replace("{kv_runtime}", if quick { "1" } else { "10" })
-                    .replace("{kv_pool}", if quick { "40" } else { "330" })
-                    .replace("{churn_jobs}", if quick { "16" } else { "64" })
-                    .replace("{churn_runtime}", if quick { "5" } else { "60" })
-                    // Quick runs shrink the device tenfold (4 GiB) so that its prefill costs seconds, not minutes.
-                    .replace("{churn_zones}", if quick { ",zones=64" } else { "" })
-                    .split_whitespace()
-                    .map(str::to_string)
-                    .collect();
-                let point = match series.tool.as_deref() {
-                    Some("wal-bench") => {
-                        let spec = crate::walbench::parse_args(&args)
-                            .map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                        let result =
-                            crate::walbench::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                        let y = wal_metric(&result, &series.metric)
-                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
-                        Point { x, y, events: None, by_seed: Vec::new(), file_system: None }
-                    }
-                    Some("kv-bench") => {
-                        let spec = crate::kvbench::parse_args(&args)
-                            .map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                        let result =
-                            crate::kvbench::run(&spec).map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                        let (y, events) = kv_metric(&result, &series.metric)
-                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
-                        Point { x, y, events, by_seed: Vec::new(), file_system: None }
-                    }
-                    Some(tool @ ("db-bench" | "ycsb")) => {
-                        let tool = if tool == "ycsb" {
-                            crate::realdb::RealDbTool::Ycsb
-                        } else {
-                            crate::realdb::RealDbTool::DbBench
-                        };
-                        // Rounds, each with its own seed: the wall clock is noisy, so a claim whose two
-                        // figures' ranges over the rounds overlap is not settled (`seed_ranges_overlap`).
-                        let rounds = if quick { figure.seeds.min(2) } else { figure.seeds }.max(1);
-                        let mut measured = Vec::new();
-                        for round in 1..=rounds {
-                            let args: Vec<String> =
-                                args.iter().map(|arg| arg.replace("{seed}", &round.to_string())).collect();
-                            let key: Vec<String> =
-                                std::iter::once(format!("{tool:?}")).chain(args.iter().cloned()).collect();
-                            let result = match realdb_runs.entry(key) {
-                                Entry::Occupied(done) => done.into_mut(),
-                                Entry::Vacant(slot) => slot.insert(
-                                    crate::realdb::run(tool, &args)
-                                        .map_err(|error| fail(format!("{}: {error}", series.label)))?,
-                                ),
-                            };
-                            measured.push(
-                                crate::realdb::metric(result, &series.metric)
-                                    .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?,
-                            );
-                        }
-                        let mut ys: Vec<f64> = measured.iter().map(|&(y, _)| y).collect();
-                        let events = measured.iter().filter_map(|&(_, events)| events).min();
-                        let by_seed = if ys.len() > 1 { ys.clone() } else { Vec::new() };
-                        ys.sort_by(f64::total_cmp);
-                        // The median round (the lower of the middle two for an even count).
-                        let y = ys[(ys.len() - 1) / 2];
-                        Point { x, y, events, by_seed, file_system: None }
-                    }
-                    Some("file-churn") => {
-                        let result = match churn_runs.entry(args.clone()) {
-                            Entry::Occupied(done) => done.into_mut(),
-                            Entry::Vacant(slot) => {
-                                let spec = crate::filechurn::parse_args(&args)
-                                    .map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                                slot.insert(
-                                    crate::filechurn::run(&spec)
-                                        .map_err(|error| fail(format!("{}: {error}", series.label)))?,
-                                )
-                            }
-                        };
-                        let (y, events) = churn_metric(result, &series.metric)
-                            .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
-                        let file_system = result.logfs.as_ref().map(|stats| {
-                            format!(
-                                "logfs reset {} zones, {} of them not yet full; {} zones cleaned, {} checkpoints",
-                                stats.zone_resets,
-                                stats.partial_zone_resets,
-                                stats.foreground_cleanings + stats.background_cleanings,
-                                stats.checkpoints
-                            )
-                        });
-                        Point { x, y, events, by_seed: Vec::new(), file_system }
-                    }
-                    _ => {
-                        let invocation = parse_invocation(&args, |_| Err("experiments use no job files".into()))
-                            .map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                        let mut measured = Vec::new();
-                        for seed in 1..=figure.seeds.max(1) {
-                            let result = run_fio(&invocation, seed)
-                                .map_err(|error| fail(format!("{}: {error}", series.label)))?;
-                            measured.push(
-                                metric(&result, &series.metric)
-                                    .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?,
-                            );
-                        }
-                        let (y, events) = measured[0];
-                        let by_seed =
-                            if measured.len() > 1 { measured.iter().map(|&(y, _)| y).collect() } else { Vec::new() };
-                        Point { x, y, events, by_seed, file_system: None }
-                    }
-                };
+                let args = fill(&series.args, figure, x, quick);
+                let point = tool
+                    .measure(&mut runs, figure, series, x, &args, quick)
+                    .map_err(|error| fail(format!("{} at x={x}: {error}", series.label)))?;
                 points.push(point);
             }
             lines.push((series.label.clone(), points));
@@ -1269,28 +948,6 @@ mod tests {
         );
         assert_eq!(column_header("latency (us)", "p99.9 (ms)"), "p99.9 (ms)");
         assert_eq!(column_header("KIOPS / p99.9 latency (us)", "reads"), "reads");
-    }
-
-    #[test]
-    fn verdicts_compare_direction_and_size() {
-        assert_eq!(Verdict::judge(1294.0, Some(1339.7)), Verdict::Reproduced);
-        assert_eq!(Verdict::judge(92.0, Some(42.1)), Verdict::Direction, "0.46x");
-        assert_eq!(Verdict::judge(2.3, Some(-40.3)), Verdict::NotReproduced, "the opposite direction");
-        assert_eq!(Verdict::judge(-9.95, Some(0.0)), Verdict::NotReproduced, "no change");
-        assert_eq!(Verdict::judge(0.0, Some(3.0)), Verdict::Reproduced, "no change claimed, within 5 %");
-        assert_eq!(Verdict::judge(0.0, Some(-8.0)), Verdict::NotReproduced);
-        assert_eq!(Verdict::judge(-92.8, None), Verdict::NotMeasured);
-        // Reductions compare as speedups: 13.9x against 111x is not within 1.5x, though -92.8 % and -99.1 % are.
-        assert_eq!(Verdict::judge(-92.8, Some(-99.1)), Verdict::NotReproduced, "8.5x: another effect");
-        assert_eq!(Verdict::judge(92.0, Some(20.0)), Verdict::Direction, "0.22x");
-        assert_eq!(Verdict::judge(60.0, Some(4707.8)), Verdict::NotReproduced, "78x");
-        assert_eq!(Verdict::judge(-92.8, Some(-90.0)), Verdict::Reproduced, "10x against 13.9x");
-        assert_eq!(
-            Verdict::judge(-50.0, Some(-100.0)),
-            Verdict::NotReproduced,
-            "everything removed is an infinite speedup, another effect than halving"
-        );
-        assert!(Verdict::Direction.detail(-92.8, Some(-99.1)).contains("as speedups: 111.111x against 13.889x"));
     }
 
     #[test]

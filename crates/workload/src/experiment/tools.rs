@@ -1,0 +1,254 @@
+//! The kinds of point an experiment measures, one per tool: a fio run, wal-bench, kv-bench, file-churn, or real
+//! RocksDB (db_bench, zonelab_ycsb); the placeholders a series' arguments take; and each tool's metrics.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use crate::fio::{parse_invocation, run as run_fio, FioResult};
+use crate::realdb::RealDbTool;
+
+use super::{Figure, Point, Series};
+
+/// What measures a series' points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Tool {
+    Fio,
+    WalBench,
+    KvBench,
+    FileChurn,
+    /// Real RocksDB on the wall clock: each point the median of rounds.
+    RealDb(RealDbTool),
+}
+
+/// Runs that several series read different metrics of: file-churn is deterministic, and a real program's run is
+/// slow and noisy, so each is run once.
+#[derive(Default)]
+pub(super) struct Runs {
+    churn: HashMap<Vec<String>, crate::filechurn::FileChurnResult>,
+    realdb: HashMap<Vec<String>, crate::realdb::RealDbResult>,
+}
+
+impl Tool {
+    /// The series' tool (`tool`, fio when left out).
+    pub fn of(series: &Series) -> Result<Tool, String> {
+        Ok(match series.tool.as_deref() {
+            None | Some("fio") => Tool::Fio,
+            Some("wal-bench") => Tool::WalBench,
+            Some("kv-bench") => Tool::KvBench,
+            Some("file-churn") => Tool::FileChurn,
+            Some("db-bench") => Tool::RealDb(RealDbTool::DbBench),
+            Some("ycsb") => Tool::RealDb(RealDbTool::Ycsb),
+            Some(other) => {
+                return Err(format!(
+                    "series {}: unknown tool {other:?} (fio, wal-bench, kv-bench, file-churn, db-bench or ycsb)",
+                    series.label
+                ))
+            }
+        })
+    }
+
+    /// Measures `series` at `x` with its arguments `args`.
+    pub fn measure(
+        self,
+        runs: &mut Runs,
+        figure: &Figure,
+        series: &Series,
+        x: u32,
+        args: &[String],
+        quick: bool,
+    ) -> Result<Point, String> {
+        let point = |y, events, by_seed, file_system| Point { x, y, events, by_seed, file_system };
+        match self {
+            Tool::WalBench => {
+                let result = crate::walbench::run(&crate::walbench::parse_args(args).map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?;
+                Ok(point(wal_metric(&result, &series.metric)?, None, Vec::new(), None))
+            }
+            Tool::KvBench => {
+                let result = crate::kvbench::run(&crate::kvbench::parse_args(args).map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?;
+                let (y, events) = kv_metric(&result, &series.metric)?;
+                Ok(point(y, events, Vec::new(), None))
+            }
+            Tool::FileChurn => {
+                let result = match runs.churn.entry(args.to_vec()) {
+                    Entry::Occupied(done) => done.into_mut(),
+                    Entry::Vacant(slot) => {
+                        let spec = crate::filechurn::parse_args(args).map_err(|e| e.to_string())?;
+                        slot.insert(crate::filechurn::run(&spec).map_err(|e| e.to_string())?)
+                    }
+                };
+                let (y, events) = churn_metric(result, &series.metric)?;
+                let file_system = result.logfs.as_ref().map(|stats| {
+                    format!(
+                        "logfs reset {} zones, {} of them not yet full; {} zones cleaned, {} checkpoints",
+                        stats.zone_resets,
+                        stats.partial_zone_resets,
+                        stats.foreground_cleanings + stats.background_cleanings,
+                        stats.checkpoints
+                    )
+                });
+                Ok(point(y, events, Vec::new(), file_system))
+            }
+            Tool::RealDb(tool) => {
+                // Rounds, each with its own seed: the wall clock is noisy, so a claim whose two figures' ranges
+                // over the rounds overlap is not settled (`seed_ranges_overlap`).
+                let rounds = if quick { figure.seeds.min(2) } else { figure.seeds }.max(1);
+                let mut measured = Vec::new();
+                for round in 1..=rounds {
+                    let args: Vec<String> = args.iter().map(|arg| arg.replace("{seed}", &round.to_string())).collect();
+                    let key: Vec<String> = std::iter::once(format!("{tool:?}")).chain(args.iter().cloned()).collect();
+                    let result = match runs.realdb.entry(key) {
+                        Entry::Occupied(done) => done.into_mut(),
+                        Entry::Vacant(slot) => slot.insert(crate::realdb::run(tool, &args)?),
+                    };
+                    measured.push(crate::realdb::metric(result, &series.metric)?);
+                }
+                let mut ys: Vec<f64> = measured.iter().map(|&(y, _)| y).collect();
+                let events = measured.iter().filter_map(|&(_, events)| events).min();
+                let by_seed = if ys.len() > 1 { ys.clone() } else { Vec::new() };
+                ys.sort_by(f64::total_cmp);
+                // The median round (the lower of the middle two for an even count).
+                Ok(point(ys[(ys.len() - 1) / 2], events, by_seed, None))
+            }
+            Tool::Fio => {
+                let invocation = parse_invocation(args, |_| Err("experiments use no job files".into()))
+                    .map_err(|error| error.to_string())?;
+                let mut measured = Vec::new();
+                for seed in 1..=figure.seeds.max(1) {
+                    let result = run_fio(&invocation, seed).map_err(|error| error.to_string())?;
+                    measured.push(metric(&result, &series.metric)?);
+                }
+                let (y, events) = measured[0];
+                let by_seed = if measured.len() > 1 { measured.iter().map(|&(y, _)| y).collect() } else { Vec::new() };
+                Ok(point(y, events, by_seed, None))
+            }
+        }
+    }
+}
+
+/// A series' arguments at `x`, with the placeholders filled in: `{x}` and its multiples, and the run lengths and
+/// sizes a quick run shrinks.
+pub(super) fn fill(args: &str, figure: &Figure, x: u32, quick: bool) -> Vec<String> {
+    let (runtime, ramp) = if quick { ("100ms", "20ms") } else { ("2s", "500ms") };
+    let extra = figure.when_x_positive.as_deref().filter(|_| x > 0).unwrap_or("");
+    format!("{args} {extra}")
+        .replace("{x}", &x.to_string())
+        .replace("{x*256}", &(u64::from(x) * 256).to_string())
+        .replace("{x*1024}", &(u64::from(x) * 1024).to_string())
+        // YCSB's core workloads by number: 1 is A, ..., 6 is F.
+        .replace("{ycsb_workload}", &ycsb_workload(x))
+        .replace("{db_seconds}", if quick { "2" } else { "10" })
+        .replace("{ycsb_records}", if quick { "5000" } else { "20000" })
+        .replace("{ycsb_operations}", if quick { "10000" } else { "100000" })
+        // ReZNS's YCSB runs must write enough for zonedfs to reset zones of 64 MiB.
+        .replace("{rezns_records}", if quick { "100000" } else { "200000" })
+        .replace("{runtime}", runtime)
+        .replace("{ramp}", ramp)
+        .replace("{records}", if quick { "5000" } else { "40000" })
+        .replace("{zinc_runtime}", if quick { "500ms" } else { "3s" })
+        // A finish pads about 1 GiB (about a second of the write budget): runs long enough for ten.
+        .replace("{finish_runtime}", if quick { "1s" } else { "10s" })
+        .replace("{recovery_records}", if quick { "4096" } else { "16384" })
+        // kv-bench: 32 full-zone resets a second need a pool of prefilled zones for the whole run.
+        .replace("{kv_runtime}", if quick { "1" } else { "10" })
+        .replace("{kv_pool}", if quick { "40" } else { "330" })
+        .replace("{churn_jobs}", if quick { "16" } else { "64" })
+        .replace("{churn_runtime}", if quick { "5" } else { "60" })
+        // Quick runs shrink the device tenfold (4 GiB) so that its prefill costs seconds, not minutes.
+        .replace("{churn_zones}", if quick { ",zones=64" } else { "" })
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// YCSB's core workload numbered `x` (1 is A, 6 is F).
+fn ycsb_workload(x: u32) -> String {
+    (b'a'..=b'f').nth(x.saturating_sub(1) as usize).map_or_else(|| x.to_string(), |letter| (letter as char).to_string())
+}
+
+/// Bytes in a GiB, the unit papers quote bandwidth in ("2GiB" per second).
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// A metric's value, and for a percentile the samples beyond it.
+fn metric(result: &FioResult, metric: &str) -> Result<(f64, Option<u64>), String> {
+    // `JOB/what` reads job JOB; a bare `what` reads the last job.
+    let (job, metric) = match metric.split_once('/') {
+        Some((name, what)) => (
+            result.jobs.iter().find(|job| job.options.name == name).ok_or_else(|| format!("no job named {name}"))?,
+            what,
+        ),
+        None => (result.jobs.last().ok_or("no job ran")?, metric),
+    };
+    if job.error != 0 {
+        return Err(format!("job {} failed: {}", job.options.name, job.error_message.clone().unwrap_or_default()));
+    }
+    let parts: Vec<&str> = metric.splitn(3, '.').collect();
+    let direction = match parts.first() {
+        Some(&"read") => &job.read,
+        Some(&"write") => &job.write,
+        Some(&"trim") => &job.trim,
+        Some(&"scheduler") if parts.get(1) == Some(&"commands_per_request") => {
+            return Ok((job.scheduler.write_commands as f64 / job.scheduler.write_requests.max(1) as f64, None));
+        }
+        _ => return Err(format!("unknown metric {metric}")),
+    };
+    match parts.get(1..) {
+        Some(["kiops"]) => Ok((direction.ios as f64 / (job.runtime_ns as f64 / 1e9) / 1000.0, None)),
+        Some(["gib_per_s"]) => Ok((direction.bytes as f64 / (job.runtime_ns as f64 / 1e9) / GIB, None)),
+        Some(["lat_mean_ms"]) => Ok((direction.lat.mean() / 1e6, None)),
+        Some(["clat", percentile]) => {
+            let p: f64 = percentile.trim_start_matches('p').parse().map_err(|_| format!("unknown metric {metric}"))?;
+            let tail = (direction.clat.count() as f64 * (100.0 - p) / 100.0).floor() as u64;
+            Ok((direction.clat.percentile(p) as f64 / 1000.0, Some(tail)))
+        }
+        _ => Err(format!("unknown metric {metric}")),
+    }
+}
+
+fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<f64, String> {
+    match metric {
+        "wal.kiops" => Ok(result.kiops),
+        "wal.recovery_io_s" => result
+            .recovery
+            .as_ref()
+            .map(|recovery| recovery.io_device_ns as f64 / 1e9)
+            .ok_or_else(|| "no recovery was run (--recover)".into()),
+        "wal.recovery_s" => {
+            result.recovery_ns.map(|ns| ns as f64 / 1e9).ok_or_else(|| "no recovery was run (--recover)".into())
+        }
+        _ => Err(format!("unknown metric {metric}")),
+    }
+}
+
+/// A kv-bench metric: `kv.kiops`, or `kv.put.p99.9` (microseconds) with the puts beyond it (see
+/// `Point::events`).
+fn kv_metric(result: &crate::kvbench::KvBenchResult, metric: &str) -> Result<(f64, Option<u64>), String> {
+    match metric {
+        "kv.kiops" => Ok((result.kiops, None)),
+        "kv.put.p99.9" => {
+            let beyond = result.put_latency.count() / 1000;
+            Ok((result.put_latency.percentile(99.9) as f64 / 1000.0, Some(beyond)))
+        }
+        _ => Err(format!("unknown metric {metric}")),
+    }
+}
+
+/// A file-churn metric, and for a count the count itself (see `Point::events`).
+fn churn_metric(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<(f64, Option<u64>), String> {
+    let value = churn_value(result, metric)?;
+    Ok((value, (metric == "churn.zones_erased").then_some(value.round() as u64)))
+}
+
+fn churn_value(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<f64, String> {
+    match metric {
+        "churn.mib_per_s" => Ok(result.mib_per_s),
+        "churn.ops_per_s" => Ok(result.ops_per_s),
+        "churn.zones_erased" => Ok(result.zones_erased),
+        "churn.read_energy_j" => Ok(result.read_energy_j),
+        "churn.write_energy_j" => Ok(result.write_energy_j),
+        "churn.reset_energy_j" => Ok(result.reset_energy_j),
+        "churn.total_energy_j" => Ok(result.total_energy_j),
+        _ => Err(format!("unknown metric {metric}")),
+    }
+}
