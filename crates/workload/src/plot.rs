@@ -13,6 +13,16 @@ pub struct Line {
     pub points: Vec<(f64, f64)>,
 }
 
+/// Pixels right of a line chart's plotting area that its legend takes.
+const LEGEND_WIDTH: u32 = 300;
+
+/// A figure a paper gives, drawn beside the model's lines as a cross numbered by its claim.
+pub struct Mark {
+    pub claim: usize,
+    pub x: f64,
+    pub y: f64,
+}
+
 const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "/usr/share/fonts/dejavu/DejaVuSans.ttf",
@@ -81,31 +91,36 @@ fn tick_label(value: f64, log: bool) -> String {
 /// shows nothing). Integer x values get integer ticks, x values spanning more than 100x a base-2 logarithmic axis
 /// (queue depths and block sizes go in powers of two), y values spanning more than 100x a logarithmic axis, and
 /// series drawn later are thinner so that coinciding ones all show.
-pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, lines: &[Line]) -> Result<(), String> {
+pub fn plot_lines(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    lines: &[Line],
+    marks: &[Mark],
+) -> Result<(), String> {
     font()?;
     if lines.iter().all(|line| line.points.len() <= 1) {
         return plot_bars(path, title, y_label, lines);
     }
-    let positive: Vec<f64> =
-        lines.iter().flat_map(|line| line.points.iter().map(|p| p.1)).filter(|&y| y > 0.0).collect();
+    let ys = || lines.iter().flat_map(|line| line.points.iter().map(|p| p.1)).chain(marks.iter().map(|mark| mark.y));
+    let positive: Vec<f64> = ys().filter(|&y| y > 0.0).collect();
     let (smallest, largest) = positive.iter().fold((f64::MAX, 0.0f64), |(low, high), &y| (low.min(y), high.max(y)));
-    let log =
-        positive.len() == lines.iter().map(|line| line.points.len()).sum::<usize>() && largest / smallest > LOG_SPAN;
-    let xs = || lines.iter().flat_map(|line| line.points.iter().map(|p| p.0));
+    let log = positive.len() == ys().count() && largest / smallest > LOG_SPAN;
+    let xs = || lines.iter().flat_map(|line| line.points.iter().map(|p| p.0)).chain(marks.iter().map(|mark| mark.x));
     let (x_min, x_max) = xs().fold((f64::MAX, f64::MIN), |(low, high), x| (low.min(x), high.max(x)));
     let x_log = x_min > 0.0 && x_max / x_min > LOG_SPAN;
     let (x_low, x_high) = if x_log { (x_min.log2().floor(), x_max.log2().ceil()) } else { range(xs()) };
-    let (y_low, y_high) = if log {
-        (to_axis(smallest, true).floor(), to_axis(largest, true).ceil())
-    } else {
-        range(lines.iter().flat_map(|line| line.points.iter().map(|p| p.1)))
-    };
+    let (y_low, y_high) =
+        if log { (to_axis(smallest, true).floor(), to_axis(largest, true).ceil()) } else { range(ys()) };
     let integer_x = lines.iter().flat_map(|line| &line.points).all(|p| p.0.fract() == 0.0);
-    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    // The legend sits right of the plotting area, where it covers no data.
+    let root = BitMapBackend::new(path, (900 + LEGEND_WIDTH, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(16)
+        .margin_right(16 + LEGEND_WIDTH)
         .x_label_area_size(44)
         .y_label_area_size(64)
         .build_cartesian_2d(x_low..x_high, y_low..y_high)
@@ -135,19 +150,42 @@ pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, lines:
             line.points.iter().map(|&(x, y)| (if x_log { x.log2() } else { x }, to_axis(y, log))).collect();
         chart
             .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(width)))
-            .map_err(|e| e.to_string())?
-            .label(line.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            .map_err(|e| e.to_string())?;
         chart
             .draw_series(points.iter().map(|&p| Circle::new(p, width + 1, color.filled())))
             .map_err(|e| e.to_string())?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| e.to_string())?;
+    let font = ("sans-serif", 15).into_font().color(&BLACK);
+    // Claims on one spot share a cross and list their numbers.
+    let mut spots: Vec<((i32, i32), (f64, f64), Vec<String>)> = Vec::new();
+    for mark in marks {
+        let at = (if x_log { mark.x.log2() } else { mark.x }, to_axis(mark.y, log));
+        let pixel = chart.backend_coord(&at);
+        match spots.iter_mut().find(|(spot, ..)| *spot == pixel) {
+            Some((.., numbers)) => numbers.push(mark.claim.to_string()),
+            None => spots.push((pixel, at, vec![mark.claim.to_string()])),
+        }
+    }
+    for ((x, y), at, numbers) in spots {
+        chart.draw_series([Cross::new(at, 9, BLACK.stroke_width(3))]).map_err(|e| e.to_string())?;
+        root.draw(&Text::new(numbers.join(", "), (x + 9, y - 22), font.clone())).map_err(|e| e.to_string())?;
+    }
+    // The legend, right of the plotting area: a swatch and a label a row.
+    let (left, top) = chart.plotting_area().get_base_pixel();
+    let (plot_width, _) = chart.plotting_area().dim_in_pixel();
+    let x = left + plot_width as i32 + 16;
+    for (row, line) in lines.iter().enumerate() {
+        let y = top + 10 + 20 * row as i32;
+        let color = COLORS[row % COLORS.len()];
+        root.draw(&PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(4))).map_err(|e| e.to_string())?;
+        root.draw(&Text::new(line.label.clone(), (x + 30, y - 8), font.clone())).map_err(|e| e.to_string())?;
+    }
+    if !marks.is_empty() {
+        let y = top + 10 + 20 * lines.len() as i32;
+        root.draw(&Cross::new((x + 11, y), 6, BLACK.stroke_width(2))).map_err(|e| e.to_string())?;
+        let label = "the paper's figures, by claim number";
+        root.draw(&Text::new(label, (x + 30, y - 8), font.clone())).map_err(|e| e.to_string())?;
+    }
     root.present().map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -10,7 +10,7 @@ use serde_json::json;
 use zonelab_device::DeviceConfig;
 
 use crate::calibrate::calibrate;
-use crate::plot::{plot_lines, plot_scatter, Line};
+use crate::plot::{plot_lines, plot_scatter, Line, Mark};
 
 mod tools;
 mod verdict;
@@ -392,9 +392,33 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 None => plots.push((y_label, vec![line])),
             }
         }
+        // The paper's figures as crosses numbered by claim: a value where the paper gives one, and for a change
+        // the value it implies beside the series it is a change of.
+        let paper_marks = |y_label: &str| -> Vec<Mark> {
+            let on_axis = |label: &str| series_axis(&figure.y_label, label) == y_label;
+            let at = |label: &str, x: u32| {
+                let points = lines.iter().find(|(name, _)| name == label).map(|(_, points)| points)?;
+                points.iter().find(|point| point.x == x).map(|point| point.y)
+            };
+            let implied = |claim: &Claim| match (claim.paper_value, claim.paper_change_pct, &claim.series_b) {
+                (Some(value), ..) => Some(value),
+                (None, Some(pct), Some(b)) => at(b, claim.x_b.unwrap_or(claim.x)).map(|y| y * (1.0 + pct / 100.0)),
+                _ => None,
+            };
+            figure
+                .claim
+                .iter()
+                .enumerate()
+                .filter(|(_, claim)| !claim.series_a.starts_with("Z of ") && on_axis(&claim.series_a))
+                .filter_map(|(index, claim)| {
+                    implied(claim).map(|y| Mark { claim: index + 1, x: f64::from(claim.x), y })
+                })
+                .collect()
+        };
         for (index, (y_label, plotted)) in plots.iter().enumerate() {
             let name = if index == 0 { figure.id.clone() } else { format!("{}-{}", figure.id, index + 1) };
-            plot_lines(&out.join(format!("{name}.png")), &figure.title, &figure.x_label, y_label, plotted)
+            let marks = paper_marks(y_label);
+            plot_lines(&out.join(format!("{name}.png")), &figure.title, &figure.x_label, y_label, plotted, &marks)
                 .map_err(fail)?;
             let _ = writeln!(report, "![{name}]({name}.png)\n");
         }
@@ -498,10 +522,10 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
         if !figure.claim.is_empty() {
             let _ = writeln!(
                 report,
-                "\n| the paper says | where | paper | zonelab | verdict | basis | why |\n|---|---|---|---|---|---|---|"
+                "\n| # | the paper says | where | paper | zonelab | verdict | basis | why |\n|---|---|---|---|---|---|---|---|"
             );
         }
-        for claim in &figure.claim {
+        for (number, claim) in (1..).zip(&figure.claim) {
             let point = |label: &str, x: u32| {
                 if let Some(of) = label.strip_prefix("Z of ") {
                     return zs.iter().find(|(spec, ..)| spec.label == of).map(|(_, point, _)| point);
@@ -583,7 +607,8 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             let paper_text = outcome.figure(Some(paper));
             let _ = writeln!(
                 report,
-                "| {} (\"{}\") | {} | {paper_text} | {model_text} | {detail}{unsettled} | {basis} | {explanation} |",
+                "| {number} | {} (\"{}\") | {} | {paper_text} | {model_text} | {detail}{unsettled} | {basis} | \
+                 {explanation} |",
                 claim.text, claim.quote, claim.location,
             );
             let metric = if claim.series_a.starts_with("Z of ") { "interference Z" } else { &figure.y_label };
