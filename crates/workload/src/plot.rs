@@ -156,8 +156,9 @@ pub fn plot_lines(
             .map_err(|e| e.to_string())?;
     }
     let font = ("sans-serif", 15).into_font().color(&BLACK);
-    // Claims on one spot share a cross and list their numbers.
-    let mut spots: Vec<((i32, i32), (f64, f64), Vec<String>)> = Vec::new();
+    // Claims on one spot share a cross and list their numbers: (pixel, chart coordinates, numbers).
+    type Spot = ((i32, i32), (f64, f64), Vec<String>);
+    let mut spots: Vec<Spot> = Vec::new();
     for mark in marks {
         let at = (if x_log { mark.x.log2() } else { mark.x }, to_axis(mark.y, log));
         let pixel = chart.backend_coord(&at);
