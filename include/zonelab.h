@@ -333,7 +333,8 @@ int32_t zl_poll_wait(uint64_t handle,
 
 /**
  * Writes the device's statistics as a NUL-terminated JSON object into `buf` (`len` bytes): command
- * counters, flash operations by source, total energy in joules and wear (erase counts per block). Sets
+ * counters, flash operations by source, total energy in joules and wear (erase counts per block), and for a
+ * real-time device how it kept the model's pace (`pacing`: completions, late share, error p50/p99/max). Sets
  * `*needed` to the bytes the whole text takes with its NUL; a `len` below that is `ZL_EINVAL` and writes nothing.
  *
  * # Safety
@@ -510,7 +511,8 @@ int32_t zlfs_free_space(uint64_t handle, uint64_t *free_bytes);
 
 /**
  * Writes the mount's counters as a NUL-terminated JSON object into `buf`: the device's (`device`, as
- * `zl_stats_json`: commands, flash operations, energy, wear), the file system's (`fs`: bytes written and read,
+ * `zl_stats_json`: commands, flash operations, energy, wear), how the device kept the model's pace (`pacing`),
+ * the file system's (`fs`: bytes written and read,
  * journal commits and rolls, zone resets and finishes, garbage collection) and the reset load's
  * (`reset_load`: resets, mean and largest latency); `*needed` as `zl_stats_json` does.
  *

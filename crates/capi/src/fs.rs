@@ -226,6 +226,9 @@ pub extern "C" fn zlfs_unmount(handle: u64) -> i32 {
         let runtime = lock(&mount.runtime).take();
         drop(mount.host);
         let stopped = runtime.map(RealTime::stop);
+        if let Some(warning) = stopped.as_ref().and_then(|stopped| stopped.pacing.summary().warning()) {
+            eprintln!("zonelab: {warning}");
+        }
         match (synced, stopped.map(|stopped| stopped.flushed)) {
             (Err(error), _) => fs_error(&error),
             (Ok(()), Some(Err(status))) => failed(libc::EIO, format!("the device's last flush failed: {status}")),
@@ -575,7 +578,8 @@ pub unsafe extern "C" fn zlfs_free_space(handle: u64, free_bytes: *mut u64) -> i
 }
 
 /// Writes the mount's counters as a NUL-terminated JSON object into `buf`: the device's (`device`, as
-/// `zl_stats_json`: commands, flash operations, energy, wear), the file system's (`fs`: bytes written and read,
+/// `zl_stats_json`: commands, flash operations, energy, wear), how the device kept the model's pace (`pacing`),
+/// the file system's (`fs`: bytes written and read,
 /// journal commits and rolls, zone resets and finishes, garbage collection) and the reset load's
 /// (`reset_load`: resets, mean and largest latency); `*needed` as `zl_stats_json` does.
 ///
@@ -588,11 +592,12 @@ pub unsafe extern "C" fn zlfs_stats_json(handle: u64, buf: *mut c_char, len: usi
             return failed(libc::EINVAL, "buf or needed is null");
         }
         let stats = mounted(handle).map(|mount| {
-            let device = mount.device.stats();
+            let (device, pacing) = (mount.device.stats(), mount.device.pacing());
             mount.host.call(move |context| async move {
                 let load = context.reset_load.borrow().clone();
                 let value = serde_json::json!({
                     "device": device,
+                    "pacing": pacing,
                     "fs": context.fs.stats(),
                     "reset_load": {
                         "resets": load.resets,

@@ -305,7 +305,12 @@ pub extern "C" fn zl_close(handle: u64) -> i32 {
         if let Some(device) = removed {
             let runtime = device.runtime.lock().unwrap_or_else(PoisonError::into_inner).take();
             return match runtime.map(RealTime::stop) {
-                Some(stopped) => stopped.flushed.map_or_else(status_code, |()| ZL_OK),
+                Some(stopped) => {
+                    if let Some(warning) = stopped.pacing.summary().warning() {
+                        eprintln!("zonelab: {warning}");
+                    }
+                    stopped.flushed.map_or_else(status_code, |()| ZL_OK)
+                }
                 None => ZL_EHANDLE,
             };
         }
@@ -748,7 +753,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Writes the device's statistics as a NUL-terminated JSON object into `buf` (`len` bytes): command
-/// counters, flash operations by source, total energy in joules and wear (erase counts per block). Sets
+/// counters, flash operations by source, total energy in joules and wear (erase counts per block), and for a
+/// real-time device how it kept the model's pace (`pacing`: completions, late share, error p50/p99/max). Sets
 /// `*needed` to the bytes the whole text takes with its NUL; a `len` below that is `ZL_EINVAL` and writes nothing.
 ///
 /// # Safety
@@ -759,10 +765,17 @@ pub unsafe extern "C" fn zl_stats_json(handle: u64, buf: *mut c_char, len: usize
         if needed.is_null() || (buf.is_null() && len != 0) {
             return ZL_EINVAL;
         }
+        // A real-time device's stats say how well it kept the model's pace.
         let stats = match real(handle) {
-            Some(device) => device.host.stats(),
+            Some(device) => device.host.stats().and_then(|stats| {
+                let mut value = serde_json::to_value(stats).ok()?;
+                value["pacing"] = serde_json::to_value(device.host.pacing()?).ok()?;
+                Some(value)
+            }),
             None => VIRTUAL.with(|devices| {
-                devices.borrow().get(&handle).map(|device| device.simulation.with_device(|device| device.stats()))
+                let devices = devices.borrow();
+                let device = devices.get(&handle)?;
+                serde_json::to_value(device.simulation.with_device(|device| device.stats())).ok()
             }),
         };
         let Some(stats) = stats else { return ZL_EHANDLE };
@@ -914,6 +927,41 @@ mod tests {
             // SAFETY: the report writes no more zones than the namespace has, and `zones` has room for all.
             assert_eq!(unsafe { zl_report_zones(handle, 0, zones.as_mut_ptr(), &mut nr_zones) }, ZL_OK);
             assert_eq!(nr_zones, 8);
+            assert_eq!(zl_close(handle), ZL_OK);
+        }
+    }
+
+    #[test]
+    fn a_real_time_device_reports_how_it_kept_pace() {
+        let stats = |handle| {
+            let mut needed = 0;
+            // SAFETY: a null buffer of length 0 asks for the size.
+            assert_eq!(unsafe { zl_stats_json(handle, std::ptr::null_mut(), 0, &mut needed) }, ZL_EINVAL);
+            let mut buf = vec![0 as c_char; needed];
+            // SAFETY: room for `needed` bytes.
+            assert_eq!(unsafe { zl_stats_json(handle, buf.as_mut_ptr(), buf.len(), &mut needed) }, ZL_OK);
+            // SAFETY: zl_stats_json wrote a NUL-terminated string.
+            let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().expect("UTF-8").to_string();
+            serde_json::from_str::<serde_json::Value>(&text).expect("JSON")
+        };
+        for (mode, paced) in [(ZL_MODE_REALTIME, true), (ZL_MODE_VIRTUAL, false)] {
+            let mut handle = 0;
+            // SAFETY: a NUL-terminated spec and a writable handle.
+            assert_eq!(unsafe { zl_open(c"preset:zn540,zones=8".as_ptr(), mode, &mut handle) }, ZL_OK);
+            let mut block = [0u8; 4096];
+            for _ in 0..3 {
+                // SAFETY: room for one block.
+                assert_eq!(unsafe { zl_read(handle, 0, 1, block.as_mut_ptr()) }, ZL_OK);
+            }
+            let value = stats(handle);
+            assert_eq!(value["pacing"].is_object(), paced, "mode {mode}: {value}");
+            if paced {
+                let pacing = &value["pacing"];
+                assert!(pacing["completions"].as_u64().expect("completions") >= 3, "{pacing}");
+                let late_share = pacing["late_share"].as_f64().expect("late share");
+                assert!((0.0..=1.0).contains(&late_share), "{pacing}");
+                assert!(pacing["error_p99_ns"].as_u64() <= pacing["error_max_ns"].as_u64(), "{pacing}");
+            }
             assert_eq!(zl_close(handle), ZL_OK);
         }
     }

@@ -20,6 +20,6 @@ mod timers;
 
 pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand};
 pub use host_thread::HostThread;
-pub use realtime::{block_on, Pacing, Pending, RealTime, RealTimeHost, Stopped};
+pub use realtime::{block_on, Pacing, PacingSummary, Pending, RealTime, RealTimeHost, Stopped, LATE_SHARE_WARNING};
 pub use sim::{Host, Simulation};
 pub use zonelab_device::rng;

@@ -94,6 +94,8 @@ enum Request {
     Sleep(u64, Arc<Cell>),
     /// Send the device's statistics back at once.
     Stats(std::sync::mpsc::Sender<DeviceStats>),
+    /// Send how well the run has kept pace so far.
+    Pacing(std::sync::mpsc::Sender<PacingSummary>),
 }
 
 /// One submission queue; the device thread drains it.
@@ -110,6 +112,55 @@ pub struct Pacing {
     pub late: u64,
     /// Delivered minus modelled completion time, in nanoseconds, per completion (for percentiles).
     pub errors_ns: Vec<u64>,
+}
+
+/// A share of late completions above which a run's figures are slower than the model's: every real-time front
+/// end warns past it.
+pub const LATE_SHARE_WARNING: f64 = 0.01;
+
+/// How well a real-time run kept the model's pace: what every real-time front end reports.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PacingSummary {
+    pub completions: u64,
+    pub late: u64,
+    /// Late completions over all completions.
+    pub late_share: f64,
+    /// Delivered minus modelled completion time, in nanoseconds.
+    pub error_p50_ns: u64,
+    pub error_p99_ns: u64,
+    pub error_max_ns: u64,
+}
+
+impl Pacing {
+    pub fn summary(&self) -> PacingSummary {
+        let mut errors = self.errors_ns.clone();
+        errors.sort_unstable();
+        let at = |q: f64| errors.get(((errors.len() as f64 * q) as usize).min(errors.len().saturating_sub(1))).copied();
+        PacingSummary {
+            completions: self.completions,
+            late: self.late,
+            late_share: self.late as f64 / self.completions.max(1) as f64,
+            error_p50_ns: at(0.5).unwrap_or(0),
+            error_p99_ns: at(0.99).unwrap_or(0),
+            error_max_ns: errors.last().copied().unwrap_or(0),
+        }
+    }
+}
+
+impl PacingSummary {
+    /// A warning for interactive use when the device ran late too often for the figures to be the model's.
+    pub fn warning(&self) -> Option<String> {
+        (self.late_share > LATE_SHARE_WARNING).then(|| {
+            format!(
+                "the emulated device ran late for {:.1} % of {} completions (pacing error p99 {:.1} us, max {:.1} us): \
+                 figures are slower than the model; give the device thread a core of its own",
+                self.late_share * 100.0,
+                self.completions,
+                self.error_p99_ns as f64 / 1000.0,
+                self.error_max_ns as f64 / 1000.0
+            )
+        })
+    }
 }
 
 /// The device and what waits to be delivered from it, behind one lock: the device thread takes it for each
@@ -313,6 +364,9 @@ fn device_loop(shared: &Shared) -> Stopped {
                 Request::Stats(reply) => {
                     let _ = reply.send(device.stats());
                 }
+                Request::Pacing(reply) => {
+                    let _ = reply.send(pacing.summary());
+                }
                 Request::Sleep(until_ns, cell) => {
                     due.set(until_ns, Due { cell, result: Ok(Output::Done), tag: None });
                 }
@@ -483,6 +537,13 @@ impl RealTimeHost {
         answer.recv().ok()
     }
 
+    /// How well the run has kept the model's pace so far, from the device thread.
+    pub fn pacing(&self) -> Option<PacingSummary> {
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.request(Request::Pacing(reply));
+        answer.recv().ok()
+    }
+
     fn request(&self, request: Request) {
         lock(&self.pair.submissions).push_back(request);
         self.shared.ring_doorbell();
@@ -560,5 +621,23 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
             return output;
         }
         std::thread::park();
+    }
+}
+
+#[cfg(test)]
+mod pacing_tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_gives_the_late_share_and_the_error_percentiles_and_warns_past_the_bound() {
+        let pacing = Pacing { completions: 100, late: 5, errors_ns: (0..100).map(|i| i * 1000).collect() };
+        let summary = pacing.summary();
+        assert_eq!((summary.late_share, summary.error_p50_ns, summary.error_max_ns), (0.05, 50_000, 99_000));
+        assert_eq!(summary.error_p99_ns, 99_000);
+        let warning = summary.warning().expect("5 % late is past the bound");
+        assert!(warning.contains("5.0 % of 100 completions"), "{warning}");
+        let on_time = Pacing { completions: 1000, late: 1, errors_ns: vec![100; 1000] }.summary();
+        assert_eq!(on_time.warning(), None, "0.1 % late is within the bound");
+        assert_eq!(Pacing::default().summary().late_share, 0.0, "no completions, nothing late");
     }
 }

@@ -50,11 +50,20 @@ pub fn run(args: &MountArgs) -> Result<(), CliError> {
     eprintln!("zonelab mount: {} on {}: {} files in seq/", args.device, args.mountpoint.display(), mounted.files());
     let stopped = mounted.run().map_err(|error| CliError::Io(args.mountpoint.clone(), error))?;
     stopped.flushed?;
+    let pacing = stopped.pacing.summary();
     eprintln!(
-        "zonelab mount: unmounted {} after {} commands; device flushed",
+        "zonelab mount: unmounted {} after {} commands; device flushed; late {:.2} % of completions, pacing error \
+         p50 {:.1} us, p99 {:.1} us, max {:.1} us",
         args.mountpoint.display(),
-        stopped.pacing.completions
+        pacing.completions,
+        pacing.late_share * 100.0,
+        pacing.error_p50_ns as f64 / 1000.0,
+        pacing.error_p99_ns as f64 / 1000.0,
+        pacing.error_max_ns as f64 / 1000.0
     );
+    if let Some(warning) = pacing.warning() {
+        eprintln!("zonelab mount: {warning}");
+    }
     Ok(())
 }
 

@@ -172,6 +172,7 @@ fn real_fio_writes_verifies_and_reads_files_and_zonelab_read_sees_the_same_bytes
     let through_mount = std::fs::read(mount.file(1)).expect("read seq/1");
     let stderr = mount.unmount();
     assert!(stderr.contains("device flushed"), "{stderr}");
+    assert!(stderr.contains("of completions, pacing error p50"), "the mount says how it kept pace: {stderr}");
     let out = dir.path().join("zone1");
     ok(&[
         "read",

@@ -161,6 +161,10 @@ pub struct Why {
     pub not_reproduced: Option<String>,
 }
 
+/// Interference figures below this are no measurable interference: a relative change of throughput and tail
+/// latency of 1 % together, within the run-to-run spread of the micro-benchmarks' points.
+const Z_NOISE_FLOOR: f64 = 0.01;
+
 /// Why an experiment could not run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -535,9 +539,14 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             let a = point(&claim.series_a, claim.x);
             let b = claim.series_b.as_deref().and_then(|series| point(series, claim.x_b.unwrap_or(claim.x)));
             let unit = figure_unit(&figure.y_label).unwrap_or_default();
+            // Two interference figures below the noise floor are no interference either way: their ratio is
+            // noise, and the change between them is not measured.
+            let below_floor = |point: &Point| claim.series_a.starts_with("Z of ") && point.y.abs() < Z_NOISE_FLOOR;
+            let below_noise_floor = a.zip(b).is_some_and(|(a, b)| below_floor(a) && below_floor(b));
             let (paper, model, unit, verdict) = match (claim.paper_change_pct, claim.paper_value) {
                 (Some(paper), None) => {
                     let model = match (a, b) {
+                        _ if below_noise_floor => None,
                         (Some(a), Some(b)) if b.y != 0.0 => Some((a.y - b.y) / b.y * 100.0),
                         // Nothing against nothing (no zone erased under either policy) is no change.
                         (Some(a), Some(b)) if a.y == 0.0 && b.y == 0.0 => Some(0.0),
@@ -583,6 +592,10 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 Verdict::Reproduced => claim.why.reproduced.as_deref(),
                 Verdict::Direction => claim.why.direction.as_deref(),
                 Verdict::NotReproduced => claim.why.not_reproduced.as_deref(),
+                Verdict::NotMeasured if below_noise_floor => Some(
+                    "both interference figures are below the noise floor (Z < 0.01): neither scheduler shows measurable \
+                     interference here, so their ratio is noise.",
+                ),
                 Verdict::NotMeasured => Some("a full run measures it (`zonelab experiment run` without --quick)."),
                 Verdict::NotReproducibleFromSetup => claim.setup_cannot_produce.as_deref(),
                 Verdict::UpperBound => claim.upper_bound.as_deref(),
@@ -600,6 +613,9 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 ""
             };
             let detail = match (outcome.unit.as_str(), model) {
+                _ if below_noise_floor => {
+                    format!("{}: both below the noise floor, Z < {Z_NOISE_FLOOR}", verdict.name())
+                }
                 ("%", _) => verdict.detail(paper, model),
                 (_, Some(model)) => format!("{}: {:.2}x the paper's value", verdict.name(), model / paper),
                 (_, None) => verdict.detail(paper, None),
