@@ -249,6 +249,60 @@ pub struct RealTime {
     thread: Option<JoinHandle<Option<Stopped>>>,
 }
 
+/// Where the device thread runs, from the environment, so that every real-time front end (the mount, the C
+/// library and what loads it: fio's engine, the RocksDB plugin) takes it alike: `ZONELAB_DEVICE_CPU=N` pins it to
+/// CPU N (`sched_setaffinity`), `ZONELAB_DEVICE_SCHED=fifo` gives it the real-time class at the lowest priority
+/// (`SCHED_FIFO` 1), which needs CAP_SYS_NICE; without them the thread runs where the kernel puts it. Returns
+/// what it did, or why it could not (the thread then runs unplaced), for the front end to say; None when nothing
+/// was asked.
+fn place_device_thread() -> Option<String> {
+    place_this_thread(std::env::var("ZONELAB_DEVICE_CPU").ok(), std::env::var("ZONELAB_DEVICE_SCHED").ok())
+}
+
+/// Pins the calling thread to CPU `cpu` and puts it in scheduling class `sched`, as `place_device_thread` says.
+fn place_this_thread(cpu: Option<String>, sched: Option<String>) -> Option<String> {
+    if cpu.is_none() && sched.is_none() {
+        return None;
+    }
+    let mut said = Vec::new();
+    if let Some(cpu) = cpu {
+        said.push(match cpu.trim().parse::<usize>() {
+            Ok(n) if n < libc::CPU_SETSIZE as usize => {
+                // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within it (n < CPU_SETSIZE), and
+                // sched_setaffinity reads it for this thread (pid 0).
+                let done = unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(n, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+                };
+                match done {
+                    0 => format!("device thread pinned to CPU {n}"),
+                    _ => format!("ZONELAB_DEVICE_CPU={n}: {} (not pinned)", std::io::Error::last_os_error()),
+                }
+            }
+            _ => format!("ZONELAB_DEVICE_CPU={cpu:?} is not a CPU number (not pinned)"),
+        });
+    }
+    if let Some(sched) = sched {
+        said.push(match sched.trim() {
+            "fifo" => {
+                let param = libc::sched_param { sched_priority: 1 };
+                // SAFETY: sets this thread's (pid 0) policy from a valid sched_param.
+                match unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } {
+                    0 => "device thread in SCHED_FIFO at priority 1".to_string(),
+                    _ => format!(
+                        "ZONELAB_DEVICE_SCHED=fifo: {} (it needs CAP_SYS_NICE; the thread stays in the normal class)",
+                        std::io::Error::last_os_error()
+                    ),
+                }
+            }
+            "normal" => "device thread in the normal class".to_string(),
+            other => format!("ZONELAB_DEVICE_SCHED={other:?} is not fifo or normal (left in the normal class)"),
+        });
+    }
+    Some(said.join("; "))
+}
+
 impl RealTime {
     /// Opens the device `builder` describes, starts its clock and its device thread.
     pub fn start(builder: DeviceBuilder) -> Result<RealTime, BuildError> {
@@ -258,6 +312,9 @@ impl RealTime {
         let thread = std::thread::Builder::new()
             .name("zonelab-device".into())
             .spawn(move || {
+                if let Some(placed) = place_device_thread() {
+                    eprintln!("zonelab: {placed}");
+                }
                 let shared = shared_rx.recv().ok()?;
                 Some(device_loop(&shared))
             })
@@ -639,5 +696,24 @@ mod pacing_tests {
         let on_time = Pacing { completions: 1000, late: 1, errors_ns: vec![100; 1000] }.summary();
         assert_eq!(on_time.warning(), None, "0.1 % late is within the bound");
         assert_eq!(Pacing::default().summary().late_share, 0.0, "no completions, nothing late");
+    }
+}
+
+#[cfg(test)]
+mod placement_tests {
+    use super::place_this_thread;
+
+    #[test]
+    fn the_device_thread_is_pinned_or_says_why_not() {
+        let said = |cpu: Option<&str>, sched: Option<&str>| {
+            let (cpu, sched) = (cpu.map(str::to_string), sched.map(str::to_string));
+            std::thread::spawn(move || place_this_thread(cpu, sched)).join().expect("the thread ran")
+        };
+        assert_eq!(said(None, None), None, "nothing asked, nothing said");
+        assert_eq!(said(Some("0"), None).as_deref(), Some("device thread pinned to CPU 0"));
+        let bad = said(Some("many"), Some("rr")).expect("says why");
+        assert!(bad.contains("\"many\" is not a CPU number") && bad.contains("\"rr\" is not fifo"), "{bad}");
+        let fifo = said(None, Some("fifo")).expect("says what it did");
+        assert!(fifo.contains("SCHED_FIFO") || fifo.contains("CAP_SYS_NICE"), "{fifo}");
     }
 }

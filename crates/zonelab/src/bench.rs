@@ -55,6 +55,10 @@ pub enum BenchCommand {
     Realtime {
         #[arg(long, default_value = "zn540")]
         preset: String,
+        /// Busy threads of its own beside the device thread while it measures: the pacing a loaded machine
+        /// gives (with ZONELAB_DEVICE_CPU and ZONELAB_DEVICE_SCHED, what placement wins back).
+        #[arg(long, default_value_t = 0)]
+        load: u32,
         #[arg(long)]
         json: bool,
     },
@@ -81,7 +85,7 @@ pub fn run(which: BenchCommand, out: &mut impl Write) -> Result<(), CliError> {
         BenchCommand::Sim { preset, runs, commands, workloads, json } => {
             sim(&preset, runs.max(1), commands.max(1000), &workloads, json, out)
         }
-        BenchCommand::Realtime { preset, json } => crate::bench_realtime::realtime(&preset, json, out),
+        BenchCommand::Realtime { preset, load, json } => crate::bench_realtime::realtime(&preset, load, json, out),
         BenchCommand::Ftl { preset, size, writes, json } => {
             crate::bench_ftl::ftl(&preset, size.0, writes.max(1), json, out)
         }

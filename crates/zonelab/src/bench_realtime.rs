@@ -116,14 +116,15 @@ fn summary(measured: &Measured) -> serde_json::Value {
     })
 }
 
-pub fn realtime(preset: &str, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+pub fn realtime(preset: &str, load: u32, json: bool, out: &mut impl Write) -> Result<(), CliError> {
     let spec = format!("preset:{preset},zones=8");
     let mut results = serde_json::Map::new();
+    let _load = BusyThreads::start(load);
     if !json {
         writeln!(
             out,
             "real-time runtime on preset {preset}: pacing error = delivered - modelled completion time; \
-             {COMMANDS_PER_THREAD} commands per thread"
+             {COMMANDS_PER_THREAD} commands per thread; {load} busy threads beside it"
         )
         .map_err(stdout_error)?;
     }
@@ -179,6 +180,7 @@ pub fn realtime(preset: &str, json: bool, out: &mut impl Write) -> Result<(), Cl
         results.insert(format!("instant_read_qd{qd}_2threads"), value);
     }
     results.insert("highest_rate_with_p99_under_10us".into(), json!(held));
+    results.insert("busy_threads".into(), json!(load));
     if json {
         writeln!(out, "{}", serde_json::Value::Object(results)).map_err(stdout_error)?;
     } else {
@@ -186,4 +188,37 @@ pub fn realtime(preset: &str, json: bool, out: &mut impl Write) -> Result<(), Cl
             .map_err(stdout_error)?;
     }
     Ok(())
+}
+
+/// Threads that keep a core busy until dropped: a loaded machine for the pacing bench.
+struct BusyThreads {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyThreads {
+    fn start(count: u32) -> BusyThreads {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..count)
+            .map(|_| {
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut spins = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        spins = std::hint::black_box(spins.wrapping_add(1));
+                    }
+                })
+            })
+            .collect();
+        BusyThreads { stop, threads }
+    }
+}
+
+impl Drop for BusyThreads {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
 }
