@@ -197,6 +197,10 @@ pub struct Point {
     /// What the file system under a file workload did, when it explains the figure (logfs's resets).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file_system: Option<String>,
+    /// In real time, the worst share of late completions over the point's rounds: past
+    /// `zonelab_runtime::LATE_SHARE_WARNING` the device did not keep the model's pace, and the point is not settled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_share: Option<f64>,
 }
 
 /// Events behind a figure below which it is not stable: a few more or less (a longer run) move it.
@@ -204,7 +208,12 @@ const STABLE_EVENTS: u64 = 100;
 
 impl Point {
     fn unstable(&self) -> bool {
-        self.events.is_some_and(|tail| tail < STABLE_EVENTS)
+        self.events.is_some_and(|tail| tail < STABLE_EVENTS) || self.ran_late()
+    }
+
+    /// The device ran late for more of its completions than a run's figures can stand.
+    fn ran_late(&self) -> bool {
+        self.late_share.is_some_and(|share| share > zonelab_runtime::LATE_SHARE_WARNING)
     }
 
     /// The lowest and highest y over seeds, when the figure ran more than one.
@@ -513,7 +522,8 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             let unstable = throughput.iter().chain(&latency).any(Point::unstable);
             // As a point a claim can read: an unsettled Z marks the claim unsettled, as a percentile on too few
             // samples does.
-            let point = Point { x: 0, y: z, events: unstable.then_some(0), by_seed, file_system: None };
+            let point =
+                Point { x: 0, y: z, events: unstable.then_some(0), by_seed, file_system: None, late_share: None };
             let spread = match point.seed_range() {
                 Some((low, high)) => {
                     format!(" (seed 1; {low:.3} to {high:.3} over seeds 1 to {})", point.by_seed.len())
@@ -605,7 +615,9 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                 Some(fitted) => format!("fitted: {fitted}"),
                 None => "predicted".to_string(),
             };
-            let unsettled = if few_events {
+            let unsettled = if a.into_iter().chain(b).any(Point::ran_late) {
+                "; not settled: the emulated device ran late in a figure it rests on (its late share is in results.json)"
+            } else if few_events {
                 "; not settled: it rests on figures marked *"
             } else if seeds_disagree {
                 "; not settled: the two figures' ranges over seeds overlap"
@@ -973,11 +985,26 @@ mod tests {
 
     #[test]
     fn a_comparison_of_figures_whose_seed_ranges_overlap_is_not_settled() {
-        let point =
-            |by_seed: &[f64]| Point { x: 0, y: by_seed[0], events: None, by_seed: by_seed.to_vec(), file_system: None };
+        let point = |by_seed: &[f64]| Point {
+            x: 0,
+            y: by_seed[0],
+            events: None,
+            by_seed: by_seed.to_vec(),
+            file_system: None,
+            late_share: None,
+        };
         assert!(seed_ranges_overlap(&point(&[0.003, 0.011]), &point(&[0.0, 0.008])));
         assert!(!seed_ranges_overlap(&point(&[9.87, 9.98]), &point(&[9.80, 9.86])));
         assert!(!seed_ranges_overlap(&point(&[1.0]), &point(&[1.0])), "one seed gives no range to compare");
+    }
+
+    #[test]
+    fn a_real_time_point_whose_device_ran_late_is_not_settled() {
+        let point =
+            |late_share| Point { x: 0, y: 1.0, events: None, by_seed: Vec::new(), file_system: None, late_share };
+        assert!(point(Some(0.05)).unstable(), "5 % late");
+        assert!(!point(Some(0.001)).unstable(), "0.1 % late is within the bound");
+        assert!(!point(None).unstable(), "virtual time is never late");
     }
 
     #[test]

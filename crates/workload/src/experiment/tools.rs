@@ -57,7 +57,7 @@ impl Tool {
         args: &[String],
         quick: bool,
     ) -> Result<Point, String> {
-        let point = |y, events, by_seed, file_system| Point { x, y, events, by_seed, file_system };
+        let point = |y, events, by_seed, file_system| Point { x, y, events, by_seed, file_system, late_share: None };
         match self {
             Tool::WalBench => {
                 let result = crate::walbench::run(&crate::walbench::parse_args(args).map_err(|e| e.to_string())?)
@@ -94,7 +94,7 @@ impl Tool {
                 // Rounds, each with its own seed: the wall clock is noisy, so a claim whose two figures' ranges
                 // over the rounds overlap is not settled (`seed_ranges_overlap`).
                 let rounds = if quick { figure.seeds.min(2) } else { figure.seeds }.max(1);
-                let mut measured = Vec::new();
+                let (mut measured, mut late_shares) = (Vec::new(), Vec::new());
                 for round in 1..=rounds {
                     let args: Vec<String> = args.iter().map(|arg| arg.replace("{seed}", &round.to_string())).collect();
                     let key: Vec<String> = std::iter::once(format!("{tool:?}")).chain(args.iter().cloned()).collect();
@@ -103,13 +103,16 @@ impl Tool {
                         Entry::Vacant(slot) => slot.insert(crate::realdb::run(tool, &args)?),
                     };
                     measured.push(crate::realdb::metric(result, &series.metric)?);
+                    late_shares.extend(result.stats.as_ref().and_then(|stats| stats["pacing"]["late_share"].as_f64()));
                 }
                 let mut ys: Vec<f64> = measured.iter().map(|&(y, _)| y).collect();
                 let events = measured.iter().filter_map(|&(_, events)| events).min();
                 let by_seed = if ys.len() > 1 { ys.clone() } else { Vec::new() };
                 ys.sort_by(f64::total_cmp);
+                // The worst round's pacing: the plugin's counters carry the device's.
+                let late_share = late_shares.into_iter().reduce(f64::max);
                 // The median round (the lower of the middle two for an even count).
-                Ok(point(ys[(ys.len() - 1) / 2], events, by_seed, None))
+                Ok(Point { late_share, ..point(ys[(ys.len() - 1) / 2], events, by_seed, None) })
             }
             Tool::Fio => {
                 let invocation = parse_invocation(args, |_| Err("experiments use no job files".into()))
