@@ -196,3 +196,42 @@ fn a_free_device_completes_an_instant_command_on_the_submitting_thread() {
     let stopped = realtime.stop();
     assert_eq!(stopped.pacing.completions, 400, "every command counts, however it completed");
 }
+
+/// A host may address either namespace of a device under both clocks: the ZN540's conventional namespace (nsid 1)
+/// takes writes anywhere while the zoned one (nsid 2, the attached one) keeps its rules, and each keeps its data.
+#[test]
+fn a_host_reaches_each_namespace_of_a_device_under_both_clocks() {
+    async fn scenario<Q: CommandQueue>(zoned: Q, conventional: Q) -> (Vec<u8>, Vec<u8>, Result<(), Status>) {
+        assert_eq!(conventional.geometry().kind, zonelab_zns::NamespaceKind::Conventional);
+        assert_eq!(zoned.geometry().kind, zonelab_zns::NamespaceKind::Zoned);
+        conventional.write(777, IoData::Bytes(vec![1; 4096])).await.expect("anywhere on nsid 1");
+        zoned.write(0, IoData::Bytes(vec![2; 4096])).await.expect("at the write pointer on nsid 2");
+        let off_pointer = zoned.write(777, IoData::Bytes(vec![3; 4096])).await;
+        let read = |slba| QueuedCommand::Read { slba, nlb: 1, keep: true };
+        let (Ok(Output::Data(a)), Ok(Output::Data(b))) =
+            (conventional.submit(read(777)).await, zoned.submit(read(0)).await)
+        else {
+            panic!("reads return data")
+        };
+        (a.to_vec(), b.to_vec(), off_pointer)
+    }
+    let check = |(conventional, zoned, off_pointer): (Vec<u8>, Vec<u8>, Result<(), Status>)| {
+        assert_eq!((conventional[0], zoned[0]), (1, 2), "each namespace keeps its own data");
+        assert_eq!(off_pointer.err(), Some(Status::ZoneInvalidWrite));
+    };
+    let mut simulation = Simulation::over(builder().build().expect("device"), None);
+    let host = simulation.host();
+    let conventional = host.on_namespace(1).expect("nsid 1");
+    assert!(host.on_namespace(3).is_none(), "no namespace 3");
+    let outcome = Rc::new(RefCell::new(None));
+    let out = Rc::clone(&outcome);
+    simulation.spawn(async move { *out.borrow_mut() = Some(scenario(host, conventional).await) });
+    simulation.run();
+    check(outcome.borrow_mut().take().expect("ran"));
+
+    let runtime = RealTime::start(builder()).expect("device");
+    let host = runtime.host();
+    let conventional = host.on_namespace(1).expect("nsid 1");
+    check(block_on(scenario(host, conventional)));
+    runtime.stop().flushed.expect("flushed");
+}

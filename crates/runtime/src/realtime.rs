@@ -89,7 +89,8 @@ fn wake_each(wakers: &mut Vec<Waker>) {
 
 /// What a host thread hands the device thread.
 enum Request {
-    Command(QueuedCommand, Arc<Cell>),
+    /// A command for a namespace.
+    Command(QueuedCommand, u32, Arc<Cell>),
     /// Wake the cell at this model time.
     Sleep(u64, Arc<Cell>),
     /// Send the device's statistics back at once.
@@ -182,12 +183,18 @@ struct Engine {
 impl Engine {
     /// Executes `command` submitted at `now` on the spot (nothing else may be queued); returns its result when
     /// it is due by `now`, or leaves it in `due` for the device thread and returns None.
-    fn execute_now(&mut self, now: u64, command: QueuedCommand, cell: &Arc<Cell>) -> Option<Result<Output, Status>> {
+    fn execute_now(
+        &mut self,
+        now: u64,
+        nsid: u32,
+        command: QueuedCommand,
+        cell: &Arc<Cell>,
+    ) -> Option<Result<Output, Status>> {
         debug_assert_eq!(self.device.queued(), 0, "a command executes on the spot only on an idle queue");
         let arrival = self.host.arrival_ns(now);
         let tag = self.next_tag;
         self.next_tag += 1;
-        let queued = self.device.enqueue(tag, command);
+        let queued = self.device.enqueue_to(tag, nsid, command);
         debug_assert!(queued.is_ok(), "the queue is empty");
         let mut outcome = None;
         self.device.process_queue(arrival, |_, device_ns, result| outcome = Some((device_ns, result)));
@@ -346,7 +353,8 @@ impl RealTime {
     pub fn host(&self) -> RealTimeHost {
         let pair = Arc::new(QueuePair::default());
         lock(&self.shared.pairs).push(Arc::clone(&pair));
-        RealTimeHost { shared: Arc::clone(&self.shared), pair }
+        let nsid = lock(&self.shared.engine).device.attached_nsid();
+        RealTimeHost { shared: Arc::clone(&self.shared), pair, nsid, geometry: self.shared.geometry }
     }
 
     /// Model time now, in nanoseconds since the device was opened.
@@ -401,7 +409,7 @@ fn device_loop(shared: &Shared) -> Stopped {
         let now = shared.now_ns();
         for request in batch.drain(..) {
             match request {
-                Request::Command(command, cell) => {
+                Request::Command(command, nsid, cell) => {
                     if !host.carries(&command) {
                         let arrival = host.arrival_ns(now);
                         let result = Err(Status::InvalidOpcode);
@@ -414,7 +422,7 @@ fn device_loop(shared: &Shared) -> Stopped {
                         process(device, host, now, cells, *next_tag, moved, due);
                     }
                     cells.push(Some(cell));
-                    let queued = device.enqueue(*next_tag, command);
+                    let queued = device.enqueue_to(*next_tag, nsid, command);
                     *next_tag += 1;
                     debug_assert!(queued.is_ok(), "the submission queue was just emptied");
                 }
@@ -544,6 +552,9 @@ fn take_moves(device: &mut Device<Box<dyn MediaStore>>, host: HostSide, moved: &
 pub struct RealTimeHost {
     shared: Arc<Shared>,
     pair: Arc<QueuePair>,
+    /// The namespace its commands go to, and its geometry.
+    nsid: u32,
+    geometry: Geometry,
 }
 
 impl RealTimeHost {
@@ -554,7 +565,7 @@ impl RealTimeHost {
     pub fn submit_pending(&self, command: QueuedCommand) -> Pending {
         let cell = Arc::new(Cell::default());
         if let Err(command) = self.execute_here(command, &cell) {
-            self.request(Request::Command(command, Arc::clone(&cell)));
+            self.request(Request::Command(command, self.nsid, Arc::clone(&cell)));
         }
         Pending { cell }
     }
@@ -570,7 +581,7 @@ impl RealTimeHost {
         }
         let now = self.shared.now_ns();
         self.shared.last_executed_here_ns.store(now, Ordering::Relaxed);
-        match engine.execute_now(now, command, cell) {
+        match engine.execute_now(now, self.nsid, command, cell) {
             Some(result) => {
                 let waker = cell.complete(result);
                 debug_assert!(waker.is_none(), "nobody waits on a cell before its command is submitted");
@@ -592,6 +603,14 @@ impl RealTimeHost {
         let (reply, answer) = std::sync::mpsc::channel();
         self.request(Request::Stats(reply));
         answer.recv().ok()
+    }
+
+    /// A handle with a queue pair of its own on namespace `nsid` of the same device; None if it has none.
+    pub fn on_namespace(&self, nsid: u32) -> Option<RealTimeHost> {
+        let geometry = lock(&self.shared.engine).device.geometry_of(nsid)?;
+        let pair = Arc::new(QueuePair::default());
+        lock(&self.shared.pairs).push(Arc::clone(&pair));
+        Some(RealTimeHost { shared: Arc::clone(&self.shared), pair, nsid, geometry })
     }
 
     /// How well the run has kept the model's pace so far, from the device thread.
@@ -646,7 +665,7 @@ impl CommandQueue for RealTimeHost {
     }
 
     fn geometry(&self) -> Geometry {
-        self.shared.geometry
+        self.geometry
     }
 
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {

@@ -163,18 +163,26 @@ impl<S: MediaStore> Shared<S> {
     }
 }
 
-/// The handle host code holds: a `CommandQueue` on the simulated device.
+/// The handle host code holds: a `CommandQueue` on one namespace of the simulated device (the attached one,
+/// unless `on_namespace` says another).
 pub struct Host<S> {
     shared: Rc<RefCell<Shared<S>>>,
+    nsid: u32,
 }
 
 impl<S> Clone for Host<S> {
     fn clone(&self) -> Self {
-        Host { shared: Rc::clone(&self.shared) }
+        Host { shared: Rc::clone(&self.shared), nsid: self.nsid }
     }
 }
 
 impl<S: MediaStore + 'static> Host<S> {
+    /// A handle on namespace `nsid` of the same device, sharing its clock; None if the device has none.
+    pub fn on_namespace(&self, nsid: u32) -> Option<Host<S>> {
+        self.shared.borrow().device.geometry_of(nsid)?;
+        Some(Host { shared: Rc::clone(&self.shared), nsid })
+    }
+
     /// Starts another task; it runs from the current instant.
     pub fn spawn(&self, task: impl Future<Output = ()> + 'static) {
         self.shared.borrow_mut().spawned.push(Box::pin(task));
@@ -189,6 +197,7 @@ impl<S: MediaStore + 'static> Host<S> {
 /// The future of one queued command.
 struct CommandFuture<S> {
     shared: Rc<RefCell<Shared<S>>>,
+    nsid: u32,
     command: Option<QueuedCommand>,
     slot: Option<usize>,
 }
@@ -214,7 +223,7 @@ impl<S: MediaStore> Future for CommandFuture<S> {
                 this.slot = Some(slot);
                 return Poll::Pending;
             }
-            match shared.device.enqueue(slot as u64, command) {
+            match shared.device.enqueue_to(slot as u64, this.nsid, command) {
                 Ok(()) => {
                     shared.slots[slot].wakee = Some(shared.wakee(context));
                     this.slot = Some(slot);
@@ -282,7 +291,7 @@ impl<S: MediaStore> Future for Sleep<S> {
 
 impl<S: MediaStore + 'static> CommandQueue for Host<S> {
     fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>> {
-        CommandFuture { shared: Rc::clone(&self.shared), command: Some(command), slot: None }
+        CommandFuture { shared: Rc::clone(&self.shared), nsid: self.nsid, command: Some(command), slot: None }
     }
 
     fn now_ns(&self) -> u64 {
@@ -294,7 +303,7 @@ impl<S: MediaStore + 'static> CommandQueue for Host<S> {
     }
 
     fn geometry(&self) -> zonelab_zns::Geometry {
-        self.shared.borrow().device.geometry()
+        self.shared.borrow().device.geometry_of(self.nsid).expect("a host's namespace exists")
     }
 }
 
@@ -351,7 +360,8 @@ impl<S: MediaStore + 'static> Simulation<S> {
     }
 
     pub fn host(&self) -> Host<S> {
-        Host { shared: Rc::clone(&self.shared) }
+        let nsid = self.shared.borrow().device.attached_nsid();
+        Host { shared: Rc::clone(&self.shared), nsid }
     }
 
     /// Adds a task that starts at the current instant.
