@@ -129,6 +129,7 @@ pub struct PacingSummary {
     /// Delivered minus modelled completion time, in nanoseconds.
     pub error_p50_ns: u64,
     pub error_p99_ns: u64,
+    pub error_p999_ns: u64,
     pub error_max_ns: u64,
 }
 
@@ -136,13 +137,15 @@ impl Pacing {
     pub fn summary(&self) -> PacingSummary {
         let mut errors = self.errors_ns.clone();
         errors.sort_unstable();
-        let at = |q: f64| errors.get(((errors.len() as f64 * q) as usize).min(errors.len().saturating_sub(1))).copied();
+        // The nearest rank: of n sorted errors, the one at (n - 1) q.
+        let at = |q: f64| errors.get(((errors.len().saturating_sub(1)) as f64 * q).round() as usize).copied();
         PacingSummary {
             completions: self.completions,
             late: self.late,
             late_share: self.late as f64 / self.completions.max(1) as f64,
             error_p50_ns: at(0.5).unwrap_or(0),
             error_p99_ns: at(0.99).unwrap_or(0),
+            error_p999_ns: at(0.999).unwrap_or(0),
             error_max_ns: errors.last().copied().unwrap_or(0),
         }
     }
@@ -709,7 +712,7 @@ mod pacing_tests {
         let pacing = Pacing { completions: 100, late: 5, errors_ns: (0..100).map(|i| i * 1000).collect() };
         let summary = pacing.summary();
         assert_eq!((summary.late_share, summary.error_p50_ns, summary.error_max_ns), (0.05, 50_000, 99_000));
-        assert_eq!(summary.error_p99_ns, 99_000);
+        assert_eq!((summary.error_p99_ns, summary.error_p999_ns), (98_000, 99_000), "the errors at ranks 98 and 99");
         let warning = summary.warning().expect("5 % late is past the bound");
         assert!(warning.contains("5.0 % of 100 completions"), "{warning}");
         let on_time = Pacing { completions: 1000, late: 1, errors_ns: vec![100; 1000] }.summary();

@@ -93,25 +93,17 @@ async fn worker(host: &RealTimeHost, zone: u32, op: Op, qd: u64) -> u64 {
     succeeded.get()
 }
 
-fn percentile_ns(sorted: &[u64], fraction: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    sorted[((sorted.len() - 1) as f64 * fraction).round() as usize]
-}
-
 fn summary(measured: &Measured) -> serde_json::Value {
-    let mut errors = measured.pacing.errors_ns.clone();
-    errors.sort_unstable();
+    let pacing = measured.pacing.summary();
     json!({
         "commands_per_s": measured.commands_per_s,
-        "completions": measured.pacing.completions,
-        "late_share": measured.pacing.late as f64 / measured.pacing.completions.max(1) as f64,
+        "completions": pacing.completions,
+        "late_share": pacing.late_share,
         "pacing_error_ns": {
-            "p50": percentile_ns(&errors, 0.5),
-            "p99": percentile_ns(&errors, 0.99),
-            "p99.9": percentile_ns(&errors, 0.999),
-            "max": errors.last().copied().unwrap_or(0),
+            "p50": pacing.error_p50_ns,
+            "p99": pacing.error_p99_ns,
+            "p99.9": pacing.error_p999_ns,
+            "max": pacing.error_max_ns,
         },
     })
 }
