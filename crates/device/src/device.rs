@@ -199,10 +199,7 @@ impl<S: MediaStore> Device<S> {
             namespace,
             zoned_nsid: config.zoned_nsid,
             conventional: None,
-            attached_nsid: match (config.zoned_nsid, &config.conventional) {
-                (0, Some(cnv)) => cnv.nsid,
-                (zoned, _) => zoned,
-            },
+            attached_nsid: config.default_nsid(),
             media,
             power_loss_protection: config.power_loss_protection,
             counters: DeviceCounters::default(),

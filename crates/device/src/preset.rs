@@ -218,6 +218,15 @@ pub fn apply_override(document: &mut toml::Table, assignment: &str) -> Result<()
 }
 
 impl DeviceConfig {
+    /// The namespace a host reaches when it names none: the zoned one, or the conventional one of a device
+    /// without it.
+    pub fn default_nsid(&self) -> u32 {
+        match (self.zoned_nsid, &self.conventional) {
+            (0, Some(cnv)) => cnv.nsid,
+            (zoned, _) => zoned,
+        }
+    }
+
     /// A compiled-in preset by name, or a TOML file by path (anything ending in `.toml`), with overrides.
     pub fn load(name_or_path: &str, overrides: &[String]) -> Result<DeviceConfig, PresetError> {
         let (origin, text) = match PRESETS.iter().find(|(name, _)| *name == name_or_path) {

@@ -43,6 +43,17 @@ pub struct HostFtlCounters {
 }
 
 impl HostFtlCounters {
+    /// What happened since `earlier`.
+    pub fn since(&self, earlier: &HostFtlCounters) -> HostFtlCounters {
+        HostFtlCounters {
+            host_blocks_written: self.host_blocks_written - earlier.host_blocks_written,
+            host_blocks_read: self.host_blocks_read - earlier.host_blocks_read,
+            blocks_deallocated: self.blocks_deallocated - earlier.blocks_deallocated,
+            gc_blocks_moved: self.gc_blocks_moved - earlier.gc_blocks_moved,
+            gc_zones_reset: self.gc_zones_reset - earlier.gc_zones_reset,
+        }
+    }
+
     /// Blocks written to the zoned namespace per block the host wrote.
     pub fn write_amplification(&self) -> f64 {
         if self.host_blocks_written == 0 {
@@ -185,6 +196,8 @@ pub struct HostFtl<Q> {
     progress: Rc<Notify>,
     /// One collection at a time.
     collecting: Rc<Mutex<()>>,
+    /// Whether collection carries the blocks' bytes; not over a device that keeps none (the null store).
+    moves_data: bool,
 }
 
 impl<Q: Clone> Clone for HostFtl<Q> {
@@ -194,6 +207,7 @@ impl<Q: Clone> Clone for HostFtl<Q> {
             state: Rc::clone(&self.state),
             progress: Rc::clone(&self.progress),
             collecting: Rc::clone(&self.collecting),
+            moves_data: self.moves_data,
         }
     }
 }
@@ -223,7 +237,15 @@ impl<Q: CommandQueue + Clone + 'static> HostFtl<Q> {
             state: Rc::new(RefCell::new(state)),
             progress: Rc::new(Notify::new()),
             collecting: Rc::new(Mutex::new(())),
+            moves_data: true,
         })
+    }
+
+    /// The same FTL for a device that keeps no data (the null store): collection reads and writes the same
+    /// blocks in the same commands but carries no bytes, which would cost the simulation a copy of every
+    /// block moved.
+    pub fn without_data(self) -> HostFtl<Q> {
+        HostFtl { moves_data: false, ..self }
     }
 
     pub fn counters(&self) -> HostFtlCounters {
@@ -342,17 +364,19 @@ impl<Q: CommandQueue + Clone + 'static> HostFtl<Q> {
         let max_run = self.state.borrow().zoned.max_transfer_lba.unwrap_or(cap).max(1);
         let mut offset = 0;
         while offset < cap {
-            // The next run of valid blocks, read whole.
+            // The next span of up to one transfer from a valid block to the last valid one within it, read
+            // whole: the invalid blocks between ride along (the flash senses whole pages anyway), so that a victim
+            // of scattered valid blocks is copied in few large commands rather than one per run.
             let (start, end) = {
                 let state = self.state.borrow();
                 let valid = |at: u64| state.p2l[state.slot(victim, at)] != INVALID;
                 let Some(start) = (offset..cap).find(|&at| valid(at)) else { break };
-                let end = (start..cap.min(start + max_run)).find(|&at| !valid(at)).unwrap_or(cap.min(start + max_run));
-                (start, end)
+                let last = (start..cap.min(start + max_run)).rev().find(|&at| valid(at)).unwrap_or(start);
+                (start, last + 1)
             };
             offset = end;
             self.wait_for_writes(victim, start, end).await;
-            let read = self.read_zoned(victim, start, end - start, true).await?;
+            let read = self.read_zoned(victim, start, end - start, self.moves_data).await?;
             self.move_blocks(victim, start, end, read).await?;
         }
         // Nothing of the victim is valid now; once no read or write of it is in flight, it is reset.
@@ -387,26 +411,28 @@ impl<Q: CommandQueue + Clone + 'static> HostFtl<Q> {
         while at < end {
             let (zone, offset, moved, pieces) = {
                 let mut state = self.state.borrow_mut();
-                let still = |state: &State, block: u64| {
-                    let lba = state.p2l[state.slot(victim, block)];
-                    (lba != INVALID).then_some(lba)
-                };
-                // The next blocks that are still the victim's, as many as the collection's zone takes at once.
-                let Some(first) = (at..end).find(|&block| still(&state, block).is_some()) else { break };
-                let run_end = (first..end).find(|&block| still(&state, block).is_none()).unwrap_or(end);
-                let Some((zone, offset, len)) = state.allocate(COLLECTOR, run_end - first) else {
+                // The blocks of the span that are still the victim's, as many as the collection's zone takes at
+                // once: one write, however scattered they were.
+                let still: Vec<(u64, u32)> = (at..end)
+                    .filter_map(|block| {
+                        let lba = state.p2l[state.slot(victim, block)];
+                        (lba != INVALID).then_some((block, lba))
+                    })
+                    .collect();
+                if still.is_empty() {
+                    break;
+                }
+                let Some((zone, offset, len)) = state.allocate(COLLECTOR, still.len() as u64) else {
                     return Err(Status::WriteFault);
                 };
-                let mut pieces = Vec::new();
-                for i in 0..len {
-                    let lba = u64::from(still(&state, first + i).expect("checked above"));
-                    state.map(lba, zone, offset + i);
-                    pieces.push(first + i - start);
+                let taken = &still[..len as usize];
+                for (i, &(_, lba)) in (0..).zip(taken) {
+                    state.map(u64::from(lba), zone, offset + i);
                 }
                 state.counters.gc_blocks_moved += len;
                 state.in_flight[zone as usize].push((offset, offset + len));
-                at = first + len;
-                (zone, offset, len, pieces)
+                at = taken[taken.len() - 1].0 + 1;
+                (zone, offset, len, taken.iter().map(|&(block, _)| block - start).collect::<Vec<u64>>())
             };
             let payload = match &data {
                 Some(bytes) => IoData::Bytes(

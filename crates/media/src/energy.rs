@@ -84,6 +84,17 @@ impl FlashCounters {
         }
     }
 
+    /// Device write amplification: every page programmed (garbage collection's copies, finish padding) per
+    /// page the host's writes and appends programmed; 1 when the host wrote nothing.
+    pub fn write_amplification(&self) -> f64 {
+        let host =
+            self.get(FlashOp::PageProgram, OpSource::HostWrite) + self.get(FlashOp::PageProgram, OpSource::Append);
+        if host == 0 {
+            return 1.0;
+        }
+        self.total(FlashOp::PageProgram) as f64 / host as f64
+    }
+
     pub fn total(&self, op: FlashOp) -> u64 {
         OpSource::ALL.iter().map(|&source| self.get(op, source)).sum()
     }

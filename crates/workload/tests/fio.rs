@@ -2,6 +2,7 @@
 //! rules hold.
 
 use serde_json::Value;
+use zonelab_media::{FlashOp, OpSource};
 use zonelab_workload::fio::{parse_invocation, run, to_json, FioResult};
 
 fn fio(args: &str) -> Result<FioResult, String> {
@@ -393,6 +394,39 @@ fn engine_errors_name_the_problem() {
     assert!(error(&format!("{DEVICE} --name=a --rw=write --bs=1000")).contains("not a multiple"));
     assert!(error(&format!("{DEVICE} --name=a --rw=write --offset=100z")).contains("empty"));
     assert!(error(&format!("{DEVICE} --name=a --name=b --filename=preset:instant")).contains("one device"));
+}
+
+/// Jobs whose filenames differ in the namespace alone run on one device, each namespace a block device of its
+/// own as Linux makes it: the conventional namespace's job under none, the zoned one's under mq-deadline, both
+/// on the same dies and clock. A namespace the device lacks, another device, or a host FTL under jobs of two
+/// namespaces are refused by name.
+#[test]
+fn jobs_on_two_namespaces_share_one_device() {
+    let result =
+        fio("--ioengine=libaio --time_based --runtime=20ms --name=cnv --filename=preset:zn540,ns=1 --rw=randwrite \
+         --bs=4k --iodepth=4 --size=256m --name=zns --filename=preset:zn540 --zonemode=zbd --rw=write --bs=128k \
+         --size=1z")
+        .expect("runs");
+    let (cnv, zns) = (&result.jobs[0], &result.jobs[1]);
+    assert_eq!((cnv.error, zns.error), (0, 0));
+    assert_eq!(cnv.options.scheduler.name(), "none", "a namespace that is not zoned gets none");
+    assert_eq!(zns.options.scheduler.name(), "mq-deadline", "a zoned one gets mq-deadline under libaio");
+    assert!(cnv.write.ios > 1000 && zns.write.ios > 100, "both ran: {} and {}", cnv.write.ios, zns.write.ios);
+    let device = &result.groups[0].device;
+    assert_eq!(device.writes, cnv.write.ios + zns.write.ios, "both namespaces' writes reached the one device");
+    assert!(result.notes.iter().any(|note| note.starts_with("namespace 1: scheduler none")), "{:?}", result.notes);
+    let error = |args: &str| fio(args).expect_err(args);
+    let missing = error("--name=a --filename=preset:zn540,ns=7 --rw=write --name=b --filename=preset:zn540,ns=1");
+    assert!(missing.contains("no namespace 7") && missing.contains("1, 2"), "{missing}");
+    let later = error("--name=a --filename=preset:zn540 --rw=read --name=b --filename=preset:zn540,ns=9 --rw=read");
+    assert!(later.contains("job b") && later.contains("no namespace 9 (its namespaces: 1, 2)"), "{later}");
+    let other = error("--name=a --filename=preset:zn540 --rw=read --name=b --filename=preset:zn540,zones=8");
+    assert!(other.contains("may differ in the namespace (ns=) alone"), "{other}");
+    let ftl = error(
+        "--hostftl=0.28 --name=a --filename=preset:zn540,zones=20 --rw=randwrite --name=b \
+         --filename=preset:zn540,zones=20,ns=1 --rw=randwrite",
+    );
+    assert!(ftl.contains("hostftl with jobs on several namespaces"), "{ftl}");
 }
 
 /// Zones small enough that verified writes (whose data the device keeps) stay quick.
@@ -868,6 +902,34 @@ fn a_conventional_namespace_takes_random_writes_and_trims() {
     assert!(error.contains("precondition=random: the device has no conventional namespace"), "{error}");
     let error = fio("--filename=preset:zn540,zones=16 --name=t --rw=randtrim --bs=4k --size=1M").expect_err("zoned");
     assert!(error.contains("a conventional namespace (ns= in the filename) takes trims"), "{error}");
+}
+
+/// A host FTL's counters come group by group, so that consecutive stonewalled jobs show when collection set
+/// in: a sequential fill moves nothing, random overwrites after it do, and the device's own write amplification
+/// stays 1 throughout. Without verification the device keeps no data and collection moves none either.
+#[test]
+fn a_host_ftl_reports_each_group_s_collection() {
+    let result =
+        fio("--filename=preset:instant,zones=16,zone-size=1MiB --hostftl=0.5 --ioengine=io_uring --rw=randwrite \
+         --bs=4k --iodepth=8 --stonewall --name=fill --rw=write --bs=64k --size=100% --name=overwrite --io_size=40M")
+        .expect("runs");
+    let [fill, overwrite] = [&result.groups[0], &result.groups[1]];
+    let (fill_ftl, overwrite_ftl) = (fill.host_ftl.expect("a host FTL"), overwrite.host_ftl.expect("a host FTL"));
+    assert_eq!(fill_ftl.gc_blocks_moved, 0, "a fill of an empty space collects nothing");
+    assert_eq!(fill_ftl.write_amplification(), 1.0);
+    assert!(overwrite_ftl.gc_blocks_moved > 0 && overwrite_ftl.write_amplification() > 1.0, "{overwrite_ftl:?}");
+    assert_eq!(overwrite_ftl.host_blocks_written, 40 << 8, "40 MiB of 4 KiB blocks");
+    let note = result.notes.iter().find(|note| note.starts_with("host FTL")).expect("the run's totals");
+    let moved = fill_ftl.gc_blocks_moved + overwrite_ftl.gc_blocks_moved;
+    assert!(note.contains(&format!("its garbage collection moved {moved} ")), "{note}");
+    for group in [fill, overwrite] {
+        assert_eq!(group.device.errors, 0, "no write off a write pointer");
+        assert_eq!(group.flash.get(FlashOp::PageProgram, OpSource::GcWrite), 0, "the device collects nothing");
+    }
+    let json = to_json(&result, false);
+    let reported = &json["jobs"][1]["zonelab"]["group_host_ftl"];
+    assert_eq!(reported["counters"]["gc_blocks_moved"], overwrite_ftl.gc_blocks_moved);
+    assert!(reported["write_amplification"].as_f64().unwrap_or(0.0) > 1.0, "{reported}");
 }
 
 /// `hostftl=OP` runs the jobs on a block-level host FTL over the zoned namespace (dm-zap's level): random

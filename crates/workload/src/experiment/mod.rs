@@ -98,8 +98,10 @@ pub struct Series {
     /// or `ycsb` (real RocksDB; metrics in `realdb::metric`).
     #[serde(default)]
     pub tool: Option<String>,
-    /// For fio: `read|write.clat.pNN`, `read|write.kiops`, `read|write.gib_per_s` (bandwidth in GiB/s), or
-    /// `scheduler.commands_per_request`, of the last job.
+    /// For fio: `read|write.clat.pNN`, `read|write.kiops`, `read|write.gib_per_s` (bandwidth in GiB/s),
+    /// `scheduler.commands_per_request`, `device.waf` (pages programmed per page the host wrote, in the job's
+    /// group) or `host.waf` (the host FTL's), of the last job; `JOB/metric` of job JOB, where `{x}` in JOB is
+    /// the point's x (one run's consecutive jobs as the points of a series).
     /// For wal-bench: `wal.kiops`, `wal.recovery_io_s` (the reads), `wal.recovery_s` (reads and memtable apply).
     /// For kv-bench: `kv.kiops`, `kv.put.p99.9`.
     pub metric: String,

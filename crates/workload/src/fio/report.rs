@@ -203,6 +203,10 @@ pub fn to_json(result: &FioResult, bins: bool) -> Value {
                     "scheduler_counters": serde_json::to_value(&job.scheduler).unwrap_or(Value::Null),
                     "group_device_counters": serde_json::to_value(&group.device).unwrap_or(Value::Null),
                     "group_flash": flash_json(group, result),
+                    "group_host_ftl": group.host_ftl.map(|counters| json!({
+                        "counters": counters,
+                        "write_amplification": counters.write_amplification(),
+                    })),
                     "wall": {
                         "seconds": group.wall_seconds,
                         "simulated_commands_per_second": simulated_ios,

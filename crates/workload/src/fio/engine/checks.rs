@@ -2,18 +2,22 @@
 
 use super::*;
 
-/// Checks what the jobs ask of the device as a whole: one filename, a host path that can carry what they
-/// issue. Returns the filename, the host path (the first job's) and notes on what differs from what was asked.
+/// Checks what the jobs ask of the device as a whole: one device (their filenames may differ in the namespace,
+/// `ns=`, alone), a host path that can carry what they issue. Returns the first job's filename, the host path
+/// (the first job's) and notes on what differs from what was asked.
 pub(super) fn check_jobs(invocation: &FioInvocation) -> Result<(String, HostPath, Vec<String>), FioError> {
     let first = &invocation.jobs[0];
     let filename = first
         .filename
         .clone()
         .ok_or_else(|| FioError::Options("no filename given: use --filename=IMAGE or --filename=preset:NAME".into()))?;
-    if let Some(other) = invocation.jobs.iter().find(|job| job.filename.as_deref() != Some(filename.as_str())) {
+    let device = split_namespace(&filename).0;
+    let same_device = |job: &&JobOptions| job.filename.as_deref().is_some_and(|name| split_namespace(name).0 == device);
+    if let Some(other) = invocation.jobs.iter().find(|job| !same_device(job)) {
         let theirs = other.filename.as_deref().map_or("no filename".to_string(), |name| format!("filename {name}"));
         return Err(FioError::Options(format!(
-            "job {} has {theirs}: zonelab runs every job of one invocation on one device ({filename})",
+            "job {} has {theirs}: zonelab runs every job of one invocation on one device ({filename}); their \
+             filenames may differ in the namespace (ns=) alone",
             other.name
         )));
     }

@@ -182,13 +182,11 @@ impl JobResult {
 /// The device, its scheduler and fio's zone bookkeeping, kept from one group of jobs to the next.
 pub(super) struct GroupRunner<S: MediaStore + 'static> {
     pub(super) simulation: Simulation<S>,
-    pub(super) scheduled: Scheduled<Host<S>>,
-    /// What the jobs submit to: the scheduler, or a host FTL over it.
-    pub(super) queue: JobQueue<S>,
-    pub(super) zones: Rc<RefCell<ZoneCache>>,
+    /// The namespaces the jobs run on, and each job's by its filename.
+    pub(super) targets: Vec<Target<S>>,
+    pub(super) target_of: HashMap<String, usize>,
     /// Wakes instances waiting for a zone lock (see `ZoneCache::holders`).
     pub(super) zone_released: Rc<Notify>,
-    pub(super) geometry: Geometry,
     pub(super) host_costs: HostCosts,
     /// Job instances started so far: fio's thread numbers, which name the log files.
     pub(super) threads: u32,
@@ -196,6 +194,16 @@ pub(super) struct GroupRunner<S: MediaStore + 'static> {
 }
 
 impl<S: MediaStore + 'static> GroupRunner<S> {
+    /// The namespace `job` runs on.
+    pub(super) fn target(&self, job: &JobOptions) -> &Target<S> {
+        &self.targets[self.target_of[job.filename.as_deref().unwrap_or_default()]]
+    }
+
+    /// The host FTL's counters, when the jobs run on one (on one namespace: see `run_reporting`).
+    fn host_ftl_counters(&self) -> Option<HostFtlCounters> {
+        self.targets.iter().find_map(|target| target.queue.host_ftl_counters())
+    }
+
     /// Runs one group of jobs to its end; returns their results (folded under `group_reporting`), the group's
     /// device-wide figures, and the jobs that stopped because device time stood still.
     pub(super) fn run_group(
@@ -205,7 +213,6 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         report: &mut Option<Reporter<'_>>,
         status: Option<&mut StatusDumps<'_>>,
     ) -> Result<(Vec<JobResult>, GroupResult, Vec<String>), FioError> {
-        let geometry = self.geometry;
         self.reset_for_verify(group)?;
         let group_start = self.simulation.now_ns();
         let counters_before =
@@ -216,18 +223,22 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         let share = self.host_costs.core_share(true, polling_threads);
         let mut polling_thread = 0;
         for &job in group {
+            let geometry = self.target(job).geometry;
             for instance in 0..job.numjobs {
                 let range = instance_range(job, instance, &geometry)?;
                 if let Some(fill) = job.prefill {
                     self.prefill(job, fill, range)?;
                 }
+                let target = self.target(job);
+                let (queue, zones, scheduler) =
+                    (target.queue.clone(), Rc::clone(&target.zones), target.scheduled.kind());
                 // fio restarts the device's reset countdown as each job opens the device (`zbd_file_reset`).
-                self.zones.borrow_mut().reset_countdown = reset_countdown_start(job.zone_reset_frequency);
-                let cost = JobHostCost::of(job, &self.host_costs, self.scheduled.kind());
+                zones.borrow_mut().reset_countdown = reset_countdown_start(job.zone_reset_frequency);
+                let cost = JobHostCost::of(job, &self.host_costs, scheduler);
                 let mut state = JobState::new(job, instance, geometry, range, group_start, cost);
                 // A job that named no scheduler runs under the device's, which it reports.
                 if job.scheduler_defaulted {
-                    state.options.scheduler = self.scheduled.kind();
+                    state.options.scheduler = scheduler;
                 }
                 state.instance_id = instances.len();
                 if job.polls() {
@@ -249,8 +260,8 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 let state = Rc::new(RefCell::new(state));
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
                 for _ in 0..depth {
-                    let (zones, released) = (Rc::clone(&self.zones), Rc::clone(&self.zone_released));
-                    self.simulation.spawn(worker(self.queue.clone(), Rc::clone(&state), zones, released));
+                    let (zones, released) = (Rc::clone(&zones), Rc::clone(&self.zone_released));
+                    self.simulation.spawn(worker(queue.clone(), Rc::clone(&state), zones, released));
                 }
                 instances.push(state);
             }
@@ -259,6 +270,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             device_ns: group_start,
             counters: counters_before.0,
             flash: counters_before.1,
+            host_ftl: self.host_ftl_counters(),
             wall: Instant::now(),
         };
         match (report.as_mut(), status) {
@@ -373,11 +385,12 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             commands: device_delta.reads + device_delta.writes + device_delta.appends + device_delta.zone_management,
             device: device_delta,
             flash: flash_after.since(&start.flash),
+            host_ftl: self.host_ftl_counters().zip(start.host_ftl).map(|(after, before)| after.since(&before)),
         };
         let mut folded: Vec<JobResult> = Vec::new();
         for state in instances {
             let state = state.borrow();
-            let result = state.result(groupid, self.scheduled.counters());
+            let result = state.result(groupid, self.target(&state.options).scheduled.counters());
             match folded.last_mut() {
                 Some(previous) if state.options.group_reporting && previous.options.name == state.options.name => {
                     previous.absorb(result);
@@ -392,13 +405,24 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
     /// needed, and no data lost, while it writes. The resets go through the device before the group's clock
     /// starts.
     pub(super) fn reset_for_verify(&mut self, group: &[&JobOptions]) -> Result<(), FioError> {
-        let geometry = self.geometry;
+        for index in 0..self.targets.len() {
+            let on_target = |job: &&&JobOptions| self.target_of[job.filename.as_deref().unwrap_or_default()] == index;
+            let jobs: Vec<&JobOptions> = group.iter().filter(on_target).copied().collect();
+            self.reset_for_verify_on(index, &jobs)?;
+        }
+        Ok(())
+    }
+
+    /// `reset_for_verify` of the jobs `group` on target `index`.
+    fn reset_for_verify_on(&mut self, index: usize, group: &[&JobOptions]) -> Result<(), FioError> {
+        let target = &self.targets[index];
+        let geometry = target.geometry;
         let mut targets: Vec<(u32, String)> = Vec::new();
         for &job in group.iter().filter(|job| job.verify.is_some() && job.zonemode_zbd && job.rw.writes()) {
             for instance in 0..job.numjobs {
                 let (start, end) = instance_range(job, instance, &geometry)?;
                 for zone in geometry.zone_of(start)..=geometry.zone_of(end - 1) {
-                    if self.zones.borrow().written(zone) > 0 && !targets.iter().any(|&(target, _)| target == zone) {
+                    if target.zones.borrow().written(zone) > 0 && !targets.iter().any(|&(target, _)| target == zone) {
                         targets.push((zone, job.name.clone()));
                     }
                 }
@@ -408,7 +432,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             return Ok(());
         }
         let failure = Rc::new(RefCell::new(None));
-        let (queue, failed, resets) = (self.scheduled.clone(), Rc::clone(&failure), targets.clone());
+        let (queue, failed, resets) = (target.scheduled.clone(), Rc::clone(&failure), targets.clone());
         self.simulation.spawn(async move {
             for (zone, job) in resets {
                 let slba = geometry.zone_start_lba(zone);
@@ -426,7 +450,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             )));
         }
         for (zone, _) in targets {
-            self.zones.borrow_mut().set_wp(zone, geometry.zone_start_lba(zone));
+            self.targets[index].zones.borrow_mut().set_wp(zone, geometry.zone_start_lba(zone));
         }
         Ok(())
     }
@@ -439,7 +463,8 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         fill: Option<SizeSpec>,
         range: (u64, u64),
     ) -> Result<(), FioError> {
-        let geometry = self.geometry;
+        let target = self.target(job);
+        let (geometry, zones) = (target.geometry, Rc::clone(&target.zones));
         let device_bytes = geometry.nsze_lba << geometry.lba_shift;
         let zone_bytes = geometry.zone_size_lba << geometry.lba_shift;
         let cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
@@ -447,13 +472,13 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
         let bytes = fill.map_or(cap_bytes, |size| size.resolve(device_bytes, zone_bytes).min(cap_bytes)) / lba_bytes
             * lba_bytes;
         for zone in geometry.zone_of(range.0)..=geometry.zone_of(range.1 - 1) {
-            if self.zones.borrow().written(zone) > 0 {
+            if zones.borrow().written(zone) > 0 {
                 continue;
             }
             self.simulation
                 .with_device(|device| device.precondition(zone, bytes))
                 .map_err(|status| FioError::Prefill { job: job.name.clone(), zone, status })?;
-            self.zones.borrow_mut().set_wp(zone, geometry.zone_start_lba(zone) + (bytes >> geometry.lba_shift));
+            zones.borrow_mut().set_wp(zone, geometry.zone_start_lba(zone) + (bytes >> geometry.lba_shift));
         }
         Ok(())
     }

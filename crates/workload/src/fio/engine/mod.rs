@@ -15,7 +15,7 @@ use zonelab_device::{
     micros_to_ns, Built, CoreShare, DeviceBuilder, DeviceCounters, DeviceSpec, HostCosts, HostPath, HostSide,
     StoreChoice,
 };
-use zonelab_host::{host_ftl_geometry, HostFtl, Scheduled, SchedulerCounters, SchedulerKind};
+use zonelab_host::{host_ftl_geometry, HostFtl, HostFtlCounters, Scheduled, SchedulerCounters, SchedulerKind};
 use zonelab_media::FlashCounters;
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::sync::Notify;
@@ -32,6 +32,7 @@ use super::verify::{fill_pattern, BlockStamp, VerifyLayout};
 mod checks;
 mod group;
 mod job;
+mod targets;
 mod thread;
 mod worker;
 mod zones;
@@ -39,6 +40,7 @@ mod zones;
 use checks::*;
 use group::*;
 use job::*;
+use targets::*;
 use thread::*;
 use worker::*;
 use zones::*;
@@ -162,6 +164,8 @@ pub struct GroupResult {
     pub commands: u64,
     pub device: DeviceCounters,
     pub flash: FlashCounters,
+    /// What the host FTL did in the group, when the jobs run on one (`hostftl`).
+    pub host_ftl: Option<HostFtlCounters>,
 }
 
 /// Everything a fio run produced.
@@ -226,6 +230,7 @@ struct GroupStart {
     device_ns: u64,
     counters: DeviceCounters,
     flash: FlashCounters,
+    host_ftl: Option<HostFtlCounters>,
     wall: Instant,
 }
 
@@ -263,90 +268,35 @@ pub fn run_reporting(
     // thread on one core, cannot submit and reap faster than it allows. The runtime adds only the rest of the
     // path's latency, the waits that occupy no core.
     let host_side = host_side.waits_only(&config.host);
-    let device_geometry = device.geometry();
-    // With a host FTL the jobs see the namespace it exports: randomly writable, as a conventional one.
-    let hostftl = first.hostftl;
-    let geometry = match hostftl {
-        Some(_) if device_geometry.kind == NamespaceKind::Conventional => {
-            return Err(FioError::Options(format!(
-                "hostftl on {filename}, a conventional namespace: a host FTL runs over a zoned one"
-            )));
-        }
-        Some(over_provisioning) => host_ftl_geometry(&device_geometry, over_provisioning)
-            .map_err(|error| FioError::Options(error.to_string()))?,
-        None => device_geometry,
-    };
-    // A conventional namespace is one range, every block of it readable.
-    let zone_wps: Vec<u64> = match geometry.kind {
-        NamespaceKind::Conventional => vec![geometry.nsze_lba],
-        NamespaceKind::Zoned => (0..geometry.zones)
-            .map(|zone| {
-                let descriptor = device.namespace().zone(zone);
-                match descriptor.state {
-                    ZoneState::Full | ZoneState::ReadOnly | ZoneState::Offline => {
-                        descriptor.start_lba + geometry.zone_cap_lba
-                    }
-                    _ => descriptor.wp_lba,
-                }
-            })
-            .collect(),
-    };
-    if geometry.kind == NamespaceKind::Conventional {
-        if let Some(job) = invocation.jobs.iter().find(|job| job.zonemode_zbd) {
-            return Err(FioError::Options(format!(
-                "job {}: zonemode=zbd on {filename}, a conventional namespace: it is not a zoned block device",
-                job.name
-            )));
-        }
-    } else if let Some(job) =
-        invocation.jobs.iter().find(|job| matches!(job.rw, ReadWrite::Trim | ReadWrite::RandTrim) && !job.zonemode_zbd)
-    {
+    let (nsids, target_of) = namespaces_of(invocation, &device, config.default_nsid())?;
+    if let Some(job) = invocation.jobs.iter().find(|job| job.hostftl.is_some()).filter(|_| nsids.len() > 1) {
         return Err(FioError::Options(format!(
-            "job {}: rw=trim needs zonemode=zbd (zone resets) on {filename}, a zoned namespace; a conventional \
-             namespace (ns= in the filename) takes trims as deallocates",
+            "job {}: hostftl with jobs on several namespaces: a host FTL runs under the jobs of one",
             job.name
         )));
     }
-    let zones = Rc::new(RefCell::new(ZoneCache::new(zone_wps, geometry)));
-    let simulation = Simulation::with_host(device, host_side, Some(seed));
-    let conventional = device_geometry.kind == NamespaceKind::Conventional;
-    let scheduler = scheduler_on(first, &device_geometry);
-    if first.scheduler_defaulted {
-        let why = match (scheduler, conventional) {
-            (SchedulerKind::None, true) => "gets none, as Linux gives a namespace that is not zoned",
-            (SchedulerKind::None, false) => "bypasses the block layer's scheduler",
-            _ => "goes through the block layer, where Linux sets it on a zoned device",
-        };
-        notes.push(format!(
-            "scheduler {}: ioengine {} {why} (choose with --scheduler=)",
-            scheduler.name(),
-            first.ioengine.name()
-        ));
-    }
-    // One scheduler per device, as the block layer has: the first job's.
-    let scheduled = Scheduled::new(simulation.host(), scheduler, 1280 << 10);
-    let queue = match hostftl {
-        Some(over_provisioning) => JobQueue::HostFtl(
-            HostFtl::new(scheduled.clone(), over_provisioning).map_err(|error| FioError::Options(error.to_string()))?,
-        ),
-        None => JobQueue::Direct(scheduled.clone()),
+    let jobs_on = |index: usize| -> Vec<&JobOptions> {
+        invocation.jobs.iter().filter(|job| target_of[job.filename.as_deref().unwrap_or_default()] == index).collect()
     };
-    if let Some(other) = invocation.jobs.iter().find(|job| !job.scheduler_defaulted && job.scheduler != scheduler) {
-        notes.push(format!(
-            "job {} asks for scheduler {}, but the device has one scheduler: {} (the first job's)",
-            other.name,
-            other.scheduler.name(),
-            scheduler.name()
-        ));
+    let mut checked = Vec::new();
+    for (index, &nsid) in nsids.iter().enumerate() {
+        checked.push(check_namespace(&device, nsid, &jobs_on(index))?);
     }
-    let zone_released = Rc::new(Notify::new());
+    let simulation = Simulation::with_host(device, host_side, Some(seed));
+    let mut targets = Vec::new();
+    for ((index, &nsid), checked) in nsids.iter().enumerate().zip(checked) {
+        let mut target_notes = Vec::new();
+        targets.push(target(&simulation, nsid, &jobs_on(index), checked, verifies, &mut target_notes)?);
+        // Jobs on several namespaces: each note says which one it is about.
+        let prefix = if nsids.len() > 1 { format!("namespace {nsid}: ") } else { String::new() };
+        notes.extend(target_notes.into_iter().map(|note| format!("{prefix}{note}")));
+    }
+    let firsts: Vec<&JobOptions> = (0..nsids.len()).map(|index| jobs_on(index)[0]).collect();
     let mut run = GroupRunner {
         simulation,
-        scheduled,
-        queue,
-        zones,
-        zone_released,
-        geometry,
+        targets,
+        target_of: target_of.clone(),
+        zone_released: Rc::new(Notify::new()),
         host_costs: config.host,
         threads: 0,
         io_logs: Vec::new(),
@@ -400,7 +350,8 @@ pub fn run_reporting(
             ));
         }
     }
-    if let (JobQueue::HostFtl(ftl), Some(over_provisioning)) = (&run.queue, hostftl) {
+    for (target, first) in run.targets.iter().zip(firsts) {
+        let (JobQueue::HostFtl(ftl), Some(over_provisioning)) = (&target.queue, first.hostftl) else { continue };
         let counters = ftl.counters();
         notes.push(format!(
             "host FTL at {:.0} % over-provisioning: the jobs wrote {} blocks, its garbage collection moved {} and reset \

@@ -138,11 +138,20 @@ pub(super) async fn reap_on_job_core<S: MediaStore + 'static>(queue: &JobQueue<S
     sleep_until(queue, done).await;
 }
 
-/// One worker: issue, wait, record, until the job is done.
 /// What a job submits to: the device's scheduler, or a host FTL over it (`hostftl`).
 pub(super) enum JobQueue<S> {
     Direct(Scheduled<Host<S>>),
     HostFtl(HostFtl<Scheduled<Host<S>>>),
+}
+
+impl<S: MediaStore + 'static> JobQueue<S> {
+    /// The host FTL's counters, when the jobs run on one.
+    pub(super) fn host_ftl_counters(&self) -> Option<HostFtlCounters> {
+        match self {
+            JobQueue::Direct(_) => None,
+            JobQueue::HostFtl(ftl) => Some(ftl.counters()),
+        }
+    }
 }
 
 impl<S> Clone for JobQueue<S> {
@@ -190,6 +199,7 @@ impl<S: MediaStore + 'static> CommandQueue for JobQueue<S> {
     }
 }
 
+/// One worker: issue, wait, record, until the job is done.
 pub(super) async fn worker<S: MediaStore + 'static>(
     queue: JobQueue<S>,
     state: Rc<RefCell<JobState>>,
