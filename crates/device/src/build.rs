@@ -35,14 +35,25 @@ pub enum DeviceSpec {
     },
     Config(Box<DeviceConfig>),
     Image(PathBuf),
+    /// An image's namespace other than the zoned one: `PATH,ns=ID`.
+    ImageNamespace {
+        path: PathBuf,
+        nsid: String,
+    },
 }
 
 impl DeviceSpec {
-    /// fio's `--filename` and the C library's spec: `preset:NAME[,key=value...]`, or else an image path.
+    /// fio's `--filename` and the C library's spec: `preset:NAME[,key=value...]`, or else an image path, with
+    /// `,ns=ID` for a namespace of it other than the zoned one.
     pub fn parse(text: &str) -> DeviceSpec {
-        match text.strip_prefix("preset:") {
-            Some(preset) => DeviceSpec::preset(preset),
-            None => DeviceSpec::Image(PathBuf::from(text)),
+        if let Some(preset) = text.strip_prefix("preset:") {
+            return DeviceSpec::preset(preset);
+        }
+        match text.rsplit_once(",ns=") {
+            Some((path, nsid)) if !nsid.is_empty() && !nsid.contains('/') => {
+                DeviceSpec::ImageNamespace { path: PathBuf::from(path), nsid: nsid.to_string() }
+            }
+            _ => DeviceSpec::Image(PathBuf::from(text)),
         }
     }
 
@@ -193,6 +204,7 @@ impl DeviceBuilder {
             }
             DeviceSpec::Config(config) => format!("device {}", config.name),
             DeviceSpec::Image(path) => path.display().to_string(),
+            DeviceSpec::ImageNamespace { path, nsid } => format!("{},ns={nsid}", path.display()),
         };
         let config_error = |source| BuildError::Config { spec: label.clone(), source };
         match self.spec {
@@ -202,14 +214,7 @@ impl DeviceBuilder {
                 let config = DeviceConfig::load(&name, &overrides).map_err(config_error)?;
                 let mut built = Self::fresh(config, store, self.host, &label)?;
                 if let Some(nsid) = nsid {
-                    let ids = built.device.namespace_ids();
-                    let unknown = || BuildError::NoSuchNamespace {
-                        spec: label.clone(),
-                        nsid: nsid.clone(),
-                        ids: ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
-                    };
-                    let id = nsid.parse().map_err(|_| unknown())?;
-                    built.device.attach(id).map_err(|_| unknown())?;
+                    Self::attach(&mut built.device, &nsid, &label)?;
                 }
                 if let Some(given) = precondition {
                     let refuse = |reason: &str| BuildError::Precondition {
@@ -238,7 +243,25 @@ impl DeviceBuilder {
                 let image = Image::open(&path).map_err(|source| BuildError::Image { spec: label.clone(), source })?;
                 Self::over_image(image, self.host, &label)
             }
+            DeviceSpec::ImageNamespace { path, nsid } => {
+                let image = Image::open(&path).map_err(|source| BuildError::Image { spec: label.clone(), source })?;
+                let mut built = Self::over_image(image, self.host, &label)?;
+                Self::attach(&mut built.device, &nsid, &label)?;
+                Ok(built)
+            }
         }
+    }
+
+    /// Sends the host's commands to namespace `nsid` (`ns=`); an error lists the namespaces the device has.
+    fn attach(device: &mut Device<Box<dyn MediaStore>>, nsid: &str, label: &str) -> Result<(), BuildError> {
+        let ids = device.namespace_ids();
+        let unknown = || BuildError::NoSuchNamespace {
+            spec: label.to_string(),
+            nsid: nsid.to_string(),
+            ids: ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        };
+        let id = nsid.parse().map_err(|_| unknown())?;
+        device.attach(id).map_err(|_| unknown())
     }
 
     /// Steps 1, 4 and 5 for an image already open (2 and 3), reached through `host`.
@@ -247,9 +270,16 @@ impl DeviceBuilder {
         // 1. Its configuration: the device model it was created with (the ZN540 if none), its namespace.
         let config = Self::image_config(&image, &path, label)?;
         let saved = Self::media_state(&image, &path, label)?;
+        let image_error = |source| BuildError::Image { spec: label.to_string(), source };
+        let conventional = match &config.conventional {
+            Some(cnv) => Some(image.conventional_store(cnv.capacity.bytes()).map_err(image_error)?),
+            None => None,
+        };
         let (namespace, lock) = image.into_namespace();
         // 4 and 5.
-        let device = Device::over_image(&config, namespace, lock, saved);
+        let device = Device::over_image(&config, namespace, conventional, lock, saved).map_err(|error| {
+            image_error(ImageError::Corrupt { path: path.join("conventional.data"), reason: error.to_string() })
+        })?;
         // 5.
         let host = HostSide::new(host, &config.host);
         Ok(Built { device, config, host })
@@ -320,6 +350,10 @@ mod tests {
             }
         );
         assert_eq!(DeviceSpec::parse("img/dev"), DeviceSpec::Image("img/dev".into()));
+        assert_eq!(
+            DeviceSpec::parse("img/dev,ns=1"),
+            DeviceSpec::ImageNamespace { path: "img/dev".into(), nsid: "1".into() }
+        );
         let memory = DeviceBuilder::new(DeviceSpec::parse("preset:instant,store=memory")).build().expect("builds");
         let mut device = memory.device;
         device.submit(0, zonelab_zns::Command::Write { slba: 0, data: &[7u8; 4096] }).result.expect("write");

@@ -284,6 +284,19 @@ impl Conventional {
         self.ftl().precondition((0..pages).chain(random)).expect("every page is in range");
     }
 
+    /// Maps the pages that hold data in the namespace's store (a device image's, written by an earlier process)
+    /// as one sequential write of them would, with no time passing.
+    pub fn map_stored_data(&mut self) -> Result<(), zonelab_zns::StoreError> {
+        let ranges = self.namespace.store().data_ranges()?;
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        let pages = self.ftl_config.logical_pages;
+        let lpns = ranges.into_iter().flat_map(|(start, end)| start / PAGE_BYTES..end.div_ceil(PAGE_BYTES).min(pages));
+        self.ftl().precondition(lpns).expect("every page is in range");
+        Ok(())
+    }
+
     /// Runs `command` at `now`: the namespace decides what happens, the FTL and the flash model when it is done.
     /// With power-loss protection a flush has nothing to program (as on the zoned namespace).
     pub fn run(

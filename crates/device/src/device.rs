@@ -154,31 +154,44 @@ impl<S: MediaStore> Device<S> {
         namespace: ZonedNamespace<S>,
         conventional: Option<Box<dyn MediaStore>>,
     ) -> Device<S> {
-        let mut device = Device::assemble(config, namespace, None);
-        if let (Some(cnv), Some(store)) = (&config.conventional, conventional) {
-            let added = Conventional::new(cnv, store, &mut device.media);
-            device.conventional = Some(added.expect("a device configuration is validated when it is loaded"));
-        }
-        device
+        Device::assemble(config, namespace, conventional, None)
     }
 
     /// A device over a device image's namespace: the flash model takes up the state (wear, ReZNS's mapping) the
     /// image's last device saved, and this device saves its own through `lock` when it is dropped.
+    ///
+    /// The conventional namespace's FTL is rebuilt from its data (`conventional`'s, the image's): every page
+    /// that holds some written once, in order, as a sequential fill would have left them; an image keeps the
+    /// data, not where an earlier process's FTL had put it.
     pub fn over_image(
         config: &DeviceConfig,
         namespace: ZonedNamespace<S>,
+        conventional: Option<Box<dyn MediaStore>>,
         lock: ImageLock,
         saved: Option<MediaState>,
-    ) -> Device<S> {
-        let mut device = Device::assemble(config, namespace, saved);
+    ) -> Result<Device<S>, zonelab_zns::StoreError> {
+        let mut device = Device::assemble(config, namespace, conventional, saved);
+        if let Some(cnv) = device.conventional.as_mut() {
+            cnv.map_stored_data()?;
+        }
         device.image = Some((lock, encoded_state(&device.media)));
-        device
+        Ok(device)
     }
 
-    fn assemble(config: &DeviceConfig, namespace: ZonedNamespace<S>, saved: Option<MediaState>) -> Device<S> {
+    fn assemble(
+        config: &DeviceConfig,
+        namespace: ZonedNamespace<S>,
+        conventional: Option<Box<dyn MediaStore>>,
+        saved: Option<MediaState>,
+    ) -> Device<S> {
         let geometry = *namespace.geometry();
         let zone_cap_bytes = geometry.zone_cap_lba << geometry.lba_shift;
         let mut media = FlashModel::new(config.media.clone(), geometry.zones, zone_cap_bytes);
+        // The conventional namespace's blocks are physical zones past the zones' own, set aside before the saved
+        // wear is restored so that it covers them too.
+        let conventional = config.conventional.as_ref().zip(conventional).map(|(cnv, store)| {
+            Conventional::new(cnv, store, &mut media).expect("a device configuration is validated when it is loaded")
+        });
         // What the namespace already holds (an image written by an earlier process) was programmed long ago: a
         // FULL zone wholly (data and finish padding), any other the blocks below its write pointer.
         let written_bytes: Vec<u64> = (0..geometry.zones)
@@ -198,7 +211,7 @@ impl<S: MediaStore> Device<S> {
             name: config.name.clone(),
             namespace,
             zoned_nsid: config.zoned_nsid,
-            conventional: None,
+            conventional,
             attached_nsid: config.default_nsid(),
             media,
             power_loss_protection: config.power_loss_protection,

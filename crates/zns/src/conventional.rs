@@ -96,6 +96,10 @@ impl<S: MediaStore> ConventionalNamespace<S> {
         &self.geometry
     }
 
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
     /// The host error behind the last Write Fault or Unrecovered Read Error, once.
     pub fn take_host_fault(&mut self) -> Option<HostFault> {
         self.host_fault.take()

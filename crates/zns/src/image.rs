@@ -6,6 +6,8 @@
 //!   pointers; only `power_cycle` applies the controller-reset rule;
 //! - `data`: a sparse file with the namespace's data, for the `file` store. With the `memory` store data lives
 //!   as long as the image stays open; with `null` it is never kept. Zone state persists with every store;
+//! - `conventional.data`: the data of the device's conventional namespace, when its model has one: a sparse
+//!   file of the namespace's size for the `file` store, made the first time a writer opens the image;
 //! - `media.json`: the flash model's state (erase counts per block, ReZNS's mapping), written by the device layer
 //!   when a device over the image closes, so that wear accumulates over the image's life; absent until then.
 //!   A process killed before closing loses the wear of that process only.
@@ -29,6 +31,7 @@ pub const IMAGE_FORMAT_VERSION: u32 = 1;
 const CONFIG_FILE: &str = "config.toml";
 const JOURNAL_FILE: &str = "zones.meta";
 const DATA_FILE: &str = "data";
+const CONVENTIONAL_DATA_FILE: &str = "conventional.data";
 const MEDIA_STATE_FILE: &str = "media.json";
 
 /// Where an image keeps its data.
@@ -135,6 +138,8 @@ pub struct Image {
     namespace: ZonedNamespace<Box<dyn MediaStore>>,
     /// Zones whose journal record did not check, with why: a reader sees them offline.
     damaged_zones: Vec<(u32, String)>,
+    /// Opened to drive it (files writable), or only to look at it.
+    writable: bool,
     /// Holds the image's exclusive lock until the image is dropped.
     _lock: fs::File,
 }
@@ -187,6 +192,28 @@ fn written_extent(store: &dyn MediaStore, geometry: &Geometry, zone: u32) -> io:
         at += count;
     }
     Ok(written)
+}
+
+/// A namespace's store of `kind`, `size_bytes` long; for the file store, the data file at `path`.
+fn open_store(
+    kind: StoreKind,
+    path: &Path,
+    size_bytes: u64,
+    writable: bool,
+) -> Result<Box<dyn MediaStore>, ImageError> {
+    Ok(match kind {
+        StoreKind::File => {
+            let store = FileStore::open(path, size_bytes, writable).map_err(|error| match error.kind() {
+                io::ErrorKind::InvalidData => {
+                    ImageError::Corrupt { path: path.to_path_buf(), reason: error.to_string() }
+                }
+                _ => io_error(path)(error),
+            })?;
+            Box::new(store)
+        }
+        StoreKind::Memory => Box::new(MemoryStore::new(size_bytes)),
+        StoreKind::Null => Box::new(NullStore),
+    })
 }
 
 /// Takes the lock on an image's journal: exclusive to drive it, shared to look at it.
@@ -400,21 +427,7 @@ impl Image {
                 ),
             });
         }
-        let size_bytes = geometry.nsze_lba << geometry.lba_shift;
-        let store: Box<dyn MediaStore> = match config.store {
-            StoreKind::File => {
-                let data_path = dir.join(DATA_FILE);
-                let store = FileStore::open(&data_path, size_bytes, writable).map_err(|error| match error.kind() {
-                    io::ErrorKind::InvalidData => {
-                        ImageError::Corrupt { path: data_path.clone(), reason: error.to_string() }
-                    }
-                    _ => io_error(&data_path)(error),
-                })?;
-                Box::new(store)
-            }
-            StoreKind::Memory => Box::new(MemoryStore::new(size_bytes)),
-            StoreKind::Null => Box::new(NullStore),
-        };
+        let store = open_store(config.store, &dir.join(DATA_FILE), geometry.nsze_lba << geometry.lba_shift, writable)?;
         let mut rebuilt = Vec::new();
         let records: Vec<ZoneRecord> = records
             .into_iter()
@@ -457,6 +470,7 @@ impl Image {
             device: config.device,
             namespace,
             damaged_zones,
+            writable,
             _lock: lock_holder,
         };
         Ok((image, rebuilt))
@@ -496,6 +510,22 @@ impl Image {
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(error) => Err(io_error(&path)(error)),
         }
+    }
+
+    /// The store of the device's conventional namespace (`size_bytes` of data), of the image's store kind. Its
+    /// data file is made, all holes, the first time a writer asks for it; a reader of an image no writer has
+    /// given one reads zeros.
+    pub fn conventional_store(&self, size_bytes: u64) -> Result<Box<dyn MediaStore>, ImageError> {
+        let path = self.path.join(CONVENTIONAL_DATA_FILE);
+        if self.store_kind == StoreKind::File && !path.exists() {
+            if !self.writable {
+                return Ok(Box::new(NullStore));
+            }
+            let created = FileStore::create(&path, size_bytes).map_err(io_error(&path))?;
+            fs::File::open(&self.path).and_then(|dir| dir.sync_all()).map_err(io_error(&self.path))?;
+            return Ok(Box::new(created));
+        }
+        open_store(self.store_kind, &path, size_bytes, self.writable)
     }
 
     /// Gives the namespace to an owner that drives it (a simulated device); the returned lock keeps the image

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use serde::Serialize;
 use zonelab_device::HostPath;
 use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand};
-use zonelab_zns::{Status, ZoneSendAction};
+use zonelab_zns::{NamespaceKind, Status, ZoneSendAction};
 
 use deadline::{LockedWrite, ZoneLocks};
 pub use zinc::ZincConfig;
@@ -109,6 +109,8 @@ pub struct SchedulerCounters {
 pub struct Scheduled<Q> {
     inner: Q,
     kind: SchedulerKind,
+    /// Whether the namespace is zoned: Linux keeps zone write locks for zoned devices only.
+    zoned: bool,
     zone_shift: u32,
     max_request_blocks: u64,
     locks: Rc<RefCell<ZoneLocks>>,
@@ -121,6 +123,7 @@ impl<Q: Clone> Clone for Scheduled<Q> {
         Scheduled {
             inner: self.inner.clone(),
             kind: self.kind,
+            zoned: self.zoned,
             zone_shift: self.zone_shift,
             max_request_blocks: self.max_request_blocks,
             locks: Rc::clone(&self.locks),
@@ -143,6 +146,7 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
         Scheduled {
             inner,
             kind,
+            zoned: geometry.kind == NamespaceKind::Zoned,
             zone_shift: geometry.zone_shift,
             max_request_blocks: limit.max(1),
             locks: Rc::default(),
@@ -174,7 +178,7 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
             _ => None,
         };
         let result = match (command, zinc.as_ref(), management) {
-            (QueuedCommand::Write { slba, data }, zinc, _) if self.kind.locks_zones() => {
+            (QueuedCommand::Write { slba, data }, zinc, _) if self.kind.locks_zones() && self.zoned => {
                 let locked = LockedWrite {
                     inner: &self.inner,
                     locks: &self.locks,

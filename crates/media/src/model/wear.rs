@@ -71,11 +71,12 @@ impl Wear {
     /// cover, overflow included, are kept. Refused when they do not fill whole zones of this geometry.
     pub fn restore(&mut self, counts: &[u32], inline: u64, deferred: u64) -> Result<(), String> {
         let per_zone = self.blocks_per_zone as usize;
-        if counts.len() < self.erase_counts.len() || !counts.len().is_multiple_of(per_zone.max(1)) {
+        if !counts.len().is_multiple_of(per_zone.max(1)) {
             return Err(format!("{} erase counts do not fit {} blocks per zone", counts.len(), per_zone));
         }
+        // Blocks past the saved ones (physical zones set aside since, for a conventional namespace) keep none.
         self.cover(counts.len() / per_zone.max(1));
-        self.erase_counts.copy_from_slice(counts);
+        self.erase_counts[..counts.len()].copy_from_slice(counts);
         (self.inline, self.deferred) = (inline, deferred);
         Ok(())
     }

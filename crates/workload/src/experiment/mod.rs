@@ -132,6 +132,9 @@ pub struct Claim {
     /// The paper's relative change of a against b, in percent (a change claim).
     #[serde(default)]
     pub paper_change_pct: Option<f64>,
+    /// The paper's change is a bound from below (a claim that something does not help: at least no change).
+    #[serde(default)]
+    pub at_least: bool,
     /// The paper's value of series a at x, in the figure's unit (a value claim).
     #[serde(default)]
     pub paper_value: Option<f64>,
@@ -564,7 +567,12 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
                         (Some(a), Some(b)) if a.y == 0.0 && b.y == 0.0 => Some(0.0),
                         _ => None,
                     };
-                    (paper, model, "%".to_string(), Verdict::judge(paper, model))
+                    let verdict = if claim.at_least {
+                        Verdict::judge_at_least(paper, model)
+                    } else {
+                        Verdict::judge(paper, model)
+                    };
+                    (paper, model, "%".to_string(), verdict)
                 }
                 (None, Some(paper)) => {
                     let model = a.map(|a| a.y);
@@ -629,6 +637,9 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
             let detail = match (outcome.unit.as_str(), model) {
                 _ if below_noise_floor => {
                     format!("{}: both below the noise floor, Z < {Z_NOISE_FLOOR}", verdict.name())
+                }
+                ("%", Some(model)) if claim.at_least => {
+                    format!("{}: {model:+.1} % against at least {paper:+.1} %", verdict.name())
                 }
                 ("%", _) => verdict.detail(paper, model),
                 (_, Some(model)) => format!("{}: {:.2}x the paper's value", verdict.name(), model / paper),

@@ -71,6 +71,16 @@ impl Verdict {
         }
     }
 
+    /// The verdict for a model's change against a paper's claim that the change is at least `paper_pct` (that
+    /// something "does not help" is at least no change): met down to `NO_CHANGE_PCT` below it.
+    pub fn judge_at_least(paper_pct: f64, model_pct: Option<f64>) -> Verdict {
+        match model_pct {
+            None => Verdict::NotMeasured,
+            Some(model) if model >= paper_pct - NO_CHANGE_PCT => Verdict::Reproduced,
+            Some(_) => Verdict::NotReproduced,
+        }
+    }
+
     /// The verdict for a value: within 1.5x of the paper's either way, or not.
     pub fn judge_value(paper: f64, model: Option<f64>) -> Verdict {
         match model {
@@ -134,5 +144,10 @@ mod tests {
             "everything removed is an infinite speedup, another effect than halving"
         );
         assert!(Verdict::Direction.detail(-92.8, Some(-99.1)).contains("as speedups: 111.111x against 13.889x"));
+        // "Does not help": any change from just below none upwards.
+        assert_eq!(Verdict::judge_at_least(0.0, Some(250.0)), Verdict::Reproduced);
+        assert_eq!(Verdict::judge_at_least(0.0, Some(-4.0)), Verdict::Reproduced, "within the no-change margin");
+        assert_eq!(Verdict::judge_at_least(0.0, Some(-30.0)), Verdict::NotReproduced, "it helped");
+        assert_eq!(Verdict::judge_at_least(0.0, None), Verdict::NotMeasured);
     }
 }

@@ -69,4 +69,7 @@ impl<S: MediaStore> MediaStore for FaultyStore<S> {
         self.tick()?;
         self.inner.sync()
     }
+    fn data_ranges(&self) -> Result<Vec<(u64, u64)>, StoreError> {
+        self.inner.data_ranges()
+    }
 }

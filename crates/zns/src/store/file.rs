@@ -35,6 +35,35 @@ impl FileStore {
 }
 
 impl MediaStore for FileStore {
+    /// The file's data extents, found with `SEEK_DATA` and `SEEK_HOLE`: holes were never written (or were
+    /// discarded).
+    fn data_ranges(&self) -> Result<Vec<(u64, u64)>, StoreError> {
+        let fd = self.file.as_raw_fd();
+        let end = libc::off_t::try_from(self.file.metadata()?.len()).unwrap_or(libc::off_t::MAX);
+        let mut ranges = Vec::new();
+        let mut at: libc::off_t = 0;
+        while at < end {
+            // SAFETY: lseek only reads its integer arguments; the descriptor is owned by `self.file`.
+            let data = unsafe { libc::lseek(fd, at, libc::SEEK_DATA) };
+            if data < 0 {
+                let error = std::io::Error::last_os_error();
+                // ENXIO: no data past `at`.
+                if error.raw_os_error() == Some(libc::ENXIO) {
+                    break;
+                }
+                return Err(error.into());
+            }
+            // SAFETY: as above.
+            let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
+            if hole < 0 {
+                return Err(std::io::Error::last_os_error().into());
+            }
+            ranges.push((data as u64, hole as u64));
+            at = hole;
+        }
+        Ok(ranges)
+    }
+
     fn read_at(&self, offset_bytes: u64, buf: &mut [u8]) -> Result<(), StoreError> {
         Ok(self.file.read_exact_at(buf, offset_bytes)?)
     }

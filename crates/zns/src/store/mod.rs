@@ -49,6 +49,11 @@ pub trait MediaStore: Send {
     }
     /// Makes every completed write durable (Flush).
     fn sync(&mut self) -> Result<(), StoreError>;
+    /// The byte ranges that may hold data, in order (a sparse file's extents), for a layer that rebuilds what
+    /// it keeps about the data from the data; empty when the store holds none it can tell of.
+    fn data_ranges(&self) -> Result<Vec<(u64, u64)>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
 /// Lets a namespace over a boxed store (a device image picks its store at run time) be printed.
@@ -76,6 +81,9 @@ impl<S: MediaStore + ?Sized> MediaStore for Box<S> {
     }
     fn sync(&mut self) -> Result<(), StoreError> {
         (**self).sync()
+    }
+    fn data_ranges(&self) -> Result<Vec<(u64, u64)>, StoreError> {
+        (**self).data_ranges()
     }
 }
 

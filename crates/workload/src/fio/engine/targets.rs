@@ -15,10 +15,14 @@ pub(super) struct Target<S: MediaStore + 'static> {
     pub(super) zones: Rc<RefCell<ZoneCache>>,
 }
 
-/// A filename's device and the namespace it names: a preset spec's `ns=ID` apart from the rest.
+/// A filename's device and the namespace it names: `ns=ID` apart from the rest (a preset's option, or an
+/// image's `,ns=ID` suffix).
 pub(super) fn split_namespace(filename: &str) -> (String, Option<&str>) {
     if !filename.starts_with("preset:") {
-        return (filename.to_string(), None);
+        return match filename.rsplit_once(",ns=") {
+            Some((image, nsid)) => (image.to_string(), Some(nsid)),
+            None => (filename.to_string(), None),
+        };
     }
     let mut nsid = None;
     let device: Vec<&str> = filename
