@@ -52,9 +52,8 @@ fn an_image_keeps_the_conventional_namespace_s_data_and_maps_it_on_reopening() {
     let cnv = stats.conventional.expect("the image's device has its conventional namespace");
     assert!(cnv.free_blocks < cnv.blocks, "the rebuilt FTL holds the written pages: {cnv:?}");
     drop(reopened);
-    let error = DeviceBuilder::new(DeviceSpec::parse(&format!("{},ns=5", path.display())))
-        .build()
-        .err()
-        .expect("no namespace 5");
+    let Err(error) = DeviceBuilder::new(DeviceSpec::parse(&format!("{},ns=5", path.display()))).build() else {
+        panic!("the image has no namespace 5")
+    };
     assert!(error.to_string().contains("no namespace 5 (its namespaces: 1, 2)"), "{error}");
 }
