@@ -325,8 +325,13 @@ impl DeviceBuilder {
                 DeviceConfig::parse(&path.display().to_string(), &text, &[])
                     .map_err(|error| invalid(error.to_string()))?
             }
-            None => DeviceConfig::load("zn540", &[])
-                .map_err(|source| BuildError::Config { spec: label.to_string(), source })?,
+            // An image made without a preset has the ZN540's flash and host, and its own zoned namespace
+            // alone: no conventional namespace it did not ask for.
+            None => DeviceConfig {
+                conventional: None,
+                ..DeviceConfig::load("zn540", &[])
+                    .map_err(|source| BuildError::Config { spec: label.to_string(), source })?
+            },
         };
         config.namespace = namespace;
         Ok(config)

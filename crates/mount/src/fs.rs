@@ -17,6 +17,7 @@ use zonelab_host::{FileState, FsError, ZoneLayout};
 use zonelab_runtime::{IoData, Output, Pending, QueuedCommand, RealTimeHost};
 use zonelab_zns::{Geometry, ReportFilter, Status, ZoneSendAction, ZoneState};
 
+use crate::cnv::{ConventionalFile, CNV_DIR, CNV_FILE};
 use crate::completions::Completions;
 use crate::options::{ErrorsPolicy, MountOptions};
 
@@ -81,6 +82,8 @@ struct Shared {
     /// Files open for writing whose zones were opened explicitly (bounded by the open-zone limit).
     explicitly_open: AtomicU32,
     mounted_at: SystemTime,
+    /// `cnv/0`, when the device has a conventional namespace.
+    conventional: Option<ConventionalFile>,
 }
 
 impl Shared {
@@ -135,7 +138,12 @@ impl Shared {
     }
 
     fn dir_attr(&self, ino: u64) -> FileAttr {
-        let (size, nlink) = if ino == ROOT { (1, 3) } else { (u64::from(self.geometry.zones), 2) };
+        let subdirectories = 1 + u64::from(self.conventional.is_some());
+        let (size, nlink) = match ino {
+            ROOT => (subdirectories, 2 + subdirectories as u32),
+            CNV_DIR => (1, 2),
+            _ => (u64::from(self.geometry.zones), 2),
+        };
         FileAttr {
             ino: INodeNo(ino),
             size,
@@ -222,7 +230,18 @@ fn writes(flags: OpenFlags) -> bool {
 }
 
 /// Awaits every command of a request; the first failure, if any.
-async fn all_done(pendings: Vec<Pending>) -> Result<Vec<Output>, Status> {
+/// The bytes of reads' outputs, in order.
+pub(crate) fn data_of(outputs: Vec<Output>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for output in outputs {
+        if let Output::Data(data) = output {
+            bytes.extend_from_slice(&data);
+        }
+    }
+    bytes
+}
+
+pub(crate) async fn all_done(pendings: Vec<Pending>) -> Result<Vec<Output>, Status> {
     let mut outputs = Vec::with_capacity(pendings.len());
     let mut failed = None;
     for pending in pendings {
@@ -241,8 +260,14 @@ pub(crate) struct ZonefsMount {
 }
 
 impl ZonefsMount {
-    /// `files` comes from a zone report of the whole device, taken before the mount.
-    pub(crate) fn new(host: RealTimeHost, files: Vec<FileState>, options: MountOptions) -> ZonefsMount {
+    /// `files` comes from a zone report of the whole device, taken before the mount; `conventional` is a
+    /// handle on the device's conventional namespace, if it has one.
+    pub(crate) fn new(
+        host: RealTimeHost,
+        files: Vec<FileState>,
+        conventional: Option<RealTimeHost>,
+        options: MountOptions,
+    ) -> ZonefsMount {
         let geometry = zonelab_runtime::CommandQueue::geometry(&host);
         let entries = files
             .into_iter()
@@ -259,6 +284,7 @@ impl ZonefsMount {
                 explicitly_open: false,
             })
             .collect();
+        let conventional = conventional.map(|cnv| ConventionalFile::new(cnv, options.perm, options.uid, options.gid));
         let shared = Shared {
             layout: ZoneLayout::new(&geometry),
             geometry,
@@ -268,8 +294,13 @@ impl ZonefsMount {
             entries: Mutex::new(entries),
             explicitly_open: AtomicU32::new(0),
             mounted_at: SystemTime::now(),
+            conventional,
         };
         ZonefsMount { shared: Arc::new(shared), completions: Completions::default() }
+    }
+
+    fn cnv_attr(&self, cnv: &ConventionalFile) -> FileAttr {
+        cnv.attr(self.shared.mounted_at, self.shared.read_only.load(Ordering::SeqCst))
     }
 
     /// The file an inode names, if it names one.
@@ -284,12 +315,58 @@ impl ZonefsMount {
         F: FnOnce(Arc<Shared>, Result<Vec<Output>, Status>) -> Done + Send + 'static,
         Done: std::future::Future<Output = ()> + Send + 'static,
     {
-        let pendings: Vec<Pending> =
-            commands.into_iter().map(|command| self.shared.host.submit_pending(command)).collect();
+        self.submit_on(&self.shared.host, commands, finish);
+    }
+
+    /// `submit` to the namespace behind `host`.
+    fn submit_on<F, Done>(&self, host: &RealTimeHost, commands: Vec<QueuedCommand>, finish: F)
+    where
+        F: FnOnce(Arc<Shared>, Result<Vec<Output>, Status>) -> Done + Send + 'static,
+        Done: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let pendings: Vec<Pending> = commands.into_iter().map(|command| host.submit_pending(command)).collect();
         let shared = Arc::clone(&self.shared);
         self.completions.spawn(async move {
             let result = all_done(pendings).await;
             finish(shared, result).await;
+        });
+    }
+
+    /// A read of `cnv/0`: anywhere in it, cut at its end.
+    fn read_conventional(&self, cnv: &ConventionalFile, offset: u64, size: u32, reply: ReplyData) {
+        let end = offset.saturating_add(u64::from(size)).min(cnv.size());
+        if end <= offset {
+            return reply.data(&[]);
+        }
+        let (first, commands) = cnv.reads(offset, end);
+        let (skip, len) = ((offset - first) as usize, (end - offset) as usize);
+        self.submit_on(cnv.host(), commands, move |_, result: Result<Vec<Output>, Status>| async move {
+            match result {
+                Ok(outputs) => reply.data(&data_of(outputs)[skip..skip + len]),
+                Err(status) => reply.error(errno_of(status)),
+            }
+        });
+    }
+
+    /// A write of `cnv/0`: anywhere in it, cut at its end; EFBIG at or past it, as zonefs has it.
+    fn write_conventional(&self, offset: u64, data: &[u8], reply: ReplyWrite) {
+        if self.shared.read_only.load(Ordering::SeqCst) {
+            return reply.error(Errno::EROFS);
+        }
+        let Some(size) = self.shared.conventional.as_ref().map(ConventionalFile::size) else {
+            return reply.error(Errno::ENOENT);
+        };
+        if offset >= size {
+            return reply.error(Errno::EFBIG);
+        }
+        let data = data[..(data.len() as u64).min(size - offset) as usize].to_vec();
+        let shared = Arc::clone(&self.shared);
+        self.completions.spawn(async move {
+            let cnv = shared.conventional.as_ref().expect("checked above");
+            match cnv.write(offset, &data).await {
+                Ok(()) => reply.written(data.len() as u32),
+                Err(status) => reply.error(errno_of(status)),
+            }
         });
     }
 
@@ -355,6 +432,13 @@ impl fuser::Filesystem for ZonefsMount {
         let name = name.to_str().unwrap_or("");
         match parent.0 {
             ROOT if name == "seq" => reply.entry(&DIR_TTL, &self.shared.dir_attr(SEQ_DIR), fuser::Generation(0)),
+            ROOT if name == "cnv" && self.shared.conventional.is_some() => {
+                reply.entry(&DIR_TTL, &self.shared.dir_attr(CNV_DIR), fuser::Generation(0))
+            }
+            CNV_DIR if name == "0" => match &self.shared.conventional {
+                Some(cnv) => reply.entry(&FILE_TTL, &self.cnv_attr(cnv), fuser::Generation(0)),
+                None => reply.error(Errno::ENOENT),
+            },
             SEQ_DIR => match name.parse::<u32>() {
                 // Only the canonical name: "007" is not file 7.
                 Ok(file) if file < self.shared.geometry.zones && file.to_string() == name => {
@@ -368,9 +452,10 @@ impl fuser::Filesystem for ZonefsMount {
     }
 
     fn getattr(&self, _request: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match (ino.0, self.file_of(ino)) {
-            (ROOT | SEQ_DIR, _) => reply.attr(&DIR_TTL, &self.shared.dir_attr(ino.0)),
-            (_, Some(file)) => {
+        match (ino.0, self.file_of(ino), &self.shared.conventional) {
+            (ROOT | SEQ_DIR, ..) | (CNV_DIR, _, Some(_)) => reply.attr(&DIR_TTL, &self.shared.dir_attr(ino.0)),
+            (CNV_FILE, _, Some(cnv)) => reply.attr(&FILE_TTL, &self.cnv_attr(cnv)),
+            (_, Some(file), _) => {
                 let entries = self.shared.entries();
                 reply.attr(&FILE_TTL, &self.shared.file_attr(file, &entries[file as usize]));
             }
@@ -396,6 +481,18 @@ impl fuser::Filesystem for ZonefsMount {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        if let (CNV_FILE, Some(cnv)) = (ino.0, &self.shared.conventional) {
+            // zonefs: a conventional file's size is its zone's, and no truncate changes it.
+            if size.is_some_and(|size| size != cnv.size()) {
+                return reply.error(Errno::EPERM);
+            }
+            let mut owner = cnv.owner();
+            owner.0 = mode.map_or(owner.0, |mode| (mode & 0o777) as u16);
+            owner.1 = uid.unwrap_or(owner.1);
+            owner.2 = gid.unwrap_or(owner.2);
+            drop(owner);
+            return reply.attr(&FILE_TTL, &self.cnv_attr(cnv));
+        }
         let Some(file) = self.file_of(ino) else {
             // Files cannot be created or deleted, so the directories take no write permission.
             return match mode {
@@ -427,9 +524,15 @@ impl fuser::Filesystem for ZonefsMount {
     }
 
     fn open(&self, _request: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let Some(file) = self.file_of(ino) else { return reply.error(Errno::EISDIR) };
         // Direct I/O only: the page cache never hides the device's timing.
         let opened = FopenFlags::FOPEN_DIRECT_IO;
+        if ino.0 == CNV_FILE && self.shared.conventional.is_some() {
+            if writes(flags) && self.shared.read_only.load(Ordering::SeqCst) {
+                return reply.error(Errno::EROFS);
+            }
+            return reply.opened(FileHandle(0), opened);
+        }
+        let Some(file) = self.file_of(ino) else { return reply.error(Errno::EISDIR) };
         if !writes(flags) {
             return reply.opened(FileHandle(0), opened);
         }
@@ -526,6 +629,9 @@ impl fuser::Filesystem for ZonefsMount {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        if let (CNV_FILE, Some(cnv)) = (ino.0, &self.shared.conventional) {
+            return self.read_conventional(cnv, offset, size, reply);
+        }
         let Some(file) = self.file_of(ino) else { return reply.error(Errno::EISDIR) };
         let layout = self.shared.layout;
         let file_size = {
@@ -551,15 +657,7 @@ impl fuser::Filesystem for ZonefsMount {
         let len = (end - offset) as usize;
         self.submit(commands, move |shared: Arc<Shared>, result: Result<Vec<Output>, Status>| async move {
             match result {
-                Ok(outputs) => {
-                    let mut bytes = Vec::with_capacity(skip + len);
-                    for output in outputs {
-                        if let Output::Data(data) = output {
-                            bytes.extend_from_slice(&data);
-                        }
-                    }
-                    reply.data(&bytes[skip..skip + len]);
-                }
+                Ok(outputs) => reply.data(&data_of(outputs)[skip..skip + len]),
                 Err(status) => {
                     shared.io_error(file, false).await;
                     reply.error(errno_of(status));
@@ -580,6 +678,9 @@ impl fuser::Filesystem for ZonefsMount {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        if ino.0 == CNV_FILE {
+            return self.write_conventional(offset, data, reply);
+        }
         let Some(file) = self.file_of(ino) else { return reply.error(Errno::EISDIR) };
         let layout = self.shared.layout;
         let mut entries = self.shared.entries();
@@ -657,6 +758,14 @@ impl fuser::Filesystem for ZonefsMount {
     }
 
     fn fsync(&self, _request: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        if let (CNV_FILE, Some(cnv)) = (ino.0, &self.shared.conventional) {
+            return self.submit_on(cnv.host(), vec![QueuedCommand::Flush], move |_, result| async move {
+                match result {
+                    Ok(_) => reply.ok(),
+                    Err(status) => reply.error(errno_of(status)),
+                }
+            });
+        }
         let Some(file) = self.file_of(ino) else { return reply.ok() };
         if self.shared.entries()[file as usize].access != Access::Normal {
             return reply.error(Errno::EPERM);
@@ -680,14 +789,17 @@ impl fuser::Filesystem for ZonefsMount {
     fn opendir(&self, _request: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match ino.0 {
             ROOT | SEQ_DIR => reply.opened(FileHandle(0), FopenFlags::empty()),
+            CNV_DIR if self.shared.conventional.is_some() => reply.opened(FileHandle(0), FopenFlags::empty()),
             _ => reply.error(Errno::ENOTDIR),
         }
     }
 
     fn readdir(&self, _request: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let conventional = self.shared.conventional.is_some();
         let (parent, children) = match ino.0 {
-            ROOT => (ROOT, 1),
+            ROOT => (ROOT, 1 + u64::from(conventional)),
             SEQ_DIR => (ROOT, u64::from(self.shared.geometry.zones)),
+            CNV_DIR if conventional => (ROOT, 1),
             _ => return reply.error(Errno::ENOTDIR),
         };
         // Entry i has offset i + 1: ".", "..", then the children.
@@ -695,7 +807,9 @@ impl fuser::Filesystem for ZonefsMount {
             let (child, kind, name) = match index {
                 0 => (ino.0, FileType::Directory, ".".to_string()),
                 1 => (parent, FileType::Directory, "..".to_string()),
-                _ if ino.0 == ROOT => (SEQ_DIR, FileType::Directory, "seq".to_string()),
+                2 if ino.0 == ROOT => (SEQ_DIR, FileType::Directory, "seq".to_string()),
+                _ if ino.0 == ROOT => (CNV_DIR, FileType::Directory, "cnv".to_string()),
+                _ if ino.0 == CNV_DIR => (CNV_FILE, FileType::RegularFile, "0".to_string()),
                 _ => (FIRST_FILE + index - 2, FileType::RegularFile, (index - 2).to_string()),
             };
             if reply.add(INodeNo(child), index + 1, kind, name) {
@@ -708,8 +822,10 @@ impl fuser::Filesystem for ZonefsMount {
     fn statfs(&self, _request: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         let shift = self.shared.layout.lba_shift;
         let zones = u64::from(self.shared.geometry.zones);
-        let blocks = zones * (self.shared.layout.capacity_bytes >> shift);
-        let used: u64 = self.shared.entries().iter().map(|entry| entry.file.size >> shift).sum();
+        // zonefs counts a conventional file as full: its size never changes.
+        let cnv_blocks = self.shared.conventional.as_ref().map_or(0, |cnv| cnv.size() >> shift);
+        let blocks = zones * (self.shared.layout.capacity_bytes >> shift) + cnv_blocks;
+        let used: u64 = self.shared.entries().iter().map(|entry| entry.file.size >> shift).sum::<u64>() + cnv_blocks;
         let free = blocks.saturating_sub(used);
         let bsize = self.shared.layout.lba_size;
         reply.statfs(blocks, free, free, zones + 1, 0, bsize, NAME_MAX, bsize);

@@ -8,11 +8,14 @@
 //! Where it differs from zonefs, and why:
 //! - every zone is a file, `seq/0` included: zonelab has no on-disk superblock (mkzonefs writes one into the
 //!   first zone); the options come from the mount command instead;
-//! - there is no `cnv/`: zonelab's namespaces have no conventional zones;
+//! - `cnv/0` is the device's conventional namespace, when it has one (a ZNS drive's namespaces have no
+//!   conventional zones; zonefs aggregates a device's conventional zones into `cnv/0`, and this is the
+//!   closest thing a ZNS drive has), randomly writable, its size fixed;
 //! - every file is opened in FUSE's direct I/O mode, so reads bypass the page cache too (zonefs caches reads
 //!   that are not O_DIRECT): the device's timing is what a program sees;
 //! - `statfs` reports FUSE's magic number, not zonefs's.
 
+mod cnv;
 mod completions;
 mod fs;
 mod options;
@@ -59,6 +62,7 @@ pub struct Mounted {
     session: fuser::Session<fs::ZonefsMount>,
     device: RealTime,
     files: u32,
+    conventional_bytes: Option<u64>,
 }
 
 /// Unmounts a mount from another thread (a signal handler's, say).
@@ -83,6 +87,11 @@ impl Mounted {
         let device = RealTime::start(builder)?;
         let host = device.host();
         let files = block_on(zonelab_host::read_files(&host)).map_err(MountError::Report)?;
+        let conventional = host.stats().and_then(|stats| host.on_namespace(stats.conventional?.nsid));
+        let conventional_bytes = conventional.as_ref().map(|cnv| {
+            let geometry = zonelab_runtime::CommandQueue::geometry(cnv);
+            geometry.nsze_lba << geometry.lba_shift
+        });
         let count = files.len() as u32;
         let mut mount_options = vec![
             // The source /proc/mounts shows, so that tools listing zoned mounts can tell which device it is.
@@ -97,7 +106,7 @@ impl Mounted {
         let mut config = fuser::Config::default();
         config.mount_options = mount_options;
         let poll = options.poll;
-        let filesystem = fs::ZonefsMount::new(host, files, options);
+        let filesystem = fs::ZonefsMount::new(host, files, conventional, options);
         let fuse_error = |source| MountError::Fuse { mountpoint: mountpoint.display().to_string(), source };
         let before = fuse_descriptors().map_err(fuse_error)?;
         let session = fuser::Session::new(filesystem, mountpoint, &config).map_err(fuse_error)?;
@@ -106,12 +115,17 @@ impl Mounted {
                 set_nonblocking(*fd).map_err(fuse_error)?;
             }
         }
-        Ok(Mounted { session, device, files: count })
+        Ok(Mounted { session, device, files: count, conventional_bytes })
     }
 
     /// How many files `seq/` holds.
     pub fn files(&self) -> u32 {
         self.files
+    }
+
+    /// The size of `cnv/0`, when the device has a conventional namespace.
+    pub fn conventional_bytes(&self) -> Option<u64> {
+        self.conventional_bytes
     }
 
     pub fn unmounter(&mut self) -> Unmounter {

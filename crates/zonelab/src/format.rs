@@ -168,6 +168,7 @@ pub fn info(image: &Image, json: bool, out: &mut impl Write) -> io::Result<()> {
             "zones_by_state": states,
             "auto_close": config.auto_close,
             "cross_zone_reads": config.cross_zone_reads,
+            "namespaces": namespaces(image).iter().map(|namespace| namespace.json()).collect::<Vec<_>>(),
         });
         return writeln!(out, "{document}");
     }
@@ -200,7 +201,72 @@ pub fn info(image: &Image, json: bool, out: &mut impl Write) -> io::Result<()> {
         .filter(|state| counts[**state as usize] != 0)
         .map(|state| format!("{} {}", counts[*state as usize], state.long_name()))
         .collect();
-    writeln!(out, "zone states:  {}", by_state.join(", "))
+    writeln!(out, "zone states:  {}", by_state.join(", "))?;
+    let listed: Vec<String> = namespaces(image).iter().map(ImageNamespace::line).collect();
+    writeln!(out, "namespaces:   {}", listed.join("; "))
+}
+
+/// A namespace of an image's device, as `info` lists it.
+enum ImageNamespace {
+    /// The zoned namespace, which the rest of `info` describes.
+    Zoned {
+        nsid: u32,
+        nsze_lba: u64,
+    },
+    Conventional {
+        nsid: u32,
+        config: Box<zonelab_device::ConventionalNamespaceConfig>,
+    },
+}
+
+impl ImageNamespace {
+    fn json(&self) -> serde_json::Value {
+        match self {
+            ImageNamespace::Zoned { nsid, nsze_lba } => json!({"nsid": nsid, "kind": "zoned", "nsze_lba": nsze_lba}),
+            ImageNamespace::Conventional { nsid, config } => {
+                let lba_size = u64::from(config.lba_size);
+                json!({
+                    "nsid": nsid,
+                    "kind": "conventional",
+                    "nsze_lba": config.capacity.bytes() / lba_size,
+                    "lba_size": lba_size,
+                    "mdts_bytes": config.mdts.bytes(),
+                    "over_provisioning": config.over_provisioning,
+                    "spec": format!(",ns={nsid}"),
+                })
+            }
+        }
+    }
+
+    fn line(&self) -> String {
+        match self {
+            ImageNamespace::Zoned { nsid, .. } => format!("{nsid} zoned (above)"),
+            ImageNamespace::Conventional { nsid, config } => format!(
+                "{nsid} conventional, {} in {}-byte LBAs, {:.0} % over-provisioning (IMAGE,ns={nsid})",
+                config.capacity,
+                config.lba_size,
+                config.over_provisioning * 100.0
+            ),
+        }
+    }
+}
+
+/// The namespaces of an image's device, by ID: the zoned one, and the conventional one its model has beside it.
+fn namespaces(image: &Image) -> Vec<ImageNamespace> {
+    let geometry = image.namespace().geometry();
+    let model = image.device();
+    let zoned_nsid = model.and_then(|table| table.get("zoned-nsid")?.as_integer()).unwrap_or(1) as u32;
+    let mut listed = vec![ImageNamespace::Zoned { nsid: zoned_nsid, nsze_lba: geometry.nsze_lba }];
+    let conventional: Option<zonelab_device::ConventionalNamespaceConfig> =
+        model.and_then(|table| table.get("conventional")?.clone().try_into().ok());
+    if let Some(config) = conventional.map(Box::new) {
+        let nsid = config.nsid;
+        listed.push(ImageNamespace::Conventional { nsid, config });
+    }
+    listed.sort_by_key(|namespace| match namespace {
+        ImageNamespace::Zoned { nsid, .. } | ImageNamespace::Conventional { nsid, .. } => *nsid,
+    });
+    listed
 }
 
 /// The name of the device model an image was created from (`--preset`).

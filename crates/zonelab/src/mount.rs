@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use zonelab_device::{BuildError, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_mount::{MountError, MountOptions, Mounted};
+use zonelab_zns::ByteSize;
 
 use crate::CliError;
 
@@ -47,7 +48,13 @@ pub fn run(args: &MountArgs) -> Result<(), CliError> {
             }
         })
         .map_err(|error| CliError::Io(PathBuf::from("<signal thread>"), error))?;
-    eprintln!("zonelab mount: {} on {}: {} files in seq/", args.device, args.mountpoint.display(), mounted.files());
+    let cnv = mounted.conventional_bytes().map_or(String::new(), |bytes| format!(", cnv/0 of {}", ByteSize(bytes)));
+    eprintln!(
+        "zonelab mount: {} on {}: {} files in seq/{cnv}",
+        args.device,
+        args.mountpoint.display(),
+        mounted.files()
+    );
     let stopped = mounted.run().map_err(|error| CliError::Io(args.mountpoint.clone(), error))?;
     stopped.flushed?;
     let pacing = stopped.pacing.summary();
