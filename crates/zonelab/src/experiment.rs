@@ -23,6 +23,10 @@ pub enum ExperimentAction {
         /// Directory for the results; each experiment writes into DIR/ID.
         #[arg(long, default_value = "results")]
         out: PathBuf,
+        /// Virtual-time runs at once (default: the cores available); the results are the same bytes for any
+        /// number. Real RocksDB runs one at a time whatever this is.
+        #[arg(long)]
+        jobs: Option<usize>,
     },
     /// The claims of every experiment in a results directory with their verdicts (reproduced, direction only,
     /// not reproduced), whether each is fitted or predicted, and the counts, as Markdown.
@@ -46,7 +50,8 @@ pub fn run(action: ExperimentAction, out: &mut impl Write) -> Result<(), CliErro
             let text = summary(&dir).map_err(|error| CliError::Failed(error.to_string()))?;
             out.write_all(text.as_bytes()).map_err(stdout_error)
         }
-        ExperimentAction::Run { id, quick, out: directory } => {
+        ExperimentAction::Run { id, quick, out: directory, jobs } => {
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
             let all = id == "all";
             let ids: Vec<String> =
                 if all { experiments().into_iter().map(|experiment| experiment.id).collect() } else { vec![id] };
@@ -57,7 +62,7 @@ pub fn run(action: ExperimentAction, out: &mut impl Write) -> Result<(), CliErro
                     eprintln!("[{}/{count}] {id}{}", index + 1, if quick { " (quick)" } else { "" });
                 }
                 let started = Instant::now();
-                let outcome = run_experiment(&id, quick, &directory.join(&id)).map_err(|error| match error {
+                let outcome = run_experiment(&id, quick, &directory.join(&id), jobs).map_err(|error| match error {
                     ExperimentError::Unknown(_) => CliError::Usage(error.to_string()),
                     other => CliError::Failed(other.to_string()),
                 })?;

@@ -350,8 +350,9 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
     std::fs::write(path, bytes).map_err(|source| ExperimentError::Io { path: path.to_path_buf(), source })
 }
 
-/// Runs one experiment into `out` (created if needed). `quick` sweeps fewer points over shorter runs.
-pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError> {
+/// Runs one experiment into `out` (created if needed). `quick` sweeps fewer points over shorter runs; `jobs`
+/// virtual-time runs go at once, each on a thread of its own, with the same results for any number.
+pub fn run(id: &str, quick: bool, out: &Path, jobs: usize) -> Result<Outcome, ExperimentError> {
     let experiment = experiments()
         .into_iter()
         .find(|experiment| experiment.id == id)
@@ -383,6 +384,18 @@ pub fn run(id: &str, quick: bool, out: &Path) -> Result<Outcome, ExperimentError
     let mut summary = Vec::new();
     let mut all_claims: Vec<(String, ClaimOutcome)> = Vec::new();
     let mut runs = Runs::default();
+    // Every virtual-time run the points take, `jobs` at a time; real programs run on the wall clock, one at a
+    // time, as their points come.
+    let mut keys = Vec::new();
+    for figure in &experiment.figure {
+        for series in &figure.series {
+            let tool = Tool::of(series).map_err(fail)?;
+            for &x in if quick { &figure.quick_x } else { &figure.x } {
+                keys.extend(tool.runs(figure, &fill(&series.args, figure, x, quick)));
+            }
+        }
+    }
+    runs.prefetch(keys, jobs);
     for figure in &experiment.figure {
         let xs = if quick { &figure.quick_x } else { &figure.x };
         let mut lines = Vec::new();

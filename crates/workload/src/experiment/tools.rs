@@ -20,15 +20,94 @@ pub(super) enum Tool {
     RealDb(RealDbTool),
 }
 
-/// Runs that several points or series read different metrics of: fio and file-churn are deterministic, and a
-/// real program's run is slow and noisy, so each is run once.
+/// A run in virtual time that points may read: its tool, its arguments, and for fio the seed. Each is
+/// deterministic on its own, so it is run once, in any order, on any thread.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum RunKey {
+    Fio(Vec<String>, u64),
+    WalBench(Vec<String>),
+    KvBench(Vec<String>),
+    FileChurn(Vec<String>),
+}
+
+/// What a virtual-time run gave.
+enum Ran {
+    Fio(Box<FioResult>),
+    WalBench(Box<crate::walbench::WalBenchResult>),
+    KvBench(Box<crate::kvbench::KvBenchResult>),
+    FileChurn(Box<crate::filechurn::FileChurnResult>),
+}
+
+impl RunKey {
+    fn run(&self) -> Result<Ran, String> {
+        let text = |error: crate::args::ToolError| error.to_string();
+        Ok(match self {
+            RunKey::Fio(args, seed) => {
+                let invocation = parse_invocation(args, |_| Err("experiments use no job files".into()))
+                    .map_err(|error| error.to_string())?;
+                Ran::Fio(Box::new(run_fio(&invocation, *seed).map_err(|error| error.to_string())?))
+            }
+            RunKey::WalBench(args) => Ran::WalBench(Box::new(
+                crate::walbench::run(&crate::walbench::parse_args(args).map_err(text)?).map_err(text)?,
+            )),
+            RunKey::KvBench(args) => Ran::KvBench(Box::new(
+                crate::kvbench::run(&crate::kvbench::parse_args(args).map_err(text)?).map_err(text)?,
+            )),
+            RunKey::FileChurn(args) => Ran::FileChurn(Box::new(
+                crate::filechurn::run(&crate::filechurn::parse_args(args).map_err(text)?).map_err(text)?,
+            )),
+        })
+    }
+}
+
+/// Runs that several points or series read different metrics of: a run in virtual time is deterministic (the
+/// points of a series that reads one job of many, `JOB{x}/...`, share one), and a real program's run is slow
+/// and noisy, so each is run once.
 #[derive(Default)]
 pub(super) struct Runs {
-    /// fio runs by arguments and seed: in virtual time a run is deterministic, so the points of a series that
-    /// reads one job of many (`JOB{x}/...`) share one run.
-    fio: HashMap<(Vec<String>, u64), FioResult>,
-    churn: HashMap<Vec<String>, crate::filechurn::FileChurnResult>,
+    done: HashMap<RunKey, Ran>,
     realdb: HashMap<Vec<String>, crate::realdb::RealDbResult>,
+}
+
+impl Runs {
+    /// Runs the virtual-time runs of `keys` not yet done, `jobs` at a time on as many threads. The points then
+    /// find them done and measure the same as if each had run alone: the results are the same bytes whatever
+    /// `jobs` is. A run that fails is left for its point, which reports the error.
+    pub fn prefetch(&mut self, keys: Vec<RunKey>, jobs: usize) {
+        let mut todo: Vec<RunKey> = Vec::new();
+        for key in keys {
+            if !self.done.contains_key(&key) && !todo.contains(&key) {
+                todo.push(key);
+            }
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let finished = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.clamp(1, todo.len().max(1)) {
+                scope.spawn(|| loop {
+                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(key) = todo.get(index) else { break };
+                    if let Ok(ran) = key.run() {
+                        finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((index, ran));
+                    }
+                });
+            }
+        });
+        for (index, ran) in finished.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            self.done.insert(todo[index].clone(), ran);
+        }
+    }
+
+    /// The run of `key`: done before, or now.
+    fn get(&mut self, key: RunKey) -> Result<&Ran, String> {
+        match self.done.entry(key) {
+            Entry::Occupied(done) => Ok(done.into_mut()),
+            Entry::Vacant(slot) => {
+                let ran = slot.key().run()?;
+                Ok(slot.insert(ran))
+            }
+        }
+    }
 }
 
 impl Tool {
@@ -50,6 +129,18 @@ impl Tool {
         })
     }
 
+    /// The virtual-time runs measuring a series at a point takes, given its arguments `args`: none for real
+    /// programs, which run on the wall clock one at a time.
+    pub fn runs(self, figure: &Figure, args: &[String]) -> Vec<RunKey> {
+        match self {
+            Tool::Fio => (1..=figure.seeds.max(1)).map(|seed| RunKey::Fio(args.to_vec(), seed)).collect(),
+            Tool::WalBench => vec![RunKey::WalBench(args.to_vec())],
+            Tool::KvBench => vec![RunKey::KvBench(args.to_vec())],
+            Tool::FileChurn => vec![RunKey::FileChurn(args.to_vec())],
+            Tool::RealDb(_) => Vec::new(),
+        }
+    }
+
     /// Measures `series` at `x` with its arguments `args`.
     pub fn measure(
         self,
@@ -63,24 +154,16 @@ impl Tool {
         let point = |y, events, by_seed, file_system| Point { x, y, events, by_seed, file_system, late_share: None };
         match self {
             Tool::WalBench => {
-                let result = crate::walbench::run(&crate::walbench::parse_args(args).map_err(|e| e.to_string())?)
-                    .map_err(|e| e.to_string())?;
-                Ok(point(wal_metric(&result, &series.metric)?, None, Vec::new(), None))
+                let Ran::WalBench(result) = runs.get(RunKey::WalBench(args.to_vec()))? else { unreachable!() };
+                Ok(point(wal_metric(result, &series.metric)?, None, Vec::new(), None))
             }
             Tool::KvBench => {
-                let result = crate::kvbench::run(&crate::kvbench::parse_args(args).map_err(|e| e.to_string())?)
-                    .map_err(|e| e.to_string())?;
-                let (y, events) = kv_metric(&result, &series.metric)?;
+                let Ran::KvBench(result) = runs.get(RunKey::KvBench(args.to_vec()))? else { unreachable!() };
+                let (y, events) = kv_metric(result, &series.metric)?;
                 Ok(point(y, events, Vec::new(), None))
             }
             Tool::FileChurn => {
-                let result = match runs.churn.entry(args.to_vec()) {
-                    Entry::Occupied(done) => done.into_mut(),
-                    Entry::Vacant(slot) => {
-                        let spec = crate::filechurn::parse_args(args).map_err(|e| e.to_string())?;
-                        slot.insert(crate::filechurn::run(&spec).map_err(|e| e.to_string())?)
-                    }
-                };
+                let Ran::FileChurn(result) = runs.get(RunKey::FileChurn(args.to_vec()))? else { unreachable!() };
                 let (y, events) = churn_metric(result, &series.metric)?;
                 let file_system = result.logfs.as_ref().map(|stats| {
                     format!(
@@ -118,18 +201,11 @@ impl Tool {
                 Ok(Point { late_share, ..point(ys[(ys.len() - 1) / 2], events, by_seed, None) })
             }
             Tool::Fio => {
-                let invocation = parse_invocation(args, |_| Err("experiments use no job files".into()))
-                    .map_err(|error| error.to_string())?;
                 // `{x}` in a metric names the job of the point (`w{x}/write.kiops`: window x of one run).
                 let metric_name = series.metric.replace("{x}", &x.to_string());
                 let mut measured = Vec::new();
                 for seed in 1..=figure.seeds.max(1) {
-                    let result = match runs.fio.entry((args.to_vec(), seed)) {
-                        Entry::Occupied(done) => done.into_mut(),
-                        Entry::Vacant(slot) => {
-                            slot.insert(run_fio(&invocation, seed).map_err(|error| error.to_string())?)
-                        }
-                    };
+                    let Ran::Fio(result) = runs.get(RunKey::Fio(args.to_vec(), seed))? else { unreachable!() };
                     measured.push(metric(result, &metric_name)?);
                 }
                 let (y, events) = measured[0];
