@@ -12,8 +12,10 @@ mod filebench;
 pub mod filechurn;
 pub mod fio;
 pub mod kvbench;
+mod parallel;
 mod plot;
 pub mod realdb;
+pub mod sweep;
 pub mod walbench;
 
 pub use args::ToolError;

@@ -122,6 +122,18 @@ enum Command {
     Presets,
     /// Replay a preset's reference measurements in virtual time and print model against measurement.
     Calibrate(calibrate::CalibrateArgs),
+    /// fio over a grid of options and seeds (GRID.toml: `args`, `seeds`, and `[axes]` of option lists), every
+    /// point in virtual time, `--jobs` at a time; one CSV row per point and job, appended to the table, whose
+    /// points already there are skipped.
+    Sweep {
+        grid: PathBuf,
+        /// The table (CSV) to append to.
+        #[arg(long, default_value = "sweep.csv")]
+        out: PathBuf,
+        /// Points at once (default: the cores available); the rows are the same for any number.
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
     /// Measure performance.
     Bench {
         #[command(subcommand)]
@@ -466,6 +478,26 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Churn(args) => churn::run(&args, &mut stdout),
         Command::Fio { args } => fio::run(&args, &mut stdout),
         Command::Experiment { action } => experiment::run(action, &mut stdout),
+        Command::Sweep { grid, out, jobs } => {
+            use zonelab_workload::sweep::{self, SweepError};
+            let failed = |error: SweepError| match error {
+                SweepError::Grid { .. } => CliError::Config(error.to_string()),
+                _ => CliError::Failed(error.to_string()),
+            };
+            let grid = sweep::Grid::load(&grid).map_err(failed)?;
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
+            let outcome = sweep::run(&grid, &out, jobs).map_err(failed)?;
+            writeln!(
+                stdout,
+                "{}: {} points, {} already there, {} failed; {} rows added",
+                out.display(),
+                outcome.points,
+                outcome.skipped,
+                outcome.failed,
+                outcome.rows
+            )
+            .map_err(stdout_error)
+        }
         Command::Fs { action } => zonedfs_tool::run(action, &mut stdout),
         Command::WalBench { args } => {
             let spec = zonelab_workload::walbench::parse_args(&args).map_err(CliError::from)?;

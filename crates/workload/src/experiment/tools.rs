@@ -80,21 +80,10 @@ impl Runs {
                 todo.push(key);
             }
         }
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let finished = std::sync::Mutex::new(Vec::new());
-        std::thread::scope(|scope| {
-            for _ in 0..jobs.clamp(1, todo.len().max(1)) {
-                scope.spawn(|| loop {
-                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(key) = todo.get(index) else { break };
-                    if let Ok(ran) = key.run() {
-                        finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((index, ran));
-                    }
-                });
+        for (key, ran) in todo.iter().zip(crate::parallel::map(&todo, jobs, RunKey::run)) {
+            if let Ok(ran) = ran {
+                self.done.insert(key.clone(), ran);
             }
-        });
-        for (index, ran) in finished.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
-            self.done.insert(todo[index].clone(), ran);
         }
     }
 

@@ -1,0 +1,304 @@
+//! `zonelab sweep GRID.toml`: fio over a grid of options and seeds, every point in virtual time on its own
+//! thread (`--jobs` at a time), flattened into one tidy CSV table: a row per point and fio job, with the grid's
+//! values as columns beside the job's throughput, latencies and the device's write amplification and energy.
+//!
+//! The grid file:
+//!
+//! ```toml
+//! args = "--name=job --rw=randread --bs=4k --ioengine=io_uring --runtime=50ms --time_based"
+//! seeds = [1, 2]
+//! [axes]
+//! filename = ["preset:zn540", "preset:zn540,ns=1,precondition=sequential"]
+//! iodepth = [1, 8, 32]
+//! ```
+//!
+//! Each point is `--KEY=VALUE` for every axis (as global options, before `args`) and a seed. A point is keyed by
+//! a hash of its arguments, its seed and zonelab's version, so a sweep into a table that has rows already skips
+//! the points it holds (a sweep resumes where it stopped, and a grown grid runs only its new points). A point
+//! that fails gets a row with its error, and the sweep goes on.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::fio::{parse_invocation, run as run_fio, DirectionStats, FioResult};
+
+/// What the grid file holds.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grid {
+    /// fio arguments every point shares.
+    pub args: String,
+    /// Seeds of the reordering of concurrent submissions; each point runs once per seed.
+    #[serde(default = "one_seed")]
+    pub seeds: Vec<u64>,
+    /// fio options and their values, in the table's column order.
+    #[serde(default)]
+    pub axes: toml::Table,
+}
+
+fn one_seed() -> Vec<u64> {
+    vec![1]
+}
+
+/// Why a sweep could not run (a point's failure is a row, not this).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SweepError {
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: {reason}")]
+    Grid { path: String, reason: String },
+}
+
+/// One point of the grid: its axis values, in the axes' order, and a seed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub values: Vec<String>,
+    pub seed: u64,
+    /// `--KEY=VALUE` for every axis, then the grid's arguments.
+    pub args: Vec<String>,
+    /// The hash that names the point in the table.
+    pub key: String,
+}
+
+/// The table's columns after the point's key, its axes and seed.
+const MEASURES: [&str; 17] = [
+    "job",
+    "error",
+    "read_kiops",
+    "read_mib_per_s",
+    "read_lat_mean_us",
+    "read_p50_us",
+    "read_p99_us",
+    "read_p99_9_us",
+    "write_kiops",
+    "write_mib_per_s",
+    "write_lat_mean_us",
+    "write_p50_us",
+    "write_p99_us",
+    "write_p99_9_us",
+    "device_waf",
+    "energy_j",
+    "zone_resets",
+];
+
+impl Grid {
+    pub fn load(path: &Path) -> Result<Grid, SweepError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| SweepError::Io { path: shown.clone(), source })?;
+        let grid: Grid = toml::from_str(&text)
+            .map_err(|error| SweepError::Grid { path: shown.clone(), reason: error.to_string() })?;
+        for (axis, values) in &grid.axes {
+            let valid = values.as_array().is_some_and(|values| !values.is_empty());
+            if !valid {
+                return Err(SweepError::Grid {
+                    path: shown,
+                    reason: format!("axis {axis}: give a non-empty list of values"),
+                });
+            }
+        }
+        if grid.seeds.is_empty() {
+            return Err(SweepError::Grid { path: shown, reason: "seeds: give at least one".into() });
+        }
+        Ok(grid)
+    }
+
+    /// The axes' names, in the file's order.
+    pub fn axis_names(&self) -> Vec<String> {
+        self.axes.keys().cloned().collect()
+    }
+
+    /// Every point: the product of the axes, each once per seed.
+    pub fn points(&self) -> Vec<Point> {
+        let mut combinations: Vec<Vec<String>> = vec![Vec::new()];
+        for values in self.axes.values() {
+            let values: Vec<String> = values.as_array().into_iter().flatten().map(value_text).collect();
+            combinations = combinations
+                .into_iter()
+                .flat_map(|prefix| {
+                    values.iter().map(move |value| prefix.iter().cloned().chain([value.clone()]).collect())
+                })
+                .collect();
+        }
+        let names = self.axis_names();
+        let mut points = Vec::new();
+        for values in combinations {
+            for &seed in &self.seeds {
+                let args: Vec<String> = names
+                    .iter()
+                    .zip(&values)
+                    .map(|(name, value)| format!("--{name}={value}"))
+                    .chain(self.args.split_whitespace().map(str::to_string))
+                    .collect();
+                let key = point_key(&args, seed);
+                points.push(Point { values: values.clone(), seed, args, key });
+            }
+        }
+        points
+    }
+}
+
+/// A TOML value as a fio option value: strings bare, numbers and booleans as written.
+fn value_text(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// FNV-1a over the point's arguments, seed and zonelab's version: stable from run to run and machine to machine.
+fn point_key(args: &[String], seed: u64) -> String {
+    let text = format!("{}\n{seed}\n{}", args.join("\n"), env!("CARGO_PKG_VERSION"));
+    let hash = text
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3));
+    format!("{hash:016x}")
+}
+
+/// What a sweep did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweepOutcome {
+    pub points: usize,
+    pub skipped: usize,
+    pub failed: usize,
+    pub rows: usize,
+}
+
+/// Runs the points of `grid` that `table` (a CSV file) does not hold yet, `jobs` at a time, and appends their
+/// rows to it (writing the header first when it is new).
+pub fn run(grid: &Grid, table: &Path, jobs: usize) -> Result<SweepOutcome, SweepError> {
+    let shown = table.display().to_string();
+    let io = |source| SweepError::Io { path: shown.clone(), source };
+    let names = grid.axis_names();
+    let header: Vec<String> = ["point".to_string()]
+        .into_iter()
+        .chain(names.iter().cloned())
+        .chain(["seed".to_string()])
+        .chain(MEASURES.map(String::from))
+        .collect();
+    let existing = match std::fs::read_to_string(table) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return Err(io(error)),
+    };
+    if let Some(first) = existing.lines().next() {
+        if first != header.join(",") {
+            return Err(SweepError::Grid {
+                path: shown,
+                reason: format!(
+                    "its columns are {first:?}, not this grid's {:?}: write to another table",
+                    header.join(",")
+                ),
+            });
+        }
+    }
+    let done: HashSet<&str> = existing.lines().skip(1).filter_map(|line| line.split(',').next()).collect();
+    let points: Vec<Point> = grid.points();
+    let todo: Vec<&Point> = points.iter().filter(|point| !done.contains(point.key.as_str())).collect();
+    let results = crate::parallel::map(&todo, jobs, |point| {
+        parse_invocation(&point.args, |_| Err("a sweep takes no job files".into()))
+            .map_err(|error| error.to_string())
+            .and_then(|invocation| run_fio(&invocation, point.seed).map_err(|error| error.to_string()))
+    });
+    let mut text = String::new();
+    if existing.is_empty() {
+        text.push_str(&header.join(","));
+        text.push('\n');
+    }
+    let (mut rows, mut failed) = (0, 0);
+    for (point, result) in todo.iter().zip(results) {
+        let prefix: Vec<String> = [point.key.clone()]
+            .into_iter()
+            .chain(point.values.iter().map(|value| csv_field(value)))
+            .chain([point.seed.to_string()])
+            .collect();
+        let lines = match result {
+            Ok(result) => job_rows(&result),
+            Err(error) => {
+                failed += 1;
+                let mut row = vec![String::new(); MEASURES.len()];
+                row[1] = csv_field(&error);
+                vec![row]
+            }
+        };
+        for row in lines {
+            let _ = writeln!(text, "{},{}", prefix.join(","), row.join(","));
+            rows += 1;
+        }
+    }
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(table).map_err(io)?;
+    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io)?;
+    Ok(SweepOutcome { points: points.len(), skipped: points.len() - todo.len(), failed, rows })
+}
+
+/// The measures of each job of a run, in `MEASURES`' order.
+fn job_rows(result: &FioResult) -> Vec<Vec<String>> {
+    result
+        .jobs
+        .iter()
+        .map(|job| {
+            let group = &result.groups[job.groupid as usize];
+            let seconds = job.runtime_ns as f64 / 1e9;
+            let direction = |stats: &DirectionStats| {
+                let us = |ns: f64| format!("{:.3}", ns / 1000.0);
+                [
+                    format!("{:.3}", stats.ios as f64 / seconds / 1000.0),
+                    format!("{:.3}", stats.bytes as f64 / seconds / f64::from(1 << 20)),
+                    us(stats.lat.mean()),
+                    us(stats.clat.percentile(50.0) as f64),
+                    us(stats.clat.percentile(99.0) as f64),
+                    us(stats.clat.percentile(99.9) as f64),
+                ]
+            };
+            let error = job.error_message.clone().filter(|_| job.error != 0).unwrap_or_default();
+            [csv_field(&job.options.name), csv_field(&error)]
+                .into_iter()
+                .chain(direction(&job.read))
+                .chain(direction(&job.write))
+                .chain([
+                    format!("{:.4}", group.flash.write_amplification()),
+                    format!("{:.6}", group.flash.total_energy_nj(&result.energy) / 1e9),
+                    job.zone_resets.to_string(),
+                ])
+                .collect()
+        })
+        .collect()
+}
+
+/// A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// The columns of a table, and each row's fields by column, for readers of the table (tests, tools).
+pub fn read_table(text: &str) -> (Vec<String>, Vec<BTreeMap<String, String>>) {
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap_or_default().split(',').map(str::to_string).collect();
+    let rows = lines.map(|line| header.iter().cloned().zip(split_csv(line)).collect()).collect();
+    (header, rows)
+}
+
+/// One CSV line's fields, quotes undone.
+fn split_csv(line: &str) -> Vec<String> {
+    let (mut fields, mut field, mut quoted, mut chars) = (Vec::new(), String::new(), false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(std::mem::take(&mut field)),
+            _ => field.push(c),
+        }
+    }
+    fields.push(field);
+    fields
+}

@@ -1,0 +1,64 @@
+//! `zonelab sweep`: a grid of fio options and seeds, one CSV row per point and job; the same rows for any number
+//! of threads, a resumed sweep runs only the points its table lacks, and a failing point is a row with its error.
+
+use zonelab_workload::sweep::{read_table, run, Grid};
+
+fn grid(text: &str) -> Grid {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("grid.toml");
+    std::fs::write(&path, text).expect("write grid");
+    Grid::load(&path).expect("a grid")
+}
+
+const GRID: &str = r#"
+args = "--name=job --rw=randwrite --bs=4k --ioengine=io_uring --runtime=5ms --time_based"
+seeds = [1, 2]
+[axes]
+filename = ["preset:zn540,ns=1", "preset:instant,ns=9"]
+iodepth = [1, 16]
+"#;
+
+#[test]
+fn a_sweep_is_one_row_a_point_whatever_the_threads_and_resumes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (one, three) = (dir.path().join("one.csv"), dir.path().join("three.csv"));
+    let outcome = run(&grid(GRID), &one, 1).expect("sweep");
+    assert_eq!((outcome.points, outcome.skipped, outcome.rows), (8, 0, 8));
+    assert_eq!(outcome.failed, 4, "the instant preset has no namespace 9: four points fail, the sweep goes on");
+    run(&grid(GRID), &three, 3).expect("sweep");
+    let text = std::fs::read_to_string(&one).expect("table");
+    assert_eq!(text, std::fs::read_to_string(&three).expect("table"), "the same rows on one thread or three");
+
+    let (columns, rows) = read_table(&text);
+    assert_eq!(&columns[..4], ["point", "filename", "iodepth", "seed"]);
+    let ran: Vec<_> = rows.iter().filter(|row| row["error"].is_empty()).collect();
+    assert_eq!(ran.len(), 4);
+    let kiops = |depth: &str| -> f64 {
+        ran.iter().find(|row| row["iodepth"] == depth).expect("a row")["write_kiops"].parse().expect("a number")
+    };
+    assert!(kiops("16") > kiops("1") * 2.0, "deeper queues write faster: {} and {}", kiops("16"), kiops("1"));
+    let failed = rows.iter().find(|row| !row["error"].is_empty()).expect("a failed point");
+    assert!(failed["error"].contains("no namespace 9"), "{}", failed["error"]);
+    assert_eq!(failed["filename"], "preset:instant,ns=9", "a value with a comma survives the CSV");
+
+    let again = run(&grid(GRID), &one, 2).expect("resume");
+    assert_eq!((again.skipped, again.rows), (8, 0), "every point is there already");
+    let grown = GRID.replace("iodepth = [1, 16]", "iodepth = [1, 16, 4]");
+    let more = run(&grid(&grown), &one, 2).expect("a grown grid");
+    assert_eq!((more.points, more.skipped, more.rows), (12, 8, 4), "only the new points run");
+
+    let other = GRID.replace("iodepth", "bs");
+    let refused = run(&grid(&other), &one, 1).expect_err("another grid's table");
+    assert!(refused.to_string().contains("write to another table"), "{refused}");
+}
+
+#[test]
+fn a_bad_grid_is_refused_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("grid.toml");
+    std::fs::write(&path, "args = \"--name=j\"\n[axes]\niodepth = []\n").expect("write");
+    let error = Grid::load(&path).expect_err("an empty axis");
+    assert!(error.to_string().contains("axis iodepth"), "{error}");
+    std::fs::write(&path, "argz = \"--name=j\"\n").expect("write");
+    assert!(Grid::load(&path).is_err(), "an unknown key");
+}
