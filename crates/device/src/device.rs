@@ -148,7 +148,7 @@ impl<S: MediaStore> Device<S> {
     }
 
     /// A device over an existing zoned namespace and, when `config` has a conventional namespace, `conventional`
-    /// as its store (None leaves it out: a device image holds the zoned namespace only).
+    /// as its store (None leaves it out).
     pub fn with_namespaces(
         config: &DeviceConfig,
         namespace: ZonedNamespace<S>,
