@@ -198,7 +198,7 @@ pub fn run(grid: &Grid, table: &Path, jobs: usize) -> Result<SweepOutcome, Sweep
     let done: HashSet<&str> = existing.lines().skip(1).filter_map(|line| line.split(',').next()).collect();
     let points: Vec<Point> = grid.points();
     let todo: Vec<&Point> = points.iter().filter(|point| !done.contains(point.key.as_str())).collect();
-    let results = crate::parallel::map(&todo, jobs, |point| {
+    let results = crate::parallel::map(&todo, jobs, "points", |point| {
         parse_invocation(&point.args, |_| Err("a sweep takes no job files".into()))
             .map_err(|error| error.to_string())
             .and_then(|invocation| run_fio(&invocation, point.seed).map_err(|error| error.to_string()))

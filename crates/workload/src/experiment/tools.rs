@@ -80,7 +80,7 @@ impl Runs {
                 todo.push(key);
             }
         }
-        for (key, ran) in todo.iter().zip(crate::parallel::map(&todo, jobs, RunKey::run)) {
+        for (key, ran) in todo.iter().zip(crate::parallel::map(&todo, jobs, "runs", RunKey::run)) {
             if let Ok(ran) = ran {
                 self.done.insert(key.clone(), ran);
             }
