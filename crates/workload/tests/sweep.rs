@@ -62,3 +62,34 @@ fn a_bad_grid_is_refused_by_name() {
     std::fs::write(&path, "argz = \"--name=j\"\n").expect("write");
     assert!(Grid::load(&path).is_err(), "an unknown key");
 }
+
+/// The table goes to pandas as it is: `examples/python/sweep_table.py` reads it with `pandas.read_csv` and finds
+/// the axes typed (an option's numbers as integers), the measures as floats, and the failed point apart. Under
+/// CI=true, python3 with pandas must be here (.ci/run installs pandas with pip).
+#[test]
+fn pandas_reads_a_sweep_table() {
+    let has_pandas = std::process::Command::new("python3")
+        .args(["-c", "import pandas"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !has_pandas {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true and python3 with pandas missing");
+        eprintln!("skipped: python3 with pandas is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let table = dir.path().join("sweep.csv");
+    run(&grid(GRID), &table, 2).expect("sweep");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/python/sweep_table.py");
+    let output = std::process::Command::new("python3").arg(&script).arg(&table).output().expect("python3");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the script's JSON");
+    assert_eq!(summary["axes"], serde_json::json!(["filename", "iodepth"]));
+    assert_eq!(summary["dtypes"]["iodepth"], "int64");
+    assert_eq!(summary["dtypes"]["write_kiops"], "float64");
+    let means = summary["means"].as_array().expect("means");
+    assert_eq!(means.len(), 2, "two points ran, each over two seeds: {means:?}");
+    let at = |depth: u64| means.iter().find(|row| row["iodepth"] == depth).expect("a mean")["write_kiops"].as_f64();
+    assert!(at(16) > at(1), "pandas sees deeper queues write faster");
+    assert_eq!(summary["failed"].as_array().map(Vec::len), Some(4));
+}
