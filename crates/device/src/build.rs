@@ -57,6 +57,18 @@ impl DeviceSpec {
         }
     }
 
+    /// The spec without its namespace (`ns=`), and that namespace: specs that differ in it alone name one
+    /// device.
+    pub fn split_namespace(self) -> (DeviceSpec, Option<String>) {
+        match self {
+            DeviceSpec::Preset { name, overrides, store, nsid, precondition } => {
+                (DeviceSpec::Preset { name, overrides, store, nsid: None, precondition }, nsid)
+            }
+            DeviceSpec::ImageNamespace { path, nsid } => (DeviceSpec::Image(path), Some(nsid)),
+            other => (other, None),
+        }
+    }
+
     /// `NAME[,key=value...]`, as the tools' `--preset=` takes it: keys as `zonelab create --set` takes them,
     /// and bare keys are namespace fields (`zones=64` is `namespace.zones=64`); `store=null|memory` chooses
     /// where the device keeps its data, over the tool's default; `ns=ID` attaches the host to namespace ID

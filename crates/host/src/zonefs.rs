@@ -87,8 +87,7 @@ impl ZoneLayout {
     /// Splits `nlb` blocks from `slba` into commands the device takes, as the block layer splits a large
     /// request at the device's MDTS: `(slba, nlb)` of each, in order.
     pub fn commands(&self, slba: u64, nlb: u64) -> impl Iterator<Item = (u64, u64)> {
-        let step = self.max_transfer_lba.unwrap_or(nlb).max(1);
-        (0..nlb.div_ceil(step)).map(move |index| (slba + index * step, step.min(nlb - index * step)))
+        zonelab_zns::transfers(slba, nlb, self.max_transfer_lba)
     }
 
     /// A file as a zone report shows its zone, as zonefs's `zonefs_check_zone_condition` reads it: a full zone

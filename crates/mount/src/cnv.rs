@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use fuser::{FileAttr, FileType, INodeNo};
 use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand, RealTimeHost};
-use zonelab_zns::{Geometry, Status};
+use zonelab_zns::{transfers, Geometry, Status};
 
 /// Inode of `cnv/`.
 pub(crate) const CNV_DIR: u64 = 3;
@@ -74,8 +74,9 @@ impl ConventionalFile {
         let mask = self.lba_bytes() - 1;
         let (first, last) = (offset & !mask, (end + mask) & !mask);
         let (slba, nlb) = (first >> self.geometry.lba_shift, (last - first) >> self.geometry.lba_shift);
-        let commands =
-            self.pieces(slba, nlb).map(|(slba, nlb)| QueuedCommand::Read { slba, nlb, keep: true }).collect();
+        let commands = transfers(slba, nlb, self.geometry.max_transfer_lba)
+            .map(|(slba, nlb)| QueuedCommand::Read { slba, nlb, keep: true })
+            .collect();
         (first, commands)
     }
 
@@ -83,19 +84,13 @@ impl ConventionalFile {
     pub(crate) fn writes(&self, offset: u64, data: &[u8]) -> Vec<QueuedCommand> {
         let shift = self.geometry.lba_shift;
         let slba = offset >> shift;
-        self.pieces(slba, data.len() as u64 >> shift)
+        transfers(slba, data.len() as u64 >> shift, self.geometry.max_transfer_lba)
             .map(|(piece, nlb)| {
                 let start = ((piece - slba) << shift) as usize;
                 let bytes = data[start..start + (nlb << shift) as usize].to_vec();
                 QueuedCommand::Write { slba: piece, data: IoData::Bytes(bytes) }
             })
             .collect()
-    }
-
-    /// `nlb` blocks from `slba` in pieces of at most the device's transfer size.
-    fn pieces(&self, slba: u64, nlb: u64) -> impl Iterator<Item = (u64, u64)> {
-        let step = self.geometry.max_transfer_lba.unwrap_or(nlb).max(1);
-        (0..nlb.div_ceil(step)).map(move |index| (slba + index * step, step.min(nlb - index * step)))
     }
 
     /// Writes `data` at `offset`: whole blocks as they are, and blocks it covers in part after reading them,

@@ -247,6 +247,13 @@ impl NamespaceConfig {
     }
 }
 
+/// Splits `nlb` blocks from `slba` into transfers of at most `max_transfer_lba` blocks (none: one transfer), as
+/// the block layer splits a large request at the device's MDTS: `(slba, nlb)` of each, in order.
+pub fn transfers(slba: u64, nlb: u64, max_transfer_lba: Option<u64>) -> impl Iterator<Item = (u64, u64)> {
+    let step = max_transfer_lba.unwrap_or(nlb).max(1);
+    (0..nlb.div_ceil(step)).map(move |index| (slba + index * step, step.min(nlb - index * step)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

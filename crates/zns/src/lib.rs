@@ -42,7 +42,7 @@ pub mod toml_decode;
 mod zone;
 
 pub use config::{
-    CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, NamespaceKind, MAX_ZONES, MIN_PAGE_BYTES,
+    transfers, CloseEmptyOpenZone, ConfigError, Geometry, NamespaceConfig, NamespaceKind, MAX_ZONES, MIN_PAGE_BYTES,
 };
 pub use conventional::{ConventionalConfig, ConventionalNamespace};
 pub use effect::{Effect, Effects, Executed, TransitionCause};

@@ -15,27 +15,9 @@ pub(super) struct Target<S: MediaStore + 'static> {
     pub(super) zones: Rc<RefCell<ZoneCache>>,
 }
 
-/// A filename's device and the namespace it names: `ns=ID` apart from the rest (a preset's option, or an
-/// image's `,ns=ID` suffix).
-pub(super) fn split_namespace(filename: &str) -> (String, Option<&str>) {
-    if !filename.starts_with("preset:") {
-        return match filename.rsplit_once(",ns=") {
-            Some((image, nsid)) => (image.to_string(), Some(nsid)),
-            None => (filename.to_string(), None),
-        };
-    }
-    let mut nsid = None;
-    let device: Vec<&str> = filename
-        .split(',')
-        .filter(|part| match part.strip_prefix("ns=") {
-            Some(id) => {
-                nsid = Some(id);
-                false
-            }
-            None => true,
-        })
-        .collect();
-    (device.join(","), nsid)
+/// A filename's device and the namespace it names (`ns=`), as the device layer parses specs.
+pub(super) fn split_namespace(filename: &str) -> (DeviceSpec, Option<String>) {
+    DeviceSpec::parse(filename).split_namespace()
 }
 
 /// The namespace of each job (by filename, as an index into the returned IDs, which are in the order the jobs
@@ -51,7 +33,7 @@ pub(super) fn namespaces_of<S: MediaStore>(
         if target_of.contains_key(&filename) {
             continue;
         }
-        let nsid = match split_namespace(&filename).1 {
+        let nsid = match split_namespace(&filename).1.as_deref() {
             None => default_nsid,
             Some(id) => id.parse().ok().filter(|&nsid| device.geometry_of(nsid).is_some()).ok_or_else(|| {
                 let ids: Vec<String> = device.namespace_ids().iter().map(u32::to_string).collect();
