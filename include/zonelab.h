@@ -346,6 +346,20 @@ int32_t zl_stats_json(uint64_t handle,
                       size_t *needed);
 
 /**
+ * Writes how a real-time device has kept the model's pace so far as one NUL-terminated line of text into `buf`
+ * (`len` bytes): late share, pacing error p50/p99/max, the wall time its thread could not run, and where that
+ * thread runs; what front ends print when a run ends. Sets `*needed` as `zl_stats_json` does; a virtual-time
+ * device keeps no pace (`ZL_EINVAL`).
+ *
+ * # Safety
+ * `buf` points to `len` writable bytes (or is null with `len` 0); `needed` is writable.
+ */
+int32_t zl_pacing_line(uint64_t handle,
+                       char *buf,
+                       size_t len,
+                       size_t *needed);
+
+/**
  * The errno a Linux host would see for any code this library returns: for an NVMe status as the kernel maps
  * it (Too Many Active Zones: EOVERFLOW; Too Many Open Zones: ETOOMANYREFS; any other: EIO), 0 for ZL_OK.
  */
@@ -366,7 +380,9 @@ const char *zl_strerror(int32_t code);
  * `wal_buffer_bytes`, `wal_queue_depth`, `wal_barrier_bytes` (ZWAL needs host=spdk or io_uring_cmd); and a load of zone
  * resets beside the file system through the same scheduler (ZINC's workload-level experiment):
  * `reset_pool=N` fills the last N zones at start and leaves them out of the file system, `reset_load=R`
- * resets R of them a second, one at a time. A device that holds data but no file system is refused
+ * resets R of them a second, one at a time. The spec and the options may place the device thread
+ * (`device-cpu=N`, `device-sched=fifo|normal`, `device-wait=adaptive|poll`, `device-placement=strict|best-effort`,
+ * over the environment's `ZONELAB_DEVICE_*`; docs/realtime.md). A device that holds data but no file system is refused
  * (EUCLEAN); run `zonelab fs mkfs` on it.
  *
  * # Safety

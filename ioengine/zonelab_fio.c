@@ -91,6 +91,17 @@ out:
 	return device;
 }
 
+/* Says how the device kept the model's pace over the run, so that figures from a run whose device thread
+ * could not keep time are seen as such. */
+static void print_pacing(const struct zonelab_device *device)
+{
+	char line[512];
+	size_t needed = 0;
+
+	if (zl_pacing_line(device->handle, line, sizeof(line), &needed) == ZL_OK)
+		log_info("zonelab: %s: %s\n", device->spec, line);
+}
+
 /* Drops a reference; the last one closes the device (completing its commands and flushing it). */
 static void device_detach(struct zonelab_device *device)
 {
@@ -104,6 +115,7 @@ static void device_detach(struct zonelab_device *device)
 				break;
 			}
 		}
+		print_pacing(device);
 		zl_close(device->handle);
 		free(device->spec);
 		free(device);

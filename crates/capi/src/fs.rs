@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_host::{run_reset_load, ResetLoadStats, Scheduled, SchedulerKind, WalDesign};
-use zonelab_runtime::{block_on, CommandQueue, HostThread, Output, Pending, QueuedCommand, RealTime, RealTimeHost};
+use zonelab_runtime::{
+    block_on, CommandQueue, HostThread, Output, Pending, Placement, QueuedCommand, RealTime, RealTimeHost,
+};
 use zonelab_zonedfs::{FsOptions, OpenMode, ReadPlan, ZonedFs, ZonedFsError};
 
 use crate::{copy_c_string, failed, forget_queue_pair, guard, lock, queue_pair, NEXT_HANDLE};
@@ -87,13 +89,15 @@ struct MountOptions {
     reset_load_per_s: f64,
     /// Zones at the end of the device, filled at start, that the reset load resets.
     reset_pool_zones: u32,
+    /// Where the device thread runs: the environment's, then the spec's keys, then the options'.
+    placement: Placement,
 }
 
 /// Splits mount options into the device's and the load's (`scheduler=`, `host=`, `reset_load=`,
-/// `reset_pool=`) and the file system's.
-fn parse_options(options: &str) -> Result<(MountOptions, FsOptions), String> {
+/// `reset_pool=`, the placement keys over `placement`'s) and the file system's.
+fn parse_options(options: &str, placement: Placement) -> Result<(MountOptions, FsOptions), String> {
     let mut mount =
-        MountOptions { scheduler: None, host: HostPath::Kernel, reset_load_per_s: 0.0, reset_pool_zones: 0 };
+        MountOptions { scheduler: None, host: HostPath::Kernel, reset_load_per_s: 0.0, reset_pool_zones: 0, placement };
     let mut fs_options = FsOptions { format_blank: true, ..FsOptions::default() };
     let mut rest = Vec::new();
     for item in options.split(['&', ',']).filter(|item| !item.is_empty()) {
@@ -118,6 +122,7 @@ fn parse_options(options: &str) -> Result<(MountOptions, FsOptions), String> {
                 mount.reset_pool_zones =
                     zones.parse().map_err(|_| format!("reset_pool={zones}: not a number of zones"))?;
             }
+            Some((key, value)) if mount.placement.set(key, value)? => {}
             _ => rest.push(item),
         }
     }
@@ -145,7 +150,9 @@ fn parse_options(options: &str) -> Result<(MountOptions, FsOptions), String> {
 /// `wal_buffer_bytes`, `wal_queue_depth`, `wal_barrier_bytes` (ZWAL needs host=spdk or io_uring_cmd); and a load of zone
 /// resets beside the file system through the same scheduler (ZINC's workload-level experiment):
 /// `reset_pool=N` fills the last N zones at start and leaves them out of the file system, `reset_load=R`
-/// resets R of them a second, one at a time. A device that holds data but no file system is refused
+/// resets R of them a second, one at a time. The spec and the options may place the device thread
+/// (`device-cpu=N`, `device-sched=fifo|normal`, `device-wait=adaptive|poll`, `device-placement=strict|best-effort`,
+/// over the environment's `ZONELAB_DEVICE_*`; docs/realtime.md). A device that holds data but no file system is refused
 /// (EUCLEAN); run `zonelab fs mkfs` on it.
 ///
 /// # Safety
@@ -159,14 +166,16 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
             if handle.is_null() {
                 return Err(failed(libc::EINVAL, "handle is null"));
             }
+            let (spec, placement) = Placement::split_spec(spec).map_err(|message| failed(libc::EINVAL, &message))?;
             let (mount_options, fs_options) =
-                parse_options(options).map_err(|message| failed(libc::EINVAL, &message))?;
-            let builder = DeviceBuilder::new(DeviceSpec::parse(spec))
+                parse_options(options, placement).map_err(|message| failed(libc::EINVAL, &message))?;
+            let builder = DeviceBuilder::new(DeviceSpec::parse(&spec))
                 .host(mount_options.host)
                 .store(StoreChoice::Memory)
                 .full_tail_zones(mount_options.reset_pool_zones);
             let scheduler = mount_options.scheduler.unwrap_or(SchedulerKind::linux_default(mount_options.host));
-            let runtime = RealTime::start(builder).map_err(|error| failed(libc::ENODEV, error.to_string()))?;
+            let runtime = RealTime::start_placed(builder, mount_options.placement)
+                .map_err(|error| failed(libc::ENODEV, error.to_string()))?;
             let device = runtime.host();
             let epoch_s = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -633,22 +642,32 @@ mod tests {
 
     #[test]
     fn the_scheduler_defaults_to_what_linux_gives_the_host_path() {
-        let (kernel, _) = parse_options("").expect("options");
+        let (kernel, _) = parse_options("", Placement::default()).expect("options");
         assert_eq!((kernel.host, kernel.scheduler), (HostPath::Kernel, None));
-        let (passthrough, fs) = parse_options("host=io_uring_cmd&wal=zwal&wal_buffer_bytes=8192").expect("options");
+        let (passthrough, fs) =
+            parse_options("host=io_uring_cmd&wal=zwal&wal_buffer_bytes=8192", Placement::default()).expect("options");
         assert_eq!(passthrough.host, HostPath::IoUringCmd);
         assert!(!passthrough.host.through_block_layer() && HostPath::Kernel.through_block_layer());
         assert_eq!((fs.wal, fs.wal_buffer_bytes), (Some(WalDesign::Zwal), 8192));
     }
 
     #[test]
+    fn the_options_place_the_device_thread_over_the_spec() {
+        let from_spec = Placement { cpu: Some(0), ..Placement::default() };
+        let (mount, _) = parse_options("device-cpu=2&device-wait=poll&host=spdk", from_spec).expect("options");
+        assert_eq!((mount.placement.cpu, mount.placement.wait), (Some(2), zonelab_runtime::Wait::Poll));
+        let error = parse_options("device-sched=rr", Placement::default()).expect_err("refused");
+        assert_eq!(error, "device-sched=rr: not fifo or normal");
+    }
+
+    #[test]
     fn zwal_is_refused_on_a_path_that_cannot_carry_zone_appends() {
         for host in ["kernel", "io_uring"] {
-            let error = parse_options(&format!("host={host}&wal=zwal")).expect_err("refused");
+            let error = parse_options(&format!("host={host}&wal=zwal"), Placement::default()).expect_err("refused");
             assert!(error.contains("zone appends") && error.contains("host=io_uring_cmd"), "{error}");
         }
-        assert!(parse_options("wal=conventional").is_ok());
-        let error = parse_options("wal=fast").expect_err("refused");
+        assert!(parse_options("wal=conventional", Placement::default()).is_ok());
+        let error = parse_options("wal=fast", Placement::default()).expect_err("refused");
         assert!(error.contains("wal=fast: not file, zwal or conventional"), "{error}");
     }
 }

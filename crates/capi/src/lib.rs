@@ -21,7 +21,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
-use zonelab_runtime::{block_on, CommandQueue, IoData, Output, QueuedCommand, RealTime, RealTimeHost, Simulation};
+use zonelab_runtime::{
+    block_on, CommandQueue, IoData, Output, Placement, QueuedCommand, RealTime, RealTimeHost, Simulation,
+};
 use zonelab_zns::{Geometry, MediaStore, NamespaceKind, ReportFilter, Status, ZoneSendAction};
 
 mod fs;
@@ -265,11 +267,15 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
         let Ok(spec) = unsafe { CStr::from_ptr(spec) }.to_str() else {
             return failed(ZL_EINVAL, "the device spec is not UTF-8");
         };
-        let builder = DeviceBuilder::new(DeviceSpec::parse(spec)).host(HostPath::Spdk).store(StoreChoice::Memory);
+        let (spec, placement) = match Placement::split_spec(spec) {
+            Ok(split) => split,
+            Err(error) => return failed(ZL_EINVAL, error),
+        };
+        let builder = DeviceBuilder::new(DeviceSpec::parse(&spec)).host(HostPath::Spdk).store(StoreChoice::Memory);
         let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
         match mode {
             ZL_MODE_REALTIME => {
-                let runtime = match RealTime::start(builder) {
+                let runtime = match RealTime::start_placed(builder, placement) {
                     Ok(runtime) => runtime,
                     Err(error) => return failed(ZL_EOPEN, error),
                 };
@@ -782,6 +788,35 @@ pub unsafe extern "C" fn zl_stats_json(handle: u64, buf: *mut c_char, len: usize
         let Ok(text) = serde_json::to_string(&stats) else { return ZL_EINTERNAL };
         // SAFETY: as the caller promises for `buf`, `len` and `needed`.
         match unsafe { copy_c_string(&text, buf, len, needed) } {
+            true => ZL_OK,
+            false => ZL_EINVAL,
+        }
+    })
+}
+
+/// Writes how a real-time device has kept the model's pace so far as one NUL-terminated line of text into `buf`
+/// (`len` bytes): late share, pacing error p50/p99/max, the wall time its thread could not run, and where that
+/// thread runs; what front ends print when a run ends. Sets `*needed` as `zl_stats_json` does; a virtual-time
+/// device keeps no pace (`ZL_EINVAL`).
+///
+/// # Safety
+/// `buf` points to `len` writable bytes (or is null with `len` 0); `needed` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn zl_pacing_line(handle: u64, buf: *mut c_char, len: usize, needed: *mut usize) -> i32 {
+    guard(|| {
+        if needed.is_null() || (buf.is_null() && len != 0) {
+            return ZL_EINVAL;
+        }
+        let Some(device) = real(handle) else {
+            let virtual_time = VIRTUAL.with(|devices| devices.borrow().contains_key(&handle));
+            return match virtual_time {
+                true => failed(ZL_EINVAL, "a virtual-time device keeps no pace with the wall clock"),
+                false => ZL_EHANDLE,
+            };
+        };
+        let Some(pacing) = device.host.pacing() else { return ZL_EINTERNAL };
+        // SAFETY: as the caller promises for `buf`, `len` and `needed`.
+        match unsafe { copy_c_string(&pacing.line(), buf, len, needed) } {
             true => ZL_OK,
             false => ZL_EINVAL,
         }

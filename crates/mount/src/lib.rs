@@ -23,8 +23,8 @@ mod options;
 use std::path::Path;
 
 pub use options::{ErrorsPolicy, MountOptions, OptionError};
-use zonelab_device::{BuildError, DeviceBuilder};
-use zonelab_runtime::{block_on, RealTime, Stopped};
+use zonelab_device::DeviceBuilder;
+use zonelab_runtime::{block_on, Placement, RealTime, StartError, Stopped};
 use zonelab_zns::Status;
 
 /// Why a mount failed.
@@ -32,7 +32,7 @@ use zonelab_zns::Status;
 #[non_exhaustive]
 pub enum MountError {
     #[error(transparent)]
-    Device(#[from] BuildError),
+    Device(#[from] StartError),
     #[error("the zone report at mount failed: {0}")]
     Report(Status),
     #[error("cannot mount on {mountpoint}: {source}")]
@@ -75,16 +75,18 @@ impl Unmounter {
 }
 
 impl Mounted {
-    /// Opens the device on a real-time device thread, reads every zone's write pointer (a file's size, as
-    /// zonefs does at mount) and mounts the file system on `mountpoint`. Serve requests with `run`.
+    /// Opens the device on a real-time device thread placed as `placement` says, reads every zone's write
+    /// pointer (a file's size, as zonefs does at mount) and mounts the file system on `mountpoint`. Serve
+    /// requests with `run`.
     pub fn mount(
         builder: DeviceBuilder,
+        placement: Placement,
         device_name: &str,
         mountpoint: &Path,
         options: MountOptions,
     ) -> Result<Mounted, MountError> {
         check_mountpoint(mountpoint, options.nonempty)?;
-        let device = RealTime::start(builder)?;
+        let device = RealTime::start_placed(builder, placement)?;
         let host = device.host();
         let files = block_on(zonelab_host::read_files(&host)).map_err(MountError::Report)?;
         let conventional = host.stats().and_then(|stats| host.on_namespace(stats.conventional?.nsid));

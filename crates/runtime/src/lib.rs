@@ -13,6 +13,7 @@
 
 mod api;
 mod host_thread;
+pub mod placement;
 mod realtime;
 mod sim;
 pub mod sync;
@@ -20,6 +21,9 @@ mod timers;
 
 pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand};
 pub use host_thread::HostThread;
-pub use realtime::{block_on, Pacing, PacingSummary, Pending, RealTime, RealTimeHost, Stopped, LATE_SHARE_WARNING};
+pub use placement::{Placement, Wait};
+pub use realtime::{
+    block_on, Pacing, PacingSummary, Pending, RealTime, RealTimeHost, StartError, Stopped, LATE_SHARE_WARNING,
+};
 pub use sim::{Host, Simulation};
 pub use zonelab_device::rng;

@@ -27,6 +27,7 @@ use zonelab_device::{
 use zonelab_zns::{Command, Geometry, MediaStore, Status};
 
 use crate::api::{CommandQueue, Output, QueuedCommand};
+use crate::placement::{Placement, Wait};
 use crate::timers::Timers;
 
 /// Below this much time to go, the device thread spins instead of sleeping: a sleep overshoots by tens of
@@ -39,6 +40,19 @@ const LATE_AFTER_NS: u64 = 15_000;
 /// Until this close to a completion's time the device thread yields its core while it waits (a host thread may
 /// need it), then spins.
 const YIELD_ABOVE_NS: u64 = 5_000;
+
+/// A gap this much longer than the device thread meant to wait, between two looks at its clock while it waits,
+/// is time it could not run (another thread had its core): a stall. Above the spin's slack, below the 15 us after
+/// which a completion counts as late.
+const STALL_AFTER_NS: u64 = 10_000;
+
+/// A park may overshoot its timeout by the kernel's timer slack (50 us for a normal thread) and a wake-up; only
+/// an overshoot beyond this is a stall. The device thread wakes this early before a completion for the same
+/// reason (`SPIN_BELOW_NS`).
+const PARK_SLACK_NS: u64 = SPIN_BELOW_NS;
+
+/// How long an idle device thread parks before it looks at the clock again without a doorbell.
+const IDLE_PARK_NS: u64 = 10_000_000;
 
 /// How long the device thread keeps looking for submissions after its last work before it parks.
 const IDLE_SPIN_NS: u64 = 100_000;
@@ -113,6 +127,14 @@ pub struct Pacing {
     pub late: u64,
     /// Delivered minus modelled completion time, in nanoseconds, per completion (for percentiles).
     pub errors_ns: Vec<u64>,
+    /// Wall time the device thread wanted to run and could not, measured from gaps in its own clock readings
+    /// while it waited (`STALL_AFTER_NS`), and how many such gaps there were.
+    pub stalled_ns: u64,
+    pub stalls: u64,
+    /// Wall time the device thread ran, from its start to the last summary.
+    pub wall_ns: u64,
+    /// Where and how the device thread ran (`Placement`), as it says.
+    pub placement: String,
 }
 
 /// A share of late completions above which a run's figures are slower than the model's: every real-time front
@@ -131,6 +153,11 @@ pub struct PacingSummary {
     pub error_p99_ns: u64,
     pub error_p999_ns: u64,
     pub error_max_ns: u64,
+    /// Wall time the device thread could not run when it wanted to, and its share of the run's wall time.
+    pub stalled_ns: u64,
+    pub stalled_share: f64,
+    pub stalls: u64,
+    pub placement: String,
 }
 
 impl Pacing {
@@ -147,21 +174,45 @@ impl Pacing {
             error_p99_ns: at(0.99).unwrap_or(0),
             error_p999_ns: at(0.999).unwrap_or(0),
             error_max_ns: errors.last().copied().unwrap_or(0),
+            stalled_ns: self.stalled_ns,
+            stalled_share: self.stalled_ns as f64 / self.wall_ns.max(1) as f64,
+            stalls: self.stalls,
+            placement: self.placement.clone(),
         }
     }
 }
 
 impl PacingSummary {
+    /// The figures on one line, for the front ends that print them.
+    pub fn line(&self) -> String {
+        format!(
+            "late {:.2} % of {} completions, pacing error p50 {:.1} us, p99 {:.1} us, max {:.1} us; device thread \
+             stalled {:.1} ms ({:.2} % of the run) in {} gaps; {}",
+            self.late_share * 100.0,
+            self.completions,
+            self.error_p50_ns as f64 / 1000.0,
+            self.error_p99_ns as f64 / 1000.0,
+            self.error_max_ns as f64 / 1000.0,
+            self.stalled_ns as f64 / 1e6,
+            self.stalled_share * 100.0,
+            self.stalls,
+            self.placement
+        )
+    }
+
     /// A warning for interactive use when the device ran late too often for the figures to be the model's.
     pub fn warning(&self) -> Option<String> {
         (self.late_share > LATE_SHARE_WARNING).then(|| {
             format!(
-                "the emulated device ran late for {:.1} % of {} completions (pacing error p99 {:.1} us, max {:.1} us): \
-                 figures are slower than the model; give the device thread a core of its own",
+                "the emulated device ran late for {:.1} % of {} completions (pacing error p99 {:.1} us, max {:.1} us; \
+                 its thread could not run for {:.1} ms, {}): figures are slower than the model; give the device \
+                 thread a core of its own (device-cpu=N)",
                 self.late_share * 100.0,
                 self.completions,
                 self.error_p99_ns as f64 / 1000.0,
-                self.error_max_ns as f64 / 1000.0
+                self.error_max_ns as f64 / 1000.0,
+                self.stalled_ns as f64 / 1e6,
+                self.placement
             )
         })
     }
@@ -259,76 +310,50 @@ pub struct RealTime {
     thread: Option<JoinHandle<Option<Stopped>>>,
 }
 
-/// Where the device thread runs, from the environment, so that every real-time front end (the mount, the C
-/// library and what loads it: fio's engine, the RocksDB plugin) takes it alike: `ZONELAB_DEVICE_CPU=N` pins it to
-/// CPU N (`sched_setaffinity`), `ZONELAB_DEVICE_SCHED=fifo` gives it the real-time class at the lowest priority
-/// (`SCHED_FIFO` 1), which needs CAP_SYS_NICE; without them the thread runs where the kernel puts it. Returns
-/// what it did, or why it could not (the thread then runs unplaced), for the front end to say; None when nothing
-/// was asked.
-fn place_device_thread() -> Option<String> {
-    place_this_thread(std::env::var("ZONELAB_DEVICE_CPU").ok(), std::env::var("ZONELAB_DEVICE_SCHED").ok())
-}
-
-/// Pins the calling thread to CPU `cpu` and puts it in scheduling class `sched`, as `place_device_thread` says.
-fn place_this_thread(cpu: Option<String>, sched: Option<String>) -> Option<String> {
-    if cpu.is_none() && sched.is_none() {
-        return None;
-    }
-    let mut said = Vec::new();
-    if let Some(cpu) = cpu {
-        said.push(match cpu.trim().parse::<usize>() {
-            Ok(n) if n < libc::CPU_SETSIZE as usize => {
-                // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within it (n < CPU_SETSIZE), and
-                // sched_setaffinity reads it for this thread (pid 0).
-                let done = unsafe {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(n, &mut set);
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-                };
-                match done {
-                    0 => format!("device thread pinned to CPU {n}"),
-                    _ => format!("ZONELAB_DEVICE_CPU={n}: {} (not pinned)", std::io::Error::last_os_error()),
-                }
-            }
-            _ => format!("ZONELAB_DEVICE_CPU={cpu:?} is not a CPU number (not pinned)"),
-        });
-    }
-    if let Some(sched) = sched {
-        said.push(match sched.trim() {
-            "fifo" => {
-                let param = libc::sched_param { sched_priority: 1 };
-                // SAFETY: sets this thread's (pid 0) policy from a valid sched_param.
-                match unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } {
-                    0 => "device thread in SCHED_FIFO at priority 1".to_string(),
-                    _ => format!(
-                        "ZONELAB_DEVICE_SCHED=fifo: {} (it needs CAP_SYS_NICE; the thread stays in the normal class)",
-                        std::io::Error::last_os_error()
-                    ),
-                }
-            }
-            "normal" => "device thread in the normal class".to_string(),
-            other => format!("ZONELAB_DEVICE_SCHED={other:?} is not fifo or normal (left in the normal class)"),
-        });
-    }
-    Some(said.join("; "))
+/// Why a real-time device did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error("the device thread could not be placed: {0}")]
+    Placement(String),
 }
 
 impl RealTime {
-    /// Opens the device `builder` describes, starts its clock and its device thread.
-    pub fn start(builder: DeviceBuilder) -> Result<RealTime, BuildError> {
+    /// Opens the device `builder` describes, starts its clock and its device thread, placed as the environment
+    /// says (`Placement::from_env`).
+    pub fn start(builder: DeviceBuilder) -> Result<RealTime, StartError> {
+        RealTime::start_placed(builder, Placement::from_env().map_err(StartError::Placement)?)
+    }
+
+    /// Opens the device `builder` describes and starts its device thread where `placement` says.
+    pub fn start_placed(builder: DeviceBuilder, placement: Placement) -> Result<RealTime, StartError> {
         let built = builder.build()?;
         let geometry = built.device.geometry();
         let (shared_tx, shared_rx) = std::sync::mpsc::channel::<Arc<Shared>>();
+        let (placed_tx, placed_rx) = std::sync::mpsc::channel::<Result<String, String>>();
+        let wait = placement.wait;
         let thread = std::thread::Builder::new()
             .name("zonelab-device".into())
             .spawn(move || {
-                if let Some(placed) = place_device_thread() {
-                    eprintln!("zonelab: {placed}");
+                let placed = placement.apply();
+                let placed_ok = placed.is_ok();
+                let _ = placed_tx.send(placed);
+                if !placed_ok {
+                    return None;
                 }
                 let shared = shared_rx.recv().ok()?;
-                Some(device_loop(&shared))
+                Some(device_loop(&shared, wait))
             })
             .expect("spawn the device thread");
+        let placed = placed_rx.recv().unwrap_or_else(|_| Err("the device thread ended before it ran".into()));
+        let placed = match placed {
+            Ok(said) => said,
+            Err(error) => {
+                let _ = thread.join();
+                return Err(StartError::Placement(error));
+            }
+        };
         let engine = Engine {
             device: built.device,
             host: built.host,
@@ -336,7 +361,7 @@ impl RealTime {
             cells: Vec::new(),
             next_tag: 0,
             moved: HashMap::new(),
-            pacing: Pacing::default(),
+            pacing: Pacing { placement: placed, ..Pacing::default() },
         };
         let shared = Arc::new(Shared {
             epoch: Instant::now(),
@@ -395,8 +420,9 @@ struct Due {
 
 /// The device thread: take submissions, execute them at the instant they are seen, deliver completions at
 /// their modelled times. Each round holds the engine's lock; the waits between rounds do not.
-fn device_loop(shared: &Shared) -> Stopped {
+fn device_loop(shared: &Shared, wait: Wait) -> Stopped {
     let mut batch = Vec::new();
+    let mut stalled = Stalls::default();
     let mut to_wake = Vec::new();
     let mut last_busy_ns = 0;
     // Looking again without yielding is only for a machine where the host has a core of its own meanwhile.
@@ -405,6 +431,8 @@ fn device_loop(shared: &Shared) -> Stopped {
         let mut engine = lock(&shared.engine);
         let Engine { device, host, due, cells, next_tag, moved, pacing } = &mut *engine;
         let host = *host;
+        pacing.stalled_ns += std::mem::take(&mut stalled.ns);
+        pacing.stalls += std::mem::take(&mut stalled.count);
         // Take what every queue pair holds; each pair's lock is held only to drain its queue.
         for pair in lock(&shared.pairs).iter() {
             batch.extend(lock(&pair.submissions).drain(..));
@@ -433,6 +461,7 @@ fn device_loop(shared: &Shared) -> Stopped {
                     let _ = reply.send(device.stats());
                 }
                 Request::Pacing(reply) => {
+                    pacing.wall_ns = now;
                     let _ = reply.send(pacing.summary());
                 }
                 Request::Sleep(until_ns, cell) => {
@@ -469,6 +498,7 @@ fn device_loop(shared: &Shared) -> Stopped {
         let next_due_ns = due.next_ns();
         if next_due_ns.is_none() && shared.stop.load(Ordering::SeqCst) && !shared.submissions_waiting() {
             let flushed = device.submit(shared.now_ns(), Command::Flush).result.map(|_| ());
+            pacing.wall_ns = shared.now_ns();
             let pacing = std::mem::take(pacing);
             let counters = device.counters().clone();
             drop(engine);
@@ -478,35 +508,69 @@ fn device_loop(shared: &Shared) -> Stopped {
         shared.next_due_ns.store(next_due_ns.unwrap_or(u64::MAX), Ordering::SeqCst);
         drop(engine);
         wake_each(&mut to_wake);
-        wait_for_work(shared, last_busy_ns, hot_idle_ns);
+        wait_for_work(shared, last_busy_ns, hot_idle_ns, wait, &mut stalled);
+    }
+}
+
+/// Time the device thread could not run while it waited, not yet added to its pacing.
+#[derive(Default)]
+struct Stalls {
+    ns: u64,
+    count: u64,
+}
+
+impl Stalls {
+    /// Notes a look at the clock at `now` after one meant to wait `meant_ns` (up to `slack_ns` more is normal)
+    /// from the look at `before`.
+    fn note(&mut self, before: u64, now: u64, meant_ns: u64, slack_ns: u64) {
+        let over = now.saturating_sub(before).saturating_sub(meant_ns);
+        if over > slack_ns + STALL_AFTER_NS {
+            self.ns += over;
+            self.count += 1;
+        }
     }
 }
 
 /// Waits, without the engine's lock, until a submission comes, a completion is due or the runtime stops. A
 /// submission, and a completion set earlier than the one waited for, ring the doorbell: a park after an unpark
 /// returns at once.
-fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64) {
+///
+/// Each look at the clock is checked against the last (`Stalls`): a thread that spins or yields looks again
+/// within microseconds unless it lost its core.
+fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64, wait: Wait, stalled: &mut Stalls) {
+    // The last look at the clock, how long the wait after it was meant to take, and the slack it may overrun.
+    let mut last: Option<(u64, u64, u64)> = None;
     loop {
         if shared.submissions_waiting() {
             return;
         }
         let now = shared.now_ns();
+        if let Some((before, meant_ns, slack_ns)) = last {
+            stalled.note(before, now, meant_ns, slack_ns);
+        }
+        last = Some((now, 0, 0));
         // Commands hosts execute themselves keep it looking as its own work does: the next may come through a
         // queue (a sleep, a pair with earlier work), and waking a parked device thread costs tens of us.
         let last_host_ns = last_busy_ns.max(shared.last_executed_here_ns.load(Ordering::Relaxed));
         match shared.next_due_ns.load(Ordering::SeqCst) {
             u64::MAX if shared.stop.load(Ordering::SeqCst) => return,
+            at_ns if at_ns <= now => return,
+            _ if wait == Wait::Poll => std::hint::spin_loop(),
             // A host that just had a completion often submits its next command within microseconds: looking
             // again for a while costs less than the wake-up of a parked thread on an idle core.
             // Yielding, not spinning, so that a host thread that needs this core (to take the completion and
             // submit again) gets it.
             u64::MAX if now.saturating_sub(last_host_ns) < hot_idle_ns => std::hint::spin_loop(),
             u64::MAX if now.saturating_sub(last_host_ns) < IDLE_SPIN_NS => std::thread::yield_now(),
-            u64::MAX => std::thread::park_timeout(Duration::from_millis(10)),
-            at_ns if at_ns <= now => return,
+            u64::MAX => {
+                // Parked until a doorbell: any wait is meant, until the timeout.
+                last = Some((now, IDLE_PARK_NS, PARK_SLACK_NS));
+                std::thread::park_timeout(Duration::from_nanos(IDLE_PARK_NS));
+            }
             at_ns => {
                 let wait = at_ns - now;
                 if wait > SPIN_BELOW_NS {
+                    last = Some((now, wait - SPIN_BELOW_NS, PARK_SLACK_NS));
                     std::thread::park_timeout(Duration::from_nanos(wait - SPIN_BELOW_NS));
                 } else if wait > YIELD_ABOVE_NS {
                     std::thread::yield_now();
@@ -709,33 +773,15 @@ mod pacing_tests {
 
     #[test]
     fn the_summary_gives_the_late_share_and_the_error_percentiles_and_warns_past_the_bound() {
-        let pacing = Pacing { completions: 100, late: 5, errors_ns: (0..100).map(|i| i * 1000).collect() };
+        let pacing =
+            Pacing { completions: 100, late: 5, errors_ns: (0..100).map(|i| i * 1000).collect(), ..Pacing::default() };
         let summary = pacing.summary();
         assert_eq!((summary.late_share, summary.error_p50_ns, summary.error_max_ns), (0.05, 50_000, 99_000));
         assert_eq!((summary.error_p99_ns, summary.error_p999_ns), (98_000, 99_000), "the errors at ranks 98 and 99");
         let warning = summary.warning().expect("5 % late is past the bound");
         assert!(warning.contains("5.0 % of 100 completions"), "{warning}");
-        let on_time = Pacing { completions: 1000, late: 1, errors_ns: vec![100; 1000] }.summary();
+        let on_time = Pacing { completions: 1000, late: 1, errors_ns: vec![100; 1000], ..Pacing::default() }.summary();
         assert_eq!(on_time.warning(), None, "0.1 % late is within the bound");
         assert_eq!(Pacing::default().summary().late_share, 0.0, "no completions, nothing late");
-    }
-}
-
-#[cfg(test)]
-mod placement_tests {
-    use super::place_this_thread;
-
-    #[test]
-    fn the_device_thread_is_pinned_or_says_why_not() {
-        let said = |cpu: Option<&str>, sched: Option<&str>| {
-            let (cpu, sched) = (cpu.map(str::to_string), sched.map(str::to_string));
-            std::thread::spawn(move || place_this_thread(cpu, sched)).join().expect("the thread ran")
-        };
-        assert_eq!(said(None, None), None, "nothing asked, nothing said");
-        assert_eq!(said(Some("0"), None).as_deref(), Some("device thread pinned to CPU 0"));
-        let bad = said(Some("many"), Some("rr")).expect("says why");
-        assert!(bad.contains("\"many\" is not a CPU number") && bad.contains("\"rr\" is not fifo"), "{bad}");
-        let fifo = said(None, Some("fifo")).expect("says what it did");
-        assert!(fifo.contains("SCHED_FIFO") || fifo.contains("CAP_SYS_NICE"), "{fifo}");
     }
 }

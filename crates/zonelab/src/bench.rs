@@ -53,10 +53,13 @@ pub enum BenchCommand {
     /// and the share of late completions, for 4 KiB reads and writes at QD 1 and 32 from one and two threads;
     /// then the highest command rate held on the instant preset with p99 pacing error under 10 us.
     Realtime {
+        /// The preset, with overrides and the device thread's placement keys (device-cpu=N, device-sched=,
+        /// device-wait=adaptive|poll, device-placement=).
         #[arg(long, default_value = "zn540")]
         preset: String,
         /// Busy threads of its own beside the device thread while it measures: the pacing a loaded machine
-        /// gives (with ZONELAB_DEVICE_CPU and ZONELAB_DEVICE_SCHED, what placement wins back).
+        /// gives (with the preset's placement keys, `--preset zn540,device-cpu=1`, or ZONELAB_DEVICE_CPU and
+        /// ZONELAB_DEVICE_SCHED, what placement wins back).
         #[arg(long, default_value_t = 0)]
         load: u32,
         #[arg(long)]

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::json;
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath};
 use zonelab_runtime::sync::join_all;
-use zonelab_runtime::{block_on, CommandQueue, HostExt, IoData, Pacing, RealTime, RealTimeHost};
+use zonelab_runtime::{block_on, CommandQueue, HostExt, IoData, Pacing, Placement, RealTime, RealTimeHost};
 
 use crate::{stdout_error, CliError};
 
@@ -29,20 +29,31 @@ struct Measured {
 /// Runs `threads` threads, each with `qd` tasks of `COMMANDS_PER_THREAD / qd` commands on a zone of its own:
 /// zone appends for writes (any order is fine at any depth), random reads of what the thread wrote first.
 fn measure(spec: &str, op: Op, qd: u64, threads: u32) -> Result<Measured, CliError> {
-    let builder = DeviceBuilder::new(DeviceSpec::parse(spec)).host(HostPath::Spdk);
-    let realtime = RealTime::start(builder).map_err(|error| CliError::Config(error.to_string()))?;
+    let (spec, placement) = Placement::split_spec(spec).map_err(CliError::Usage)?;
+    let builder = DeviceBuilder::new(DeviceSpec::parse(&spec)).host(HostPath::Spdk);
+    let realtime = RealTime::start_placed(builder, placement).map_err(|error| CliError::Config(error.to_string()))?;
     let hosts: Vec<RealTimeHost> = (0..threads).map(|_| realtime.host()).collect();
     let geometry = hosts[0].geometry();
     if op == Op::Read {
-        // Something to read: each thread's zone gets its reads' worth of data first, outside the measurement.
-        std::thread::scope(|scope| {
-            for (zone, host) in (0u32..).zip(&hosts) {
-                scope.spawn(move || {
-                    let zslba = geometry.zone_start_lba(zone);
-                    block_on(host.append(zslba, IoData::Zeros(1 << 20))).map(|_| ())
-                });
-            }
+        // Something to read: each thread's zone gets its reads' worth of data first (1 MiB in appends of 128 KiB,
+        // within every preset's append limit), outside the measurement.
+        let filled = std::thread::scope(|scope| {
+            let fills: Vec<_> = (0u32..)
+                .zip(&hosts)
+                .map(|(zone, host)| {
+                    scope.spawn(move || {
+                        let zslba = geometry.zone_start_lba(zone);
+                        (0..8)
+                            .try_for_each(|_| block_on(host.append(zslba, IoData::Zeros(128 << 10))).map(|_| ()))
+                            .map_err(|status| status.to_string())
+                    })
+                })
+                .collect();
+            fills
+                .into_iter()
+                .try_for_each(|fill| fill.join().unwrap_or_else(|_| Err("a filling thread panicked".into())))
         });
+        filled.map_err(|why| CliError::Failed(format!("{spec}: filling the zones to read failed: {why}")))?;
     }
     let started = Instant::now();
     let completed: u64 = std::thread::scope(|scope| {
@@ -56,7 +67,7 @@ fn measure(spec: &str, op: Op, qd: u64, threads: u32) -> Result<Measured, CliErr
     let stopped = realtime.stop();
     let mut pacing = stopped.pacing;
     // Leave out the preconditioning's completions: only those of the measured window count.
-    let skip = if op == Op::Read { threads as usize } else { 0 };
+    let skip = if op == Op::Read { 8 * threads as usize } else { 0 };
     pacing.errors_ns.drain(..skip.min(pacing.errors_ns.len()));
     let name = if op == Op::Read { "read" } else { "write" };
     Ok(Measured {
@@ -105,10 +116,14 @@ fn summary(measured: &Measured) -> serde_json::Value {
             "p99.9": pacing.error_p999_ns,
             "max": pacing.error_max_ns,
         },
+        "stalled_ns": pacing.stalled_ns,
+        "stalled_share": pacing.stalled_share,
+        "placement": pacing.placement,
     })
 }
 
 pub fn realtime(preset: &str, load: u32, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+    // The preset may carry the device thread's placement keys (`zn540,device-cpu=1`).
     let spec = format!("preset:{preset},zones=8");
     let mut results = serde_json::Map::new();
     let _load = BusyThreads::start(load);
@@ -133,11 +148,14 @@ pub fn realtime(preset: &str, load: u32, json: bool, out: &mut impl Write) -> Re
         let measured = measure(&spec, op, qd, threads)?;
         let value = summary(&measured);
         if !json {
+            if results.is_empty() {
+                writeln!(out, "  device thread: {}", measured.pacing.placement).map_err(stdout_error)?;
+            }
             let errors = &value["pacing_error_ns"];
             writeln!(
                 out,
                 "  {:<22} {:>8.0} commands/s  pacing error p50 {:>6.1} us  p99 {:>6.1} us  p99.9 {:>7.1} us  \
-                 max {:>8.1} us  late {:>5.1} %",
+                 max {:>8.1} us  late {:>5.1} %  stalled {:>6.1} ms",
                 measured.label,
                 measured.commands_per_s,
                 errors["p50"].as_u64().unwrap_or(0) as f64 / 1e3,
@@ -145,6 +163,7 @@ pub fn realtime(preset: &str, load: u32, json: bool, out: &mut impl Write) -> Re
                 errors["p99.9"].as_u64().unwrap_or(0) as f64 / 1e3,
                 errors["max"].as_u64().unwrap_or(0) as f64 / 1e3,
                 value["late_share"].as_f64().unwrap_or(0.0) * 100.0,
+                value["stalled_ns"].as_u64().unwrap_or(0) as f64 / 1e6,
             )
             .map_err(stdout_error)?;
         }

@@ -5,35 +5,52 @@ use std::path::PathBuf;
 
 use zonelab_device::{BuildError, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_mount::{MountError, MountOptions, Mounted};
+use zonelab_runtime::{Placement, StartError};
 use zonelab_zns::ByteSize;
 
 use crate::CliError;
 
 #[derive(Debug, clap::Args)]
 pub struct MountArgs {
-    /// A device image, or preset:NAME[,key=value...] (kept in memory: gone at unmount).
+    /// A device image, or preset:NAME[,key=value...] (kept in memory: gone at unmount); either may carry the
+    /// device thread's placement (device-cpu=, device-sched=, device-wait=, device-placement=).
     device: String,
     /// An existing empty directory (or, with `-o nonempty`, any directory).
     mountpoint: PathBuf,
     /// zonefs's mount options: errors=remount-ro|zone-ro|zone-offline|repair, explicit-open, uid=, gid=,
-    /// perm=, ro; and poll (the request loop polls instead of sleeping: lower latency, a busy core) and
-    /// nonempty (mount over a directory that holds files).
+    /// perm=, ro; and poll (the request loop polls instead of sleeping: lower latency, a busy core),
+    /// nonempty (mount over a directory that holds files) and the device thread's placement (device-cpu=N,
+    /// device-sched=fifo|normal, device-wait=adaptive|poll, device-placement=strict|best-effort).
     #[arg(short = 'o', default_value = "")]
     options: String,
 }
 
 pub fn run(args: &MountArgs) -> Result<(), CliError> {
-    let options: MountOptions =
-        args.options.parse().map_err(|error: zonelab_mount::OptionError| CliError::Usage(error.to_string()))?;
+    let (spec, mut placement) = Placement::split_spec(&args.device).map_err(CliError::Usage)?;
+    let mut zonefs_options = Vec::new();
+    for option in args.options.split(',').filter(|option| !option.is_empty()) {
+        let taken = match option.split_once('=') {
+            Some((key, value)) => placement.set(key, value).map_err(CliError::Usage)?,
+            None => false,
+        };
+        if !taken {
+            zonefs_options.push(option);
+        }
+    }
+    let options: MountOptions = zonefs_options
+        .join(",")
+        .parse()
+        .map_err(|error: zonelab_mount::OptionError| CliError::Usage(error.to_string()))?;
     // Signals are taken by one thread, with sigwait; every thread started from here on inherits the mask.
     let signals = termination_signals();
     // The mount pays the FUSE and kernel cost for real, so the device model adds no host path of its own.
-    let builder = DeviceBuilder::new(DeviceSpec::parse(&args.device)).host(HostPath::Spdk).store(StoreChoice::Memory);
+    let builder = DeviceBuilder::new(DeviceSpec::parse(&spec)).host(HostPath::Spdk).store(StoreChoice::Memory);
     let mut mounted =
-        Mounted::mount(builder, &args.device, &args.mountpoint, options).map_err(|error| match error {
-            MountError::Device(BuildError::Config { .. } | BuildError::Namespace { .. }) => {
+        Mounted::mount(builder, placement, &spec, &args.mountpoint, options).map_err(|error| match error {
+            MountError::Device(StartError::Build(BuildError::Config { .. } | BuildError::Namespace { .. })) => {
                 CliError::Config(error.to_string())
             }
+            MountError::Device(StartError::Placement(_)) => CliError::Usage(error.to_string()),
             MountError::Mountpoint { .. } => CliError::Usage(error.to_string()),
             other => CliError::Failed(other.to_string()),
         })?;
@@ -49,25 +66,11 @@ pub fn run(args: &MountArgs) -> Result<(), CliError> {
         })
         .map_err(|error| CliError::Io(PathBuf::from("<signal thread>"), error))?;
     let cnv = mounted.conventional_bytes().map_or(String::new(), |bytes| format!(", cnv/0 of {}", ByteSize(bytes)));
-    eprintln!(
-        "zonelab mount: {} on {}: {} files in seq/{cnv}",
-        args.device,
-        args.mountpoint.display(),
-        mounted.files()
-    );
+    eprintln!("zonelab mount: {} on {}: {} files in seq/{cnv}", spec, args.mountpoint.display(), mounted.files());
     let stopped = mounted.run().map_err(|error| CliError::Io(args.mountpoint.clone(), error))?;
     stopped.flushed?;
     let pacing = stopped.pacing.summary();
-    eprintln!(
-        "zonelab mount: unmounted {} after {} commands; device flushed; late {:.2} % of completions, pacing error \
-         p50 {:.1} us, p99 {:.1} us, max {:.1} us",
-        args.mountpoint.display(),
-        pacing.completions,
-        pacing.late_share * 100.0,
-        pacing.error_p50_ns as f64 / 1000.0,
-        pacing.error_p99_ns as f64 / 1000.0,
-        pacing.error_max_ns as f64 / 1000.0
-    );
+    eprintln!("zonelab mount: unmounted {}; device flushed; {}", args.mountpoint.display(), pacing.line());
     if let Some(warning) = pacing.warning() {
         eprintln!("zonelab mount: {warning}");
     }

@@ -81,6 +81,39 @@ fn real_fio_writes_and_verifies_through_the_engine() {
     assert_eq!(job["error"], 0);
     assert_eq!(job["write"]["io_bytes"], 32 << 20, "every byte written");
     assert_eq!(job["read"]["io_bytes"], 32 << 20, "and read back by fio's verification, which found it intact");
+    // The engine says how the device kept the model's pace, and where its thread ran.
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    let pacing = said.lines().find(|line| line.starts_with("zonelab: preset:zn540,zones=8: late "));
+    let pacing = pacing.unwrap_or_else(|| panic!("no pacing line from the engine:\n{said}"));
+    assert!(pacing.contains("pacing error p50") && pacing.contains("unpinned, normal class"), "{pacing}");
+}
+
+/// The device thread's placement keys ride in fio's filename; one the system refuses fails the open, naming
+/// it, unless best effort was asked for.
+#[test]
+fn real_fio_places_the_device_thread_as_the_filename_says() {
+    if !have_fio() {
+        return;
+    }
+    let job = |device: &str| {
+        fio(&[
+            "--name=placed",
+            &format!("--filename={device}"),
+            "--zonemode=zbd",
+            "--direct=1",
+            "--rw=write",
+            "--bs=64k",
+            "--size=1z",
+            "--io_size=4m",
+        ])
+    };
+    let refused = job("preset\\:zn540,zones=8,device-cpu=1023");
+    assert!(!refused.status.success(), "CPU 1023 does not exist here");
+    assert!(stderr(&refused).contains("device-cpu=1023"), "{}", stderr(&refused));
+    let placed = job("preset\\:zn540,zones=8,device-cpu=1023,device-placement=best-effort,device-wait=poll");
+    assert!(placed.status.success(), "best effort runs on: {}", stderr(&placed));
+    let said = format!("{}{}", String::from_utf8_lossy(&placed.stdout), stderr(&placed));
+    assert!(said.contains("busy-polling, not placed as asked: device-cpu=1023"), "{said}");
 }
 
 /// The ZN540's conventional namespace (`ns=1`) is a plain block device to fio: random writes verified in

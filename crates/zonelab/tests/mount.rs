@@ -172,7 +172,8 @@ fn real_fio_writes_verifies_and_reads_files_and_zonelab_read_sees_the_same_bytes
     let through_mount = std::fs::read(mount.file(1)).expect("read seq/1");
     let stderr = mount.unmount();
     assert!(stderr.contains("device flushed"), "{stderr}");
-    assert!(stderr.contains("of completions, pacing error p50"), "the mount says how it kept pace: {stderr}");
+    assert!(stderr.contains("completions, pacing error p50"), "the mount says how it kept pace: {stderr}");
+    assert!(stderr.contains("device thread stalled"), "and the time its device thread lost: {stderr}");
     let out = dir.path().join("zone1");
     ok(&[
         "read",
@@ -193,8 +194,8 @@ fn a_polling_mount_serves_real_fio_and_unmounts_cleanly() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let mount =
-        Mount::start("preset:instant,namespace.zones=4,namespace.zone-size=\"1MiB\"", &dir.path().join("mnt"), "poll");
+    let device = "preset:instant,namespace.zones=4,namespace.zone-size=\"1MiB\"";
+    let mount = Mount::start(device, &dir.path().join("mnt"), "poll,device-wait=poll");
     // The request loop reads the FUSE device without blocking: fdinfo's flags carry O_NONBLOCK (octal 04000).
     let pid = mount.child.as_ref().expect("running").id();
     let fuse_flags: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -221,7 +222,8 @@ fn a_polling_mount_serves_real_fio_and_unmounts_cleanly() {
     assert_eq!(written["jobs"][0]["read"]["io_bytes"], 1 << 20, "the verify pass read everything back");
     let random = fio(&fio_on(&mount.file(0), &["--ioengine=libaio", "--iodepth=8", "--rw=randread", "--bs=4k"]));
     assert_eq!(random["jobs"][0]["read"]["io_bytes"], 1 << 20);
-    mount.unmount();
+    let stderr = mount.unmount();
+    assert!(stderr.contains("unpinned, normal class, busy-polling"), "the exit line names the placement: {stderr}");
 }
 
 #[test]
@@ -406,6 +408,9 @@ fn bad_options_and_devices_are_refused_before_anything_is_mounted() {
     let mountpoint = dir.path().to_str().expect("path");
     common::usage_error(&["mount", "preset:instant", mountpoint, "-o", "errors=panic"], "mount option 'errors=panic'");
     common::usage_error(&["mount", "preset:no-such-preset", mountpoint], "no-such-preset");
+    // The device thread's placement: a value it cannot read, and one the system refuses (CPU 1023 is no CPU here).
+    common::usage_error(&["mount", "preset:instant", mountpoint, "-o", "device-cpu=many"], "device-cpu=many");
+    common::usage_error(&["mount", "preset:instant,device-cpu=1023", mountpoint], "device-cpu=1023: ");
     let missing = dir.path().join("missing");
     let run = common::zonelab(&["mount", missing.to_str().expect("path"), mountpoint]);
     assert_eq!(run.code, 1, "{}", run.stderr);
