@@ -98,7 +98,8 @@ pub struct Series {
     /// or `ycsb` (real RocksDB; metrics in `realdb::metric`).
     #[serde(default)]
     pub tool: Option<String>,
-    /// For fio: `read|write.clat.pNN`, `read|write.kiops`, `read|write.gib_per_s` (bandwidth in GiB/s),
+    /// For fio: `read|write|trim.clat.pNN`, `read|write|trim.kiops`, `read|write|trim.iops` (a rate-limited
+    /// job's achieved rate), `read|write.gib_per_s` (bandwidth in GiB/s),
     /// `scheduler.commands_per_request`, `device.waf` (pages programmed per page the host wrote, in the job's
     /// group) or `host.waf` (the host FTL's), of the last job; `JOB/metric` of job JOB, where `{x}` in JOB is
     /// the point's x (one run's consecutive jobs as the points of a series).

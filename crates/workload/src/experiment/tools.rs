@@ -283,6 +283,8 @@ fn metric(result: &FioResult, metric: &str) -> Result<(f64, Option<u64>), String
     };
     match parts.get(1..) {
         Some(["kiops"]) => Ok((direction.ios as f64 / (job.runtime_ns as f64 / 1e9) / 1000.0, None)),
+        // The rate a rate-limited job achieved (a reset job's resets a second), which may fall short of its ask.
+        Some(["iops"]) => Ok((direction.ios as f64 / (job.runtime_ns as f64 / 1e9), None)),
         Some(["gib_per_s"]) => Ok((direction.bytes as f64 / (job.runtime_ns as f64 / 1e9) / GIB, None)),
         Some(["lat_mean_ms"]) => Ok((direction.lat.mean() / 1e6, None)),
         Some(["clat", percentile]) => {
