@@ -28,5 +28,5 @@ pub use config::{
 };
 pub use energy::{FlashCounters, FlashOp, OpSource};
 pub use ids::{LogicalZone, PhysicalZone, ProgramUnit};
-pub use model::{EraseSummary, FlashModel, MediaState, Restored, WriteKind};
+pub use model::{EraseSummary, FlashEvent, FlashModel, MediaState, Restored, WriteKind};
 pub use renewable::RenewableStats;

@@ -978,3 +978,76 @@ fn a_host_ftl_makes_the_zoned_namespace_randomly_writable() {
         .expect_err("too little spare");
     assert!(error.contains("leave no room"), "{error}");
 }
+
+/// `--trace FILE`: the run as a Chrome trace-event JSON document. Every flow arrow lands no earlier than it
+/// leaves, the flash operations on the planes' tracks add up to the run's counters, a write's arrow reaches the
+/// program it caused, and tracing leaves the run's own output as it was.
+#[test]
+fn a_trace_holds_every_flash_operation_and_arrows_forward_in_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("trace.json");
+    let args = format!(
+        "{DEVICE} --name=w --rw=write --bs=64k --iodepth=4 --ioengine=io_uring --size=2z --io_size=64m \
+         --name=r --rw=randread --bs=4k --iodepth=8 --ioengine=io_uring --size=1z --io_size=8m"
+    );
+    let traced = fio(&format!("{args} --trace={}", path.display())).expect("runs");
+    let plain = fio(&args).expect("runs");
+    assert_eq!(deterministic_json(&traced), deterministic_json(&plain), "tracing changes nothing the run reports");
+
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("trace")).expect("JSON");
+    assert_eq!(trace["otherData"]["dropped_flash_operations"], 0);
+    let events = trace["traceEvents"].as_array().expect("events");
+    let slices: Vec<&Value> = events.iter().filter(|event| event["ph"] == "X").collect();
+    for event in events {
+        assert!(["X", "s", "f", "M", "C"].contains(&event["ph"].as_str().expect("phase")), "{event}");
+    }
+    for slice in &slices {
+        assert!(slice["dur"].as_f64().expect("dur") >= 0.0 && slice["ts"].as_f64().is_some(), "{slice}");
+    }
+    // Flows: each id leaves once and lands once, never before it left.
+    let mut flows: std::collections::HashMap<u64, (Option<f64>, Option<f64>)> = Default::default();
+    for event in events.iter().filter(|event| event["ph"] == "s" || event["ph"] == "f") {
+        let entry = flows.entry(event["id"].as_u64().expect("id")).or_default();
+        let at = event["ts"].as_f64().expect("ts");
+        match event["ph"].as_str() {
+            Some("s") => assert!(entry.0.replace(at).is_none(), "one start per flow"),
+            _ => assert!(entry.1.replace(at).is_none(), "one end per flow"),
+        }
+    }
+    assert!(!flows.is_empty());
+    for (id, (leaves, lands)) in &flows {
+        let (leaves, lands) = (leaves.expect("leaves"), lands.expect("lands"));
+        assert!(leaves <= lands, "flow {id} leaves at {leaves} and lands at {lands}");
+    }
+    // The flash tracks hold every operation the run counted, by kind and source.
+    let counted = |name: &str| -> u64 {
+        slices
+            .iter()
+            .filter(|slice| slice["pid"] == 3 && slice["name"] == name)
+            .map(|slice| slice["args"]["count"].as_u64().expect("count"))
+            .sum()
+    };
+    let flash = traced.groups.iter().fold(zonelab_media::FlashCounters::default(), |mut sum, group| {
+        for op in [FlashOp::PageRead, FlashOp::PageProgram, FlashOp::BlockErase] {
+            for source in OpSource::ALL {
+                sum.add(op, source, group.flash.get(op, source));
+            }
+        }
+        sum
+    });
+    assert!(
+        flash.get(FlashOp::PageProgram, OpSource::HostWrite) > 0
+            && flash.get(FlashOp::PageRead, OpSource::HostRead) > 0
+    );
+    assert_eq!(counted("program (host write)"), flash.get(FlashOp::PageProgram, OpSource::HostWrite));
+    assert_eq!(counted("sense (host read)"), flash.get(FlashOp::PageRead, OpSource::HostRead));
+    // One process per layer, and the jobs' I/Os reach the device's commands.
+    let ios = slices.iter().filter(|slice| slice["pid"] == 1).count() as u64;
+    assert_eq!(ios, traced.jobs.iter().map(|job| job.read.ios + job.write.ios).sum::<u64>());
+    let tids_of = |pid: u64| -> std::collections::HashSet<u64> {
+        events.iter().filter(|e| e["pid"] == pid && e["ph"] != "M").filter_map(|e| e["tid"].as_u64()).collect()
+    };
+    let landing_on_programs = events.iter().filter(|event| event["ph"] == "f" && event["pid"] == 3).count();
+    assert!(landing_on_programs > 0, "commands point at their flash operations");
+    assert!(tids_of(1).len() >= 2 && !tids_of(2).is_empty() && !tids_of(3).is_empty());
+}

@@ -10,6 +10,7 @@ mod layout;
 mod output;
 mod physical;
 mod resources;
+mod trace;
 mod wear;
 mod zone_media;
 
@@ -17,6 +18,8 @@ use costs::{ns_per_byte, transfer_ns, Costs};
 use layout::{Layout, Place};
 use output::NO_COMMAND;
 use resources::{HeldPages, Processed, ProcessorTimes, Resources, Suspend, WriteBudget};
+pub use trace::FlashEvent;
+use trace::FlashTrace;
 pub use wear::EraseSummary;
 use wear::Wear;
 use zone_media::{BufferedUnit, ZoneMedia};
@@ -101,6 +104,8 @@ pub struct FlashModel {
     extra_physical_zones: u32,
     wear: Wear,
     counters: FlashCounters,
+    /// Every flash operation, when a trace was asked for (`enable_trace`).
+    trace: Option<Box<FlashTrace>>,
 }
 
 impl FlashModel {
@@ -128,6 +133,7 @@ impl FlashModel {
             extra_physical_zones: 0,
             wear: Wear::new(zones as usize, layout.blocks_per_zone()),
             counters: FlashCounters::default(),
+            trace: None,
             layout,
             config,
         }
@@ -162,6 +168,35 @@ impl FlashModel {
 
     pub fn counters(&self) -> &FlashCounters {
         &self.counters
+    }
+
+    /// Starts recording every flash operation, up to `limit` of them (those past it are counted only).
+    pub fn enable_trace(&mut self, limit: usize) {
+        self.trace.get_or_insert_with(|| Box::new(FlashTrace::new(limit)));
+    }
+
+    /// Names what the operations booked from now on are for (a traced command), or nothing.
+    #[inline]
+    pub fn trace_cause(&mut self, cause: Option<u64>) {
+        if let Some(trace) = self.trace.as_mut() {
+            trace.cause = cause;
+        }
+    }
+
+    /// The flash operations recorded so far, and how many past the bound were not kept.
+    pub fn flash_trace(&self) -> (&[FlashEvent], u64) {
+        self.trace.as_ref().map_or((&[], 0), |trace| (&trace.events, trace.dropped))
+    }
+
+    /// Counts `count` operations `op` for `source` on `place`, from `start_ns` to `end_ns`, and records them
+    /// when tracing.
+    #[inline]
+    fn note(&mut self, op: FlashOp, source: OpSource, count: u64, place: Place, start_ns: u64, end_ns: u64) {
+        self.counters.add(op, source, count);
+        if let Some(trace) = self.trace.as_mut() {
+            let (plane, channel) = (place.plane as u32, place.channel as u32);
+            trace.push(FlashEvent { op, source, plane, channel, start_ns, end_ns, count, cause: None });
+        }
     }
 
     /// Erase count of every block, physical zone by physical zone, plane by plane.
@@ -374,11 +409,13 @@ impl FlashModel {
                     // partial or not by its physical position; the logical count stands in for it).
                     let last = plane_in_zone + (programmed - 1 - plane_in_zone) / planes_per_zone * planes_per_zone;
                     let (physical_zone, physical_unit) = self.lookup(zone, ProgramUnit(last));
-                    let plane = self.layout.place(physical_zone, physical_unit).plane;
-                    let sealed = self.resources.planes[plane].reserve_after_all(now, after, self.costs.seal_ns);
-                    self.resources.page_register[plane] = None;
+                    let place = self.layout.place(physical_zone, physical_unit);
+                    let sealed = self.resources.planes[place.plane].reserve_after_all(now, after, self.costs.seal_ns);
+                    self.resources.page_register[place.plane] = None;
                     done = done.max(sealed);
-                    self.counters.add(FlashOp::PageProgram, OpSource::Seal, self.layout.pages_per_unit.get());
+                    let pages = self.layout.pages_per_unit.get();
+                    let seal_ns = self.costs.seal_ns;
+                    self.note(FlashOp::PageProgram, OpSource::Seal, pages, place, sealed - seal_ns, sealed);
                 }
             }
         }
@@ -505,7 +542,14 @@ impl FlashModel {
         let (sensed, suspended) = self.resources.sense(now, place.plane, start, sense_ns);
         self.resources.page_register[place.plane] =
             Some(HeldPages { zone, first_page: pages.start, end_page: pages.end, ready_ns: sensed });
-        self.counters.add(FlashOp::PageRead, source, (pages.end - pages.start) * (1 + retries));
+        self.note(
+            FlashOp::PageRead,
+            source,
+            (pages.end - pages.start) * (1 + retries),
+            place,
+            sensed - sense_ns,
+            sensed,
+        );
         let moved = self.resources.channels[place.channel].reserve(now, sensed, move_ns);
         if suspended {
             self.resources.hold_suspended(now, place.plane, moved);
@@ -687,6 +731,7 @@ impl FlashModel {
             self.resources.planes[plane].reserve_after_all(now, start, erase.seal_ns)
         };
         let mut plane_done = if erase.seal_ns == 0 && erase.waited_blocks == 0 { start } else { at };
+        let mut first_start = None;
         for nth in 0..erase.blocks {
             let block = erase.first_block + nth;
             // At zone granularity the zone's erases end together, `erase_ns` after the reset starts, on no plane.
@@ -695,6 +740,7 @@ impl FlashModel {
             } else {
                 self.resources.erase_block(now, plane, at, self.costs.erase_ns)
             };
+            first_start.get_or_insert(at - self.costs.erase_ns);
             let waited = nth < erase.waited_blocks;
             if waited {
                 plane_done = at;
@@ -705,7 +751,8 @@ impl FlashModel {
             let unit = ProgramUnit(block * block_units * self.layout.planes_per_zone.get() + plane_in_zone);
             self.wear.record_erase(self.layout.block_of(physical_zone, unit), waited);
         }
-        self.counters.add(FlashOp::BlockErase, source, erase.blocks);
+        let place = self.layout.place(physical_zone, ProgramUnit(plane_in_zone));
+        self.note(FlashOp::BlockErase, source, erase.blocks, place, first_start.unwrap_or(at), at);
         (plane_done, at)
     }
 

@@ -27,7 +27,8 @@ impl FlashModel {
         let moved = self.resources.channels[place.channel].reserve(now, ready, channel_ns);
         let done = self.resources.program(now, place.plane, moved, self.costs.program_ns);
         self.resources.page_register[place.plane] = None;
-        self.counters.add(FlashOp::PageProgram, source, self.layout.pages_per_unit.get());
+        let pages = self.layout.pages_per_unit.get();
+        self.note(FlashOp::PageProgram, source, pages, place, done - self.costs.program_ns, done);
         done
     }
 

@@ -266,6 +266,7 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
     doc("section", STR, "Only run specified section in job file (command line; repeatable)", "a"),
     doc("prefill", STR, "zonelab: write the job's zones beforehand in no time: full, or a size per zone", "full"),
     doc("seed", INT, "zonelab: seed of the reordering of concurrent submissions", "3"),
+    doc("trace", STR, "zonelab: write the run as a Perfetto / Chrome trace (command line)", "run.json"),
     doc(
         "hostftl",
         FLOAT,

@@ -23,6 +23,9 @@ pub enum FioError {
     /// The device refused the preconditioning `prefill=` asked for.
     #[error("fio: job {job}: prefill of zone {zone} failed: {status}")]
     Prefill { job: String, zone: u32, status: zonelab_zns::Status },
+    /// The trace `--trace` names could not be written.
+    #[error("fio: trace {path}: {message}")]
+    Trace { path: String, message: String },
 }
 
 impl FioError {
@@ -829,6 +832,8 @@ pub struct FioInvocation {
     pub eta_newline_ns: Option<u64>,
     /// `--status-interval`: print the results so far this often, in ns of device time.
     pub status_interval_ns: Option<u64>,
+    /// zonelab's `--trace`: write a cross-layer trace of the run here (`fio::trace`).
+    pub trace: Option<PathBuf>,
 }
 
 /// fio's `--eta`: the status line while jobs run.
@@ -881,6 +886,11 @@ fn set_invocation(invocation: &mut FioInvocation, key: &str, value: Option<&str>
         "output" => {
             invocation.output =
                 Some(PathBuf::from(value.ok_or_else(|| FioError::Options("option output needs a file".into()))?));
+            Ok(true)
+        }
+        "trace" => {
+            invocation.trace =
+                Some(PathBuf::from(value.ok_or_else(|| FioError::Options("option trace needs a file".into()))?));
             Ok(true)
         }
         _ => Ok(false),
@@ -957,6 +967,7 @@ pub fn parse_invocation(
         eta: Eta::Auto,
         eta_newline_ns: None,
         status_interval_ns: None,
+        trace: None,
     };
     let mut global = JobOptions::default();
     let mut current: Option<JobOptions> = None;

@@ -111,6 +111,7 @@ impl JobState {
             trace: None,
             not_before_ns: 0,
             log: (job.lat_log.is_some() || job.bw_log.is_some() || job.iops_log.is_some()).then(Vec::new),
+            spans: None,
         }
     }
 
@@ -191,6 +192,8 @@ pub(super) struct GroupRunner<S: MediaStore + 'static> {
     /// Job instances started so far: fio's thread numbers, which name the log files.
     pub(super) threads: u32,
     pub(super) io_logs: Vec<IoLog>,
+    /// Each job instance's I/Os by its thread's name, when the run writes a trace.
+    pub(super) spans: Option<Vec<(String, Vec<IoSpan>)>>,
 }
 
 impl<S: MediaStore + 'static> GroupRunner<S> {
@@ -236,6 +239,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 zones.borrow_mut().reset_countdown = reset_countdown_start(job.zone_reset_frequency);
                 let cost = JobHostCost::of(job, &self.host_costs, scheduler);
                 let mut state = JobState::new(job, instance, geometry, range, group_start, cost);
+                state.spans = self.spans.is_some().then(Vec::new);
                 // A job that named no scheduler runs under the device's, which it reports.
                 if job.scheduler_defaulted {
                     state.options.scheduler = scheduler;
@@ -297,6 +301,9 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                     entries: state.log.take().unwrap_or_default(),
                     trace,
                 });
+            }
+            if let (Some(all), Some(spans)) = (self.spans.as_mut(), state.spans.take()) {
+                all.push((format!("{} (thread {})", state.options.name, self.threads), spans));
             }
             if state.stalled {
                 stalled_jobs.push(state.options.name.clone());

@@ -73,6 +73,8 @@ pub(super) struct JobState {
     /// Device time the job started, and its completed I/Os when it writes fio's logs.
     pub(super) started_ns: u64,
     pub(super) log: Option<Vec<LogEntry>>,
+    /// Every I/O with its times, when the run writes a trace (`--trace`).
+    pub(super) spans: Option<Vec<IoSpan>>,
     /// I/Os that failed and were gone past (`continue_on_error`), and the errno of the first.
     pub(super) total_errors: u64,
     pub(super) first_error: Option<i32>,

@@ -34,6 +34,7 @@ mod group;
 mod job;
 mod targets;
 mod thread;
+mod trace;
 mod worker;
 mod zones;
 
@@ -42,6 +43,7 @@ use group::*;
 use job::*;
 use targets::*;
 use thread::*;
+use trace::IoSpan;
 use worker::*;
 use zones::*;
 
@@ -263,7 +265,10 @@ pub fn run_reporting(
     let built =
         DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).store(store).build().map_err(FioError::Device)?;
     let seed = first.seed.unwrap_or(default_seed);
-    let Built { device, config, host: host_side } = built;
+    let Built { mut device, config, host: host_side } = built;
+    if invocation.trace.is_some() {
+        device.enable_trace();
+    }
     // The path's CPU per command is spent on each job's thread (`JobHostCost::of`, `submit_on_job_core`): a job, one
     // thread on one core, cannot submit and reap faster than it allows. The runtime adds only the rest of the
     // path's latency, the waits that occupy no core.
@@ -300,6 +305,7 @@ pub fn run_reporting(
         host_costs: config.host,
         threads: 0,
         io_logs: Vec::new(),
+        spans: invocation.trace.is_some().then(Vec::new),
     };
     let mut results = Vec::new();
     let mut group_results = Vec::new();
@@ -362,6 +368,11 @@ pub fn run_reporting(
             counters.gc_zones_reset,
             counters.write_amplification()
         ));
+    }
+    if let (Some(path), Some(spans)) = (&invocation.trace, &run.spans) {
+        run.simulation
+            .with_device(|device| trace::write_trace(path, spans, device))
+            .map_err(|error| FioError::Trace { path: path.display().to_string(), message: error.to_string() })?;
     }
     let wear = run.simulation.with_device(|device| device.media().erase_summary());
     Ok(snapshot(results, group_results, wear, notes, std::mem::take(&mut run.io_logs)))

@@ -1,0 +1,394 @@
+//! `zonelab fio --trace FILE`: the run as a cross-layer trace in the Chrome trace-event JSON format, which
+//! Perfetto's UI (ui.perfetto.dev) and chrome://tracing open as is. Three processes hold the tracks:
+//!
+//! - **fio**: a track per job instance, a slice per I/O from when fio began preparing it to its completion;
+//! - **device**: a track per zone of the zoned namespace (and one per other namespace), a slice per command
+//!   from its arrival at the controller to its completion, and counters of open and active zones;
+//! - **flash**: a track per plane (with its channel), a slice per sense, program or erase, named by its
+//!   source (host write, finish padding, garbage collection...).
+//!
+//! Flow arrows join an I/O to the commands it became (a command of its kind within its range, arrived while the
+//! I/O was in flight), and a command to the flash operations the device booked while running it, even those that
+//! run after it completed (a write buffer's program). Slices that overlap on one track (several commands in
+//! flight to a zone, a read that suspends a program) go to lanes of it, numbered after the first. The device
+//! keeps at most `TRACE_LIMIT` commands and as many flash operations; the file says how many it left out.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use zonelab_device::{Device, TraceEvent, TRACE_LIMIT};
+use zonelab_media::{FlashEvent, FlashOp, OpSource};
+
+use super::*;
+
+/// One I/O of a job, as the trace draws it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct IoSpan {
+    pub direction: Direction,
+    pub lba: u64,
+    pub blocks: u64,
+    /// When fio began preparing it, when it was issued, and when it completed, in device time.
+    pub start_ns: u64,
+    pub issued_ns: u64,
+    pub end_ns: u64,
+    pub ok: bool,
+}
+
+/// Processes of the trace.
+const FIO_PID: u32 = 1;
+const DEVICE_PID: u32 = 2;
+const FLASH_PID: u32 = 3;
+
+/// Lanes a track may take: thread ids are `track * LANES + lane`.
+const LANES: u64 = 64;
+
+/// One slice before it is written: its track, its span, and what it was (the index of its I/O, command or
+/// flash operation, whose fields name it when it is written).
+struct Slice {
+    pid: u32,
+    track: u64,
+    start_ns: u64,
+    end_ns: u64,
+    what: What,
+    /// Its lane on the track, assigned once every slice of the track is known.
+    lane: u64,
+}
+
+#[derive(Clone, Copy)]
+enum What {
+    Io(IoSpan),
+    Command(usize),
+    Flash(usize),
+}
+
+impl Slice {
+    fn tid(&self) -> u64 {
+        self.track * LANES + self.lane
+    }
+}
+
+/// Writes the trace of a run: the jobs' I/Os by thread name, and the device's commands and flash operations.
+pub(super) fn write_trace<S: MediaStore>(
+    path: &Path,
+    jobs: &[(String, Vec<IoSpan>)],
+    device: &Device<S>,
+) -> std::io::Result<()> {
+    let commands = device.trace();
+    let (flash, flash_dropped) = device.media().flash_trace();
+    let geometry = *device.namespace().geometry();
+    let zoned_nsid = device.zoned_nsid();
+    // Past the device's bound the trace ends where its commands or flash operations stop: I/Os that start later
+    // are left out too, so what the file holds is the whole stack up to that instant.
+    let window_end = |dropped: u64, last: Option<u64>| if dropped > 0 { last } else { None };
+    let ends = [
+        window_end(device.trace_dropped(), commands.last().map(|command| command.submit_ns)),
+        window_end(flash_dropped, flash.iter().map(|op| op.start_ns).max()),
+    ];
+    let until_ns = ends.into_iter().flatten().min().unwrap_or(u64::MAX);
+    let mut slices = Vec::with_capacity(jobs.iter().map(|(_, spans)| spans.len()).sum::<usize>() + commands.len());
+    for (index, (_, spans)) in jobs.iter().enumerate() {
+        for span in spans.iter().filter(|span| span.start_ns <= until_ns) {
+            let (start_ns, end_ns, what) = (span.start_ns, span.end_ns, What::Io(*span));
+            slices.push(Slice { pid: FIO_PID, track: index as u64, start_ns, end_ns, what, lane: 0 });
+        }
+    }
+    let first_command = slices.len();
+    // A zone's track is its number; another namespace's follows the zoned one's zones.
+    let command_track = |event: &TraceEvent| match event.nsid == zoned_nsid {
+        true => geometry.zone_of(event.slba.min(geometry.nsze_lba.saturating_sub(1))) as u64,
+        false => u64::from(geometry.zones) + u64::from(event.nsid),
+    };
+    for (index, event) in commands.iter().enumerate() {
+        let (track, what) = (command_track(event), What::Command(index));
+        slices.push(Slice {
+            pid: DEVICE_PID,
+            track,
+            start_ns: event.submit_ns,
+            end_ns: event.complete_ns,
+            what,
+            lane: 0,
+        });
+    }
+    let first_flash = slices.len();
+    for (index, event) in flash.iter().enumerate() {
+        let (track, what) = (u64::from(event.plane), What::Flash(index));
+        slices.push(Slice { pid: FLASH_PID, track, start_ns: event.start_ns, end_ns: event.end_ns, what, lane: 0 });
+    }
+    assign_lanes(&mut slices);
+
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    write!(out, "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{")?;
+    write!(
+        out,
+        "\"zonelab\":\"a fio run in virtual time: ts in microseconds of device time; past the limit of commands or \
+         flash operations the trace ends (until_us), and what it left out is counted\",\"limit\":{TRACE_LIMIT},\
+         \"dropped_commands\":{},\"dropped_flash_operations\":{},\"until_us\":{}",
+        device.trace_dropped(),
+        flash_dropped,
+        if until_ns == u64::MAX { "null".to_string() } else { Micros(until_ns).to_string() }
+    )?;
+    write!(out, "}},\"traceEvents\":[")?;
+    let mut first = true;
+    let mut event = |out: &mut std::io::BufWriter<std::fs::File>, text: String| -> std::io::Result<()> {
+        if !std::mem::take(&mut first) {
+            out.write_all(b",\n")?;
+        }
+        out.write_all(text.as_bytes())
+    };
+    for (pid, name) in [(FIO_PID, "fio"), (DEVICE_PID, "device commands"), (FLASH_PID, "flash")] {
+        event(&mut out, metadata(pid, None, "process_name", name))?;
+    }
+    // Each lane's name, once.
+    let mut named = std::collections::HashSet::new();
+    for slice in &slices {
+        if !named.insert((slice.pid, slice.tid())) {
+            continue;
+        }
+        let base = match slice.pid {
+            FIO_PID => jobs[slice.track as usize].0.clone(),
+            DEVICE_PID if slice.track < u64::from(geometry.zones) => format!("zone {}", slice.track),
+            DEVICE_PID => format!("namespace {}", slice.track - u64::from(geometry.zones)),
+            _ => plane_name(slice.track, flash),
+        };
+        let name = if slice.lane == 0 { base } else { format!("{base} #{}", slice.lane + 1) };
+        event(&mut out, metadata(slice.pid, Some(slice.tid()), "thread_name", &name))?;
+    }
+    // The processes' names came first, so every slice follows an event.
+    for slice in &slices {
+        out.write_all(b",\n")?;
+        write!(
+            out,
+            "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},",
+            slice.pid,
+            slice.tid(),
+            Micros(slice.start_ns),
+            Micros(slice.end_ns.saturating_sub(slice.start_ns))
+        )?;
+        match slice.what {
+            What::Io(span) => write!(
+                out,
+                "\"name\":\"{}\",\"args\":{{\"lba\":{},\"blocks\":{},\"issued_us\":{},\"ok\":{}}}}}",
+                direction_name(span.direction),
+                span.lba,
+                span.blocks,
+                Micros(span.issued_ns),
+                span.ok
+            )?,
+            What::Command(index) => {
+                let command = &commands[index];
+                write!(
+                    out,
+                    "\"name\":\"{}\",\"args\":{{\"nsid\":{},\"slba\":{},\"nlb\":{},\"status\":{}}}}}",
+                    opcode_name(command.opcode),
+                    command.nsid,
+                    command.slba,
+                    command.nlb,
+                    command.status
+                )?
+            }
+            What::Flash(index) => {
+                let op = &flash[index];
+                write!(
+                    out,
+                    "\"name\":\"{} ({})\",\"args\":{{\"count\":{},\"channel\":{}}}}}",
+                    flash_op_name(op.op),
+                    source_name(op.source),
+                    op.count,
+                    op.channel
+                )?
+            }
+        }
+    }
+    // Flows: each I/O to its commands, each command to its flash operations.
+    let mut flow_id = 0u64;
+    let mut flow = |out: &mut std::io::BufWriter<std::fs::File>, from: &Slice, to: &Slice| -> std::io::Result<()> {
+        flow_id += 1;
+        // The arrow leaves its slice where the cause begins to matter and lands where the effect begins, never
+        // earlier than it left.
+        let leave = to.start_ns.clamp(from.start_ns, from.end_ns);
+        let land = to.start_ns.max(leave);
+        event(out, flow_event("s", flow_id, from.pid, from.tid(), leave))?;
+        event(out, flow_event("f", flow_id, to.pid, to.tid(), land))
+    };
+    for (io, command) in join_ios_to_commands(jobs, until_ns, commands) {
+        flow(&mut out, &slices[io], &slices[first_command + command])?;
+    }
+    for (index, op) in flash.iter().enumerate() {
+        if let Some(cause) = op.cause.filter(|&cause| (cause as usize) < commands.len()) {
+            flow(&mut out, &slices[first_command + cause as usize], &slices[first_flash + index])?;
+        }
+    }
+    // Open and active zones, where they change.
+    let mut last = None;
+    for command in commands {
+        let now = (command.open_zones, command.active_zones);
+        if last != Some(now) {
+            last = Some(now);
+            event(
+                &mut out,
+                format!(
+                    "{{\"ph\":\"C\",\"pid\":{DEVICE_PID},\"ts\":{},\"name\":\"zones\",\"args\":{{\"open\":{},\"active\":{}}}}}",
+                    Micros(command.submit_ns),
+                    now.0,
+                    now.1
+                ),
+            )?;
+        }
+    }
+    writeln!(out, "]}}")?;
+    out.flush()
+}
+
+/// Puts each slice on the first lane of its track that is free at its start.
+fn assign_lanes(slices: &mut [Slice]) {
+    let mut order: Vec<usize> = (0..slices.len()).collect();
+    order.sort_by_key(|&index| (slices[index].pid, slices[index].track, slices[index].start_ns, index));
+    // Per track, when each lane is free again.
+    let mut free_at: Vec<u64> = Vec::new();
+    let mut current = None;
+    for index in order {
+        let slice = &slices[index];
+        if current != Some((slice.pid, slice.track)) {
+            current = Some((slice.pid, slice.track));
+            free_at.clear();
+        }
+        let lane = match free_at.iter().position(|&free| free <= slice.start_ns) {
+            Some(lane) => lane,
+            None if free_at.len() < LANES as usize => {
+                free_at.push(0);
+                free_at.len() - 1
+            }
+            // More than LANES slices at once on one track: the last lane takes the rest, overlapping.
+            None => LANES as usize - 1,
+        };
+        free_at[lane] = free_at[lane].max(slice.end_ns.max(slice.start_ns + 1));
+        slices[index].lane = lane as u64;
+    }
+}
+
+/// Pairs (slice of an I/O, command index): a command of the I/O's kind whose blocks meet the I/O's and that
+/// arrived while it was in flight; I/Os that start after `until_ns` have no slice. A command the scheduler merged from several I/Os pairs with each of them.
+fn join_ios_to_commands(jobs: &[(String, Vec<IoSpan>)], until_ns: u64, commands: &[TraceEvent]) -> Vec<(usize, usize)> {
+    let mut by_start: BTreeMap<(u8, u64), Vec<usize>> = BTreeMap::new();
+    for (index, command) in commands.iter().enumerate() {
+        by_start.entry((command.opcode, command.slba)).or_default().push(index);
+    }
+    // A command of an opcode that meets an I/O starts at most this many blocks before it.
+    let mut longest = [0u64; 256];
+    for command in commands {
+        let most = &mut longest[usize::from(command.opcode)];
+        *most = (*most).max(command.nlb);
+    }
+    let mut pairs = Vec::new();
+    let mut slice = 0;
+    for (_, spans) in jobs {
+        for span in spans.iter().filter(|span| span.start_ns <= until_ns) {
+            let end = span.lba + span.blocks.max(1);
+            for &opcode in opcodes_of(span.direction) {
+                let from = (opcode, span.lba.saturating_sub(longest[usize::from(opcode)]));
+                for (&(_, slba), indices) in by_start.range(from..(opcode, end)) {
+                    for &index in indices {
+                        let command = &commands[index];
+                        let meets = slba + command.nlb.max(1) > span.lba;
+                        if meets && (span.issued_ns..=span.end_ns).contains(&command.submit_ns) {
+                            pairs.push((slice, index));
+                        }
+                    }
+                }
+            }
+            slice += 1;
+        }
+    }
+    pairs
+}
+
+/// The NVMe opcodes an I/O of `direction` may become.
+fn opcodes_of(direction: Direction) -> &'static [u8] {
+    match direction {
+        Direction::Read => &[0x02],
+        Direction::Write => &[0x01, 0x7d],
+        Direction::Trim => &[0x79, 0x09],
+        Direction::Sync => &[0x00],
+    }
+}
+
+fn direction_name(direction: Direction) -> &'static str {
+    match direction {
+        Direction::Read => "read",
+        Direction::Write => "write",
+        Direction::Trim => "trim",
+        Direction::Sync => "sync",
+    }
+}
+
+fn opcode_name(opcode: u8) -> &'static str {
+    match opcode {
+        0x00 => "flush",
+        0x01 => "write",
+        0x02 => "read",
+        0x08 => "write zeroes",
+        0x09 => "deallocate",
+        0x79 => "zone management send",
+        0x7a => "zone management receive",
+        0x7d => "zone append",
+        _ => "command",
+    }
+}
+
+fn flash_op_name(op: FlashOp) -> &'static str {
+    match op {
+        FlashOp::PageRead => "sense",
+        FlashOp::PageProgram => "program",
+        FlashOp::BlockErase => "erase",
+    }
+}
+
+fn source_name(source: OpSource) -> &'static str {
+    match source {
+        OpSource::HostRead => "host read",
+        OpSource::HostWrite => "host write",
+        OpSource::Append => "append",
+        OpSource::FinishPadding => "finish padding",
+        OpSource::Seal => "seal",
+        OpSource::Reset => "reset",
+        OpSource::GcRead => "gc read",
+        OpSource::GcWrite => "gc write",
+        OpSource::GcErase => "gc erase",
+    }
+}
+
+/// A plane's track name, with the channel that reaches it.
+fn plane_name(plane: u64, flash: &[FlashEvent]) -> String {
+    match flash.iter().find(|event| u64::from(event.plane) == plane) {
+        Some(event) => format!("plane {plane} (channel {})", event.channel),
+        None => format!("plane {plane}"),
+    }
+}
+
+/// Nanoseconds written as the format's microseconds, exactly.
+struct Micros(u64);
+
+impl std::fmt::Display for Micros {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
+    }
+}
+
+fn metadata(pid: u32, tid: Option<u64>, kind: &str, name: &str) -> String {
+    let name = serde_json::to_string(name).unwrap_or_else(|_| "\"?\"".into());
+    match tid {
+        Some(tid) => {
+            format!("{{\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"name\":\"{kind}\",\"args\":{{\"name\":{name}}}}}")
+        }
+        None => format!("{{\"ph\":\"M\",\"pid\":{pid},\"name\":\"{kind}\",\"args\":{{\"name\":{name}}}}}"),
+    }
+}
+
+fn flow_event(phase: &str, id: u64, pid: u32, tid: u64, ns: u64) -> String {
+    let binding = if phase == "f" { ",\"bp\":\"e\"" } else { "" };
+    format!(
+        "{{\"ph\":\"{phase}\",\"id\":{id},\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"name\":\"caused\",\"cat\":\"cause\"{binding}}}",
+        Micros(ns)
+    )
+}
