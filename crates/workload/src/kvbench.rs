@@ -15,6 +15,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+
+use crate::zonemap::{draw, summarize, zone_map, MapSummary};
 use zonelab_host::{run_reset_load, ResetLoadStats, Scheduled, SchedulerKind};
 use zonelab_runtime::sync::{Channel, Mutex, Notify};
 use zonelab_runtime::{CommandQueue, Simulation};
@@ -70,6 +72,10 @@ pub struct KvBenchSpec {
     pub reset_pool_zones: u32,
     pub seed: u64,
     pub json: bool,
+    /// Give files RocksDB's write-lifetime hints (zonedfs groups files of a lifetime in zones), or none.
+    pub lifetime_hints: bool,
+    /// Draw the zone-utilization map at the end into this PNG.
+    pub map: Option<std::path::PathBuf>,
 }
 
 impl Default for KvBenchSpec {
@@ -93,6 +99,19 @@ impl Default for KvBenchSpec {
             reset_pool_zones: 8,
             seed: 1,
             json: false,
+            lifetime_hints: true,
+            map: None,
+        }
+    }
+}
+
+impl KvBenchSpec {
+    /// The hint a file of `lifetime` gets: RocksDB's, or none (0) without hints.
+    fn hint(&self, lifetime: u8) -> u8 {
+        if self.lifetime_hints {
+            lifetime
+        } else {
+            0
         }
     }
 }
@@ -126,6 +145,8 @@ pub fn parse_args(args: &[String]) -> Result<KvBenchSpec, ToolError> {
             "reset-pool-zones" => spec.reset_pool_zones = option.number()?,
             "seed" => spec.seed = option.number()?,
             "output-format" => spec.json = option.json()?,
+            "lifetime-hints" => spec.lifetime_hints = option.number::<u8>()? != 0,
+            "map" => spec.map = Some(option.value()?.into()),
             _ => return Err(option.unknown()),
         }
     }
@@ -168,6 +189,8 @@ pub struct KvBenchResult {
     /// Files in each level at the end.
     pub level_files: Vec<usize>,
     pub fs: FsStats,
+    /// Which files share which zones at the end (`zonemap`).
+    pub zones: MapSummary,
     pub reset_load: ResetLoadStats,
     pub wall_seconds: f64,
 }
@@ -217,7 +240,7 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
         let fs = ZonedFs::format(queue, options).await?;
         fs.mkdir("/db").await?;
         let wal_name = "/db/000000.log".to_string();
-        let wal = fs.open_write(&wal_name, LIFETIME_SHORT, OpenMode::Truncate).await?;
+        let wal = fs.open_write(&wal_name, spec.hint(LIFETIME_SHORT), OpenMode::Truncate).await?;
         Ok(Rc::new(Db {
             fs,
             spec,
@@ -286,7 +309,7 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
             }
             self.stall_ns.set(self.stall_ns.get() + queue.now_ns() - stalled);
             let wal_name = self.file_name("log");
-            let wal = self.fs.open_write(&wal_name, LIFETIME_SHORT, OpenMode::Truncate).await?;
+            let wal = self.fs.open_write(&wal_name, self.spec.hint(LIFETIME_SHORT), OpenMode::Truncate).await?;
             let full = std::mem::replace(&mut *active, Active { wal_name, wal, bytes: 0 });
             self.fs.close(full.wal).await?;
             self.immutable.set(self.immutable.get() + 1);
@@ -303,7 +326,7 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
             _ => LIFETIME_EXTREME,
         };
         let name = self.file_name("sst");
-        let file = self.fs.open_write(&name, lifetime, OpenMode::Truncate).await?;
+        let file = self.fs.open_write(&name, self.spec.hint(lifetime), OpenMode::Truncate).await?;
         let mut written = 0;
         while written < bytes {
             let chunk = IO_CHUNK_BYTES.min(bytes - written);
@@ -489,6 +512,13 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
     let reset_load = reset_stats.borrow().clone();
     let put_latency = latency.borrow().clone();
     let level_files = db.levels.borrow().iter().map(Vec::len).collect();
+    let files = db.fs.files();
+    let map = zone_map(&files, &db.fs.zones(), &db.fs.geometry());
+    if let Some(path) = &spec.map {
+        let hints = if spec.lifetime_hints { "lifetime hints" } else { "no lifetime hints" };
+        draw(path, &format!("kv-bench on zonedfs, {hints}: files in zones at the end"), &map, &files)
+            .map_err(|message| ToolError::Usage(format!("option map: {message}")))?;
+    }
     Ok(KvBenchResult {
         spec: spec.clone(),
         puts,
@@ -500,6 +530,7 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
         compaction_bytes_written: db.compaction_bytes_written.get(),
         level_files,
         fs: db.fs.stats(),
+        zones: summarize(&map),
         reset_load,
         wall_seconds: wall.elapsed().as_secs_f64(),
     })
@@ -519,7 +550,7 @@ pub fn to_json(result: &KvBenchResult) -> serde_json::Value {
 pub fn to_text(result: &KvBenchResult) -> String {
     let spec = &result.spec;
     format!(
-        "kv-bench: {} thread(s), {}-byte keys, {}-byte values, sync {}, {} scheduler on {}; {:.1} resets/s beside it\n  put: {} in {:.1} s of device time, IOPS={:.2}k\n    lat (usec): avg={:.2}, p50={:.2}, p99={:.2}, p99.9={:.2}; stalled {:.3} s waiting for a flush\n  rocksdb: {} flushes, {} compactions writing {} MiB; files per level {:?}\n  zonedfs: {} zone resets, {} finishes, {} GC runs moving {} MiB\n  reset load: {} resets, mean {:.2} ms\n  zonelab: {:.3} s of wall time\n",
+        "kv-bench: {} thread(s), {}-byte keys, {}-byte values, sync {}, {} scheduler on {}; {:.1} resets/s beside it\n  put: {} in {:.1} s of device time, IOPS={:.2}k\n    lat (usec): avg={:.2}, p50={:.2}, p99={:.2}, p99.9={:.2}; stalled {:.3} s waiting for a flush\n  rocksdb: {} flushes, {} compactions writing {} MiB; files per level {:?}\n  zonedfs: {} zone resets, {} finishes, {} GC runs moving {} MiB; {} zones in use, {:.1} files a zone (at most {}), {:.1} % of written bytes live\n  reset load: {} resets, mean {:.2} ms\n  zonelab: {:.3} s of wall time\n",
         spec.writers,
         spec.key_bytes,
         spec.value_bytes,
@@ -543,6 +574,10 @@ pub fn to_text(result: &KvBenchResult) -> String {
         result.fs.zone_finishes,
         result.fs.gc_runs,
         result.fs.gc_bytes_moved >> 20,
+        result.zones.zones_in_use,
+        result.zones.files_per_zone,
+        result.zones.most_files_in_a_zone,
+        result.zones.live_fraction * 100.0,
         result.reset_load.resets,
         result.reset_load.latency_ms_mean(),
         result.wall_seconds

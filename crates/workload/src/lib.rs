@@ -17,6 +17,7 @@ mod plot;
 pub mod realdb;
 pub mod sweep;
 pub mod walbench;
+pub mod zonemap;
 
 pub use args::ToolError;
 pub use closed_loop::{run_closed_loop, LoopSpec, LoopStats, Operation};

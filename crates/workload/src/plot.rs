@@ -255,3 +255,76 @@ pub fn plot_scatter(
     chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, COLORS[0].filled()))).map_err(|e| e.to_string())?;
     root.present().map_err(|e| format!("{}: {e}", path.display()))
 }
+
+/// One zone of a zone map: its name, its capacity and written bytes, and the extents its owners (files) hold
+/// in it as (offset in the zone, bytes, owner index).
+pub struct ZoneStrip {
+    pub label: String,
+    pub capacity: u64,
+    pub written: u64,
+    pub extents: Vec<(u64, u64, usize)>,
+}
+
+/// Rows of a zone map at most: past it the map draws the first ones and says how many it left out.
+const ZONE_MAP_ROWS: usize = 512;
+
+/// A zone-utilization map into `path`: a strip per zone as wide as its capacity, white where nothing is written,
+/// grey where written data is dead, and each owner's live extents in a colour of its own, so that which files
+/// share which zones, and how much of each zone is still live, shows at a glance (zns-tools' zone maps). The
+/// legend names the owners that hold the most bytes.
+pub fn plot_zone_map(path: &Path, title: &str, strips: &[ZoneStrip], owners: &[String]) -> Result<(), String> {
+    font()?;
+    const ROW: u32 = 12;
+    const LEFT: i32 = 90;
+    const BAR: i32 = 800;
+    const LEGEND_ROWS: usize = 24;
+    let shown = &strips[..strips.len().min(ZONE_MAP_ROWS)];
+    let height = 60 + ROW * shown.len() as u32 + 20;
+    let legend_height = 60 + 18 * (LEGEND_ROWS as u32 + 2);
+    let root =
+        BitMapBackend::new(path, (LEFT as u32 + BAR as u32 + 330, height.max(legend_height))).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let text = |size| ("sans-serif", size).into_font().color(&BLACK);
+    let drawn = |result: Result<(), DrawingAreaErrorKind<_>>| result.map_err(|e| e.to_string());
+    drawn(root.draw(&Text::new(title.to_string(), (10, 10), text(18))))?;
+    let colour = |owner: usize| Palette99::pick(owner).to_rgba();
+    let grey = RGBColor(190, 190, 190);
+    for (row, strip) in shown.iter().enumerate() {
+        let top = 50 + row as i32 * ROW as i32;
+        let x = |offset: u64| LEFT + (offset as f64 / strip.capacity.max(1) as f64 * f64::from(BAR)).round() as i32;
+        drawn(root.draw(&Text::new(strip.label.clone(), (8, top), text(11))))?;
+        drawn(root.draw(&Rectangle::new([(LEFT, top), (LEFT + BAR, top + ROW as i32 - 2)], grey.mix(0.15).filled())))?;
+        let written_end = x(strip.written.min(strip.capacity));
+        drawn(root.draw(&Rectangle::new([(LEFT, top), (written_end, top + ROW as i32 - 2)], grey.filled())))?;
+        for &(offset, bytes, owner) in &strip.extents {
+            let (from, to) = (x(offset), x(offset + bytes).max(x(offset) + 1));
+            drawn(root.draw(&Rectangle::new([(from, top), (to, top + ROW as i32 - 2)], colour(owner).filled())))?;
+        }
+    }
+    if strips.len() > shown.len() {
+        let note = format!("{} more zones not drawn", strips.len() - shown.len());
+        drawn(root.draw(&Text::new(note, (LEFT, 50 + ROW as i32 * shown.len() as i32 + 4), text(12))))?;
+    }
+    // The legend: the owners holding the most live bytes.
+    let mut held = vec![0u64; owners.len()];
+    for strip in strips {
+        for &(_, bytes, owner) in &strip.extents {
+            held[owner] += bytes;
+        }
+    }
+    let mut order: Vec<usize> = (0..owners.len()).filter(|&owner| held[owner] > 0).collect();
+    order.sort_by_key(|&owner| (std::cmp::Reverse(held[owner]), owner));
+    let legend_x = LEFT + BAR + 20;
+    drawn(root.draw(&Text::new("grey: written, dead".to_string(), (legend_x, 30), text(12))))?;
+    for (row, &owner) in order.iter().take(LEGEND_ROWS).enumerate() {
+        let top = 50 + row as i32 * 18;
+        drawn(root.draw(&Rectangle::new([(legend_x, top), (legend_x + 12, top + 12)], colour(owner).filled())))?;
+        let label = format!("{} ({:.1} MiB)", owners[owner], held[owner] as f64 / f64::from(1 << 20));
+        drawn(root.draw(&Text::new(label, (legend_x + 18, top), text(12))))?;
+    }
+    if order.len() > LEGEND_ROWS {
+        let note = format!("and {} more", order.len() - LEGEND_ROWS);
+        drawn(root.draw(&Text::new(note, (legend_x, 50 + LEGEND_ROWS as i32 * 18), text(12))))?;
+    }
+    root.present().map_err(|e| format!("{}: {e}", path.display()))
+}

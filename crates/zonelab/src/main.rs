@@ -101,7 +101,8 @@ enum Command {
     /// --preset=NAME[,key=value...] --scheduler=none|mq-deadline|zinc --threads=N --key-size=SIZE
     /// --value-size=SIZE --put-cost-us=F --sync=0|1 --build-cost-us-per-kib=F --memtable-size=SIZE --sst-size=SIZE
     /// --l0-trigger=N --level-base-size=SIZE --level-multiplier=N --runtime=SECONDS --resets-per-second=F
-    /// --reset-pool-zones=N --seed=N --output-format=normal|json
+    /// --reset-pool-zones=N --seed=N --lifetime-hints=0|1 --map=FILE.png (the zone map at the end)
+    /// --output-format=normal|json
     #[command(name = "kv-bench", disable_help_flag = true)]
     KvBench {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]

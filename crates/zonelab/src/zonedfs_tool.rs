@@ -10,6 +10,7 @@ use std::rc::Rc;
 use clap::Subcommand;
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_runtime::{Host, Simulation};
+use zonelab_workload::zonemap::{draw, summarize, zone_map};
 use zonelab_zns::MediaStore;
 use zonelab_zonedfs::{FsOptions, ZonedFs, ZonedFsError};
 
@@ -38,6 +39,17 @@ pub enum FsCommand {
     },
     /// The metadata journal, one JSON record per line (superblock, snapshot, then changes).
     Dump { device: String },
+    /// Which files share which zones: each used zone's role, written, live and dead bytes and the files whose
+    /// extents it holds (with their bytes), as a table, as JSON, or as a PNG zone-utilization map (a strip per
+    /// zone, each file's extents in a colour of its own, dead data grey).
+    Map {
+        device: String,
+        #[arg(long)]
+        json: bool,
+        /// Also draw the map into this PNG file.
+        #[arg(long, value_name = "FILE")]
+        png: Option<std::path::PathBuf>,
+    },
     /// Check consistency (the journal's frames, extents within zones and below write pointers, no overlaps,
     /// live counts): exit 1 when anything is wrong, naming the damaged journal frames and the files they touch.
     Fsck {
@@ -199,6 +211,74 @@ pub fn run(command: FsCommand, out: &mut impl Write) -> Result<(), CliError> {
                 .map_err(stdout_error)?;
             }
             Ok(())
+        }
+        FsCommand::Map { device, json, png } => {
+            let (files, zones, geometry) =
+                on_fs(&device, Access::ReadOnly, |fs| async move { Ok((fs.files(), fs.zones(), fs.geometry())) })?;
+            let map = zone_map(&files, &zones, &geometry);
+            if let Some(png) = &png {
+                draw(png, &format!("{device}: files in zones"), &map, &files).map_err(CliError::Failed)?;
+            }
+            if json {
+                let zones: Vec<serde_json::Value> = map
+                    .iter()
+                    .map(|zone| {
+                        let files: Vec<serde_json::Value> = zone
+                            .files
+                            .iter()
+                            .map(|&(file, bytes)| serde_json::json!({ "name": files[file].name, "bytes": bytes }))
+                            .collect();
+                        serde_json::json!({
+                            "zone": zone.info.zone,
+                            "role": zone.info.role,
+                            "capacity_bytes": zone.info.capacity_bytes,
+                            "written_bytes": zone.info.written_bytes,
+                            "live_bytes": zone.info.live_bytes,
+                            "full": zone.info.full,
+                            "lifetime": zone.info.lifetime,
+                            "files": files,
+                        })
+                    })
+                    .collect();
+                let value = serde_json::json!({ "zones": zones, "summary": summarize(&map) });
+                return writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
+                    .map_err(stdout_error);
+            }
+            for zone in &map {
+                let info = &zone.info;
+                let state = match (info.full, info.written_bytes) {
+                    (true, _) => "full",
+                    (false, 0) => "empty",
+                    _ => "partial",
+                };
+                let names: Vec<String> =
+                    zone.files.iter().map(|&(file, bytes)| format!("{}:{bytes}", files[file].name)).collect();
+                writeln!(
+                    out,
+                    "zone {:>5} {:<8} {:<7} written {:>10} live {:>10} dead {:>10} files {} {}",
+                    info.zone,
+                    info.role,
+                    state,
+                    info.written_bytes,
+                    info.live_bytes,
+                    info.written_bytes.saturating_sub(info.live_bytes),
+                    zone.files.len(),
+                    names.join(" ")
+                )
+                .map_err(stdout_error)?;
+            }
+            let summary = summarize(&map);
+            writeln!(
+                out,
+                "{} zones in use, {} shared by more than one file ({:.1} files a zone, at most {}); {:.1} % of the \
+                 written bytes live",
+                summary.zones_in_use,
+                summary.shared_zones,
+                summary.files_per_zone,
+                summary.most_files_in_a_zone,
+                summary.live_fraction * 100.0
+            )
+            .map_err(stdout_error)
         }
         FsCommand::Dump { device } => {
             let records = on_fs(&device, Access::ReadOnly, |fs| async move { fs.journal_records().await })?;

@@ -190,3 +190,53 @@ fn a_damaged_zone_record_leaves_the_image_readable_and_repair_zones_rebuilds_it(
     assert_eq!(ok(&["fs", "ls", image.s()]), listed);
     assert!(ok(&["fs", "fsck", image.s()]).contains("clean, 3 files"));
 }
+
+/// `fs map`: the zones in use with the files whose extents they hold, which agrees with `fs ls`'s extents, `fs
+/// df`'s live bytes and the device's own zone report; `--png` draws it.
+#[test]
+fn the_zone_map_names_the_files_in_each_zone_as_ls_df_and_the_zone_report_do() {
+    let image = image_created_with(&["--zones", "16", "--zone-size", "1MiB"]);
+    ok(&["fs", "mkfs", image.s()]);
+    write_files(&image, 12);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let png = dir.path().join("map.png");
+    let map: serde_json::Value =
+        serde_json::from_str(&ok(&["fs", "map", image.s(), "--json", "--png", png.to_str().expect("path")]))
+            .expect("json");
+    assert!(std::fs::metadata(&png).expect("the map's PNG").len() > 1000);
+    let ls: serde_json::Value = serde_json::from_str(&ok(&["fs", "ls", image.s(), "--json"])).expect("json");
+    let df: serde_json::Value = serde_json::from_str(&ok(&["fs", "df", image.s(), "--json"])).expect("json");
+    let report: serde_json::Value =
+        serde_json::from_str(&ok(&["report", image.s(), "--format", "json"])).expect("report json");
+    let zones = map["zones"].as_array().expect("zones");
+    assert!(!zones.is_empty());
+    let mut files_seen = 0;
+    for zone in zones {
+        let number = zone["zone"].as_u64().expect("zone");
+        // Written bytes are the zone's write pointer in the device's own report.
+        let reported = report["zones"].as_array().expect("report").iter().find(|z| z["index"] == number).expect("zone");
+        let written = zone["written_bytes"].as_u64().expect("written");
+        let wp_bytes =
+            (reported["wp_lba"].as_u64().expect("wp") - reported["start_lba"].as_u64().expect("start")) * 4096;
+        assert!(reported["state"] == "full" || wp_bytes == written, "zone {number}: {reported} against {zone}");
+        let df_zone = df["zones"].as_array().expect("df").iter().find(|z| z["zone"] == number).expect("df zone");
+        assert_eq!(zone["live_bytes"], df_zone["live_bytes"], "zone {number}");
+        // Every file named holds that many bytes of extents in this zone, as ls lists them.
+        for file in zone["files"].as_array().expect("files") {
+            let name = file["name"].as_str().expect("name");
+            let listed = ls["files"].as_array().expect("ls").iter().find(|f| f["name"] == name).expect("listed");
+            let in_zone: u64 = listed["extents"]
+                .as_array()
+                .expect("extents")
+                .iter()
+                .filter(|extent| extent["lba"].as_u64().expect("lba") / 256 == number)
+                .map(|extent| extent["len_bytes"].as_u64().expect("len"))
+                .sum();
+            assert_eq!(file["bytes"].as_u64(), Some(in_zone), "{name} in zone {number}");
+            files_seen += 1;
+        }
+    }
+    assert!(files_seen >= 12, "every file appears in some zone: {files_seen}");
+    let table = ok(&["fs", "map", image.s()]);
+    assert!(table.contains("zones in use") && table.contains("/f000:"), "{table}");
+}
