@@ -82,12 +82,17 @@ class Mounts {
     std::lock_guard<std::mutex> hold(mutex_);
     for (auto& mount : mounts_) {
       if (std::getenv("ZONELAB_STATS") != nullptr) {
+        // The counters move while the device runs (its pacing figures with the clock), so the text may grow
+        // between asking its size and taking it: ask again with the new size, with room to spare.
         size_t needed = 0;
         zlfs_stats_json(mount.second, nullptr, 0, &needed);
-        std::vector<char> text(needed + 1);
-        if (zlfs_stats_json(mount.second, text.data(), text.size(), &needed) == 0) {
-          std::string line = "zonelab stats " + mount.first + ": " + std::string(text.data()) + "\n";
-          std::fputs(line.c_str(), stderr);
+        for (int attempt = 0; attempt < 8; attempt++) {
+          std::vector<char> text(needed + 256);
+          if (zlfs_stats_json(mount.second, text.data(), text.size(), &needed) == 0) {
+            std::string line = "zonelab stats " + mount.first + ": " + std::string(text.data()) + "\n";
+            std::fputs(line.c_str(), stderr);
+            break;
+          }
         }
       }
       zlfs_unmount(mount.second);

@@ -185,7 +185,7 @@ int main(void) {
         }
         total += n;
     }
-    /* Statistics as JSON: too small a buffer says how much is needed. */
+    /* Statistics as JSON: too small a buffer says how much is needed (an idle device's text stays as it is). */
     size_t needed = 0;
     CHECK(zl_stats_json(realtime_device, NULL, 0, &needed), ZL_EINVAL);
     char *stats = malloc(needed);

@@ -996,6 +996,11 @@ mod tests {
                 let late_share = pacing["late_share"].as_f64().expect("late share");
                 assert!((0.0..=1.0).contains(&late_share), "{pacing}");
                 assert!(pacing["error_p99_ns"].as_u64() <= pacing["error_max_ns"].as_u64(), "{pacing}");
+                assert!(pacing["placement"].as_str().is_some_and(|said| said.contains("wait")), "{pacing}");
+                // An idle device's figures read the same twice, so a caller that asks the size, then the text,
+                // gets what it sized for.
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                assert_eq!(stats(handle), value, "mode {mode}: an idle device's statistics hold still");
             }
             assert_eq!(zl_close(handle), ZL_OK);
         }

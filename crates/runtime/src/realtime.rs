@@ -51,9 +51,6 @@ const STALL_AFTER_NS: u64 = 10_000;
 /// reason (`SPIN_BELOW_NS`).
 const PARK_SLACK_NS: u64 = SPIN_BELOW_NS;
 
-/// How long an idle device thread parks before it looks at the clock again without a doorbell.
-const IDLE_PARK_NS: u64 = 10_000_000;
-
 /// How long the device thread keeps looking for submissions after its last work before it parks.
 const IDLE_SPIN_NS: u64 = 100_000;
 
@@ -127,11 +124,12 @@ pub struct Pacing {
     pub late: u64,
     /// Delivered minus modelled completion time, in nanoseconds, per completion (for percentiles).
     pub errors_ns: Vec<u64>,
-    /// Wall time the device thread wanted to run and could not, measured from gaps in its own clock readings
-    /// while it waited (`STALL_AFTER_NS`), and how many such gaps there were.
+    /// Wall time the device thread could not run while a completion was due, measured from gaps in its own
+    /// clock readings as it waited for it (`STALL_AFTER_NS`), and how many such gaps there were.
     pub stalled_ns: u64,
     pub stalls: u64,
-    /// Wall time the device thread ran, from its start to the last summary.
+    /// Wall time from the device's start to its last completion (or its stop): what the stalls are a share of,
+    /// and unchanged while the device is idle, so that its figures read the same twice.
     pub wall_ns: u64,
     /// Where and how the device thread ran (`Placement`), as it says.
     pub placement: String,
@@ -461,7 +459,6 @@ fn device_loop(shared: &Shared, wait: Wait) -> Stopped {
                     let _ = reply.send(device.stats());
                 }
                 Request::Pacing(reply) => {
-                    pacing.wall_ns = now;
                     let _ = reply.send(pacing.summary());
                 }
                 Request::Sleep(until_ns, cell) => {
@@ -488,6 +485,7 @@ fn device_loop(shared: &Shared, wait: Wait) -> Stopped {
                 let delivered = shared.now_ns();
                 pacing.completions += 1;
                 pacing.errors_ns.push(delivered.saturating_sub(at_ns));
+                pacing.wall_ns = delivered;
                 // Late: the device thread reached it only after its time had passed by more than a spin's slack.
                 if delivered > at_ns + LATE_AFTER_NS {
                     pacing.late += 1;
@@ -535,8 +533,9 @@ impl Stalls {
 /// submission, and a completion set earlier than the one waited for, ring the doorbell: a park after an unpark
 /// returns at once.
 ///
-/// Each look at the clock is checked against the last (`Stalls`): a thread that spins or yields looks again
-/// within microseconds unless it lost its core.
+/// While a completion is due, each look at the clock is checked against the last (`Stalls`): a thread that
+/// spins or yields looks again within microseconds unless it lost its core. An idle thread's waits delay
+/// nothing, and are not counted.
 fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64, wait: Wait, stalled: &mut Stalls) {
     // The last look at the clock, how long the wait after it was meant to take, and the slack it may overrun.
     let mut last: Option<(u64, u64, u64)> = None;
@@ -545,10 +544,9 @@ fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64, wait: Wai
             return;
         }
         let now = shared.now_ns();
-        if let Some((before, meant_ns, slack_ns)) = last {
+        if let Some((before, meant_ns, slack_ns)) = last.take() {
             stalled.note(before, now, meant_ns, slack_ns);
         }
-        last = Some((now, 0, 0));
         // Commands hosts execute themselves keep it looking as its own work does: the next may come through a
         // queue (a sleep, a pair with earlier work), and waking a parked device thread costs tens of us.
         let last_host_ns = last_busy_ns.max(shared.last_executed_here_ns.load(Ordering::Relaxed));
@@ -562,13 +560,11 @@ fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64, wait: Wai
             // submit again) gets it.
             u64::MAX if now.saturating_sub(last_host_ns) < hot_idle_ns => std::hint::spin_loop(),
             u64::MAX if now.saturating_sub(last_host_ns) < IDLE_SPIN_NS => std::thread::yield_now(),
-            u64::MAX => {
-                // Parked until a doorbell: any wait is meant, until the timeout.
-                last = Some((now, IDLE_PARK_NS, PARK_SLACK_NS));
-                std::thread::park_timeout(Duration::from_nanos(IDLE_PARK_NS));
-            }
+            u64::MAX => std::thread::park_timeout(Duration::from_millis(10)),
+            // A completion is due: time the thread cannot run now makes it late, so it counts.
             at_ns => {
                 let wait = at_ns - now;
+                last = Some((now, 0, 0));
                 if wait > SPIN_BELOW_NS {
                     last = Some((now, wait - SPIN_BELOW_NS, PARK_SLACK_NS));
                     std::thread::park_timeout(Duration::from_nanos(wait - SPIN_BELOW_NS));

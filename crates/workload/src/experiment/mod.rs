@@ -104,7 +104,7 @@ pub struct Series {
     /// group) or `host.waf` (the host FTL's), of the last job; `JOB/metric` of job JOB, where `{x}` in JOB is
     /// the point's x (one run's consecutive jobs as the points of a series).
     /// For wal-bench: `wal.kiops`, `wal.recovery_io_s` (the reads), `wal.recovery_s` (reads and memtable apply).
-    /// For kv-bench: `kv.kiops`, `kv.put.p99.9`.
+    /// For kv-bench: `kv.kiops`, `kv.put.p99.9`, `kv.zones.live_pct`, `kv.zones.files_per_zone`, `kv.zone_resets`.
     pub metric: String,
     /// fio arguments; `{x}`, `{runtime}` and `{ramp}` are filled in.
     pub args: String,
@@ -674,6 +674,24 @@ pub fn run(id: &str, quick: bool, out: &Path, jobs: usize) -> Result<Outcome, Ex
                 verdict.name()
             ));
             claims.push(ClaimOutcome { explanation: explanation.to_string(), ..outcome });
+        }
+        if figure.claim.is_empty() && figure.interference.is_empty() {
+            // A figure the source gives no number for: its series, to read beside the report.
+            let values: Vec<String> = lines
+                .iter()
+                .map(|(label, points)| {
+                    let ys: Vec<String> = points.iter().map(|point| format!("{:.2}", point.y)).collect();
+                    format!("{label} {}", ys.join(" / "))
+                })
+                .collect();
+            let xs: Vec<String> = xs.iter().map(u32::to_string).collect();
+            summary.push(format!(
+                "{} {}: no claim to judge; at x = {}: {}",
+                experiment.id,
+                figure.id,
+                xs.join(" / "),
+                values.join("; ")
+            ));
         }
         let mut interference = Vec::new();
         if figure.interference.iter().any(|spec| spec.baseline_throughput.is_none()) {
