@@ -39,6 +39,15 @@ pub enum FsCommand {
     },
     /// The metadata journal, one JSON record per line (superblock, snapshot, then changes).
     Dump { device: String },
+    /// A file's extents in file order: logical offset, LBA, bytes, and the zone that holds each (zns-tools'
+    /// `zns.fiemap`), or a WAL file's zones.
+    Fiemap {
+        device: String,
+        /// The file's path, as `fs ls` names it.
+        file: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Which files share which zones: each used zone's role, written, live and dead bytes and the files whose
     /// extents it holds (with their bytes), as a table, as JSON, or as a PNG zone-utilization map (a strip per
     /// zone, each file's extents in a colour of its own, dead data grey).
@@ -209,6 +218,43 @@ pub fn run(command: FsCommand, out: &mut impl Write) -> Result<(), CliError> {
                     if zone.full { " full" } else { "" }
                 )
                 .map_err(stdout_error)?;
+            }
+            Ok(())
+        }
+        FsCommand::Fiemap { device, file, json } => {
+            let (files, geometry) =
+                on_fs(&device, Access::ReadOnly, |fs| async move { Ok((fs.files(), fs.geometry())) })?;
+            let Some(found) = files.iter().find(|info| info.name == file) else {
+                return Err(CliError::Failed(format!("{device}: no file {file}")));
+            };
+            let mut logical = 0;
+            let mut extents = Vec::new();
+            for extent in &found.extents {
+                let zone = geometry.zone_of(extent.lba);
+                extents.push(serde_json::json!({
+                    "logical": logical, "lba": extent.lba, "bytes": extent.len_bytes, "zone": zone,
+                    "zone_offset_bytes": (extent.lba - geometry.zone_start_lba(zone)) << geometry.lba_shift,
+                }));
+                logical += extent.len_bytes;
+            }
+            let wal_zones: Vec<u32> = found.wal.iter().flat_map(|wal| wal.zones.iter().copied()).collect();
+            if json {
+                let value = serde_json::json!({ "file": file, "size_bytes": found.size_bytes, "extents": extents, "wal_zones": wal_zones });
+                return writeln!(out, "{}", serde_json::to_string_pretty(&value).unwrap_or_default())
+                    .map_err(stdout_error);
+            }
+            writeln!(out, "{file}: {} bytes in {} extents", found.size_bytes, extents.len()).map_err(stdout_error)?;
+            for extent in &extents {
+                writeln!(
+                    out,
+                    "  logical {:>12} lba {:>12} bytes {:>10} zone {:>5} (+{})",
+                    extent["logical"], extent["lba"], extent["bytes"], extent["zone"], extent["zone_offset_bytes"]
+                )
+                .map_err(stdout_error)?;
+            }
+            if !wal_zones.is_empty() {
+                let zones: Vec<String> = wal_zones.iter().map(u32::to_string).collect();
+                writeln!(out, "  a WAL in zones {}", zones.join(", ")).map_err(stdout_error)?;
             }
             Ok(())
         }

@@ -239,4 +239,21 @@ fn the_zone_map_names_the_files_in_each_zone_as_ls_df_and_the_zone_report_do() {
     assert!(files_seen >= 12, "every file appears in some zone: {files_seen}");
     let table = ok(&["fs", "map", image.s()]);
     assert!(table.contains("zones in use") && table.contains("/f000:"), "{table}");
+    // fiemap: one file's extents in file order, as ls lists them, with their zones.
+    let fiemap: serde_json::Value =
+        serde_json::from_str(&ok(&["fs", "fiemap", image.s(), "/f003", "--json"])).expect("json");
+    let listed = ls["files"].as_array().expect("ls").iter().find(|f| f["name"] == "/f003").expect("listed");
+    let extents = fiemap["extents"].as_array().expect("extents");
+    assert_eq!(extents.len(), listed["extents"].as_array().expect("extents").len());
+    let mut logical = 0;
+    for (mapped, extent) in extents.iter().zip(listed["extents"].as_array().expect("extents")) {
+        assert_eq!((&mapped["lba"], &mapped["bytes"]), (&extent["lba"], &extent["len_bytes"]));
+        assert_eq!(mapped["zone"].as_u64(), extent["lba"].as_u64().map(|lba| lba / 256));
+        assert_eq!(mapped["logical"].as_u64(), Some(logical));
+        logical += extent["len_bytes"].as_u64().expect("bytes");
+    }
+    assert_eq!(fiemap["size_bytes"].as_u64(), Some(logical));
+    let missing = zonelab(&["fs", "fiemap", image.s(), "/nothing"]);
+    assert_eq!(missing.code, 1, "{}", missing.stderr);
+    assert!(missing.stderr.contains("no file /nothing"), "{}", missing.stderr);
 }
