@@ -13,7 +13,6 @@
 //! flight to a zone, a read that suspends a program) go to lanes of it, numbered after the first. The device
 //! keeps at most `TRACE_LIMIT` commands and as many flash operations; the file says how many it left out.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -270,10 +269,10 @@ fn assign_lanes(slices: &mut [Slice]) {
 /// Pairs (slice of an I/O, command index): a command of the I/O's kind whose blocks meet the I/O's and that
 /// arrived while it was in flight; I/Os that start after `until_ns` have no slice. A command the scheduler merged from several I/Os pairs with each of them.
 fn join_ios_to_commands(jobs: &[(String, Vec<IoSpan>)], until_ns: u64, commands: &[TraceEvent]) -> Vec<(usize, usize)> {
-    let mut by_start: BTreeMap<(u8, u64), Vec<usize>> = BTreeMap::new();
-    for (index, command) in commands.iter().enumerate() {
-        by_start.entry((command.opcode, command.slba)).or_default().push(index);
-    }
+    // The commands by opcode and first block, then in trace order.
+    let mut by_start: Vec<(u8, u64, usize)> =
+        commands.iter().enumerate().map(|(index, command)| (command.opcode, command.slba, index)).collect();
+    by_start.sort_unstable();
     // A command of an opcode that meets an I/O starts at most this many blocks before it.
     let mut longest = [0u64; 256];
     for command in commands {
@@ -287,13 +286,14 @@ fn join_ios_to_commands(jobs: &[(String, Vec<IoSpan>)], until_ns: u64, commands:
             let end = span.lba + span.blocks.max(1);
             for &opcode in opcodes_of(span.direction) {
                 let from = (opcode, span.lba.saturating_sub(longest[usize::from(opcode)]));
-                for (&(_, slba), indices) in by_start.range(from..(opcode, end)) {
-                    for &index in indices {
-                        let command = &commands[index];
-                        let meets = slba + command.nlb.max(1) > span.lba;
-                        if meets && (span.issued_ns..=span.end_ns).contains(&command.submit_ns) {
-                            pairs.push((slice, index));
-                        }
+                let first = by_start.partition_point(|&(op, slba, _)| (op, slba) < from);
+                for &(_, slba, index) in
+                    by_start[first..].iter().take_while(|&&(op, slba, _)| (op, slba) < (opcode, end))
+                {
+                    let command = &commands[index];
+                    let meets = slba + command.nlb.max(1) > span.lba;
+                    if meets && (span.issued_ns..=span.end_ns).contains(&command.submit_ns) {
+                        pairs.push((slice, index));
                     }
                 }
             }
