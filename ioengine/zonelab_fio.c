@@ -95,7 +95,8 @@ out:
  * could not keep time are seen as such. */
 static void print_pacing(const struct zonelab_device *device)
 {
-	char line[512];
+	/* Figures and the placement (with an OS error when best effort was refused) fit well within this. */
+	char line[1024];
 	size_t needed = 0;
 
 	if (zl_pacing_line(device->handle, line, sizeof(line), &needed) == ZL_OK)

@@ -355,9 +355,13 @@ impl<S: MediaStore> Device<S> {
     }
 
     /// Names the command about to run as the cause of the flash operations it books: its place in the trace.
+    /// Untraced, nothing: every command passes here.
+    #[inline]
     fn trace_next_command(&mut self) {
-        let next = self.trace.as_ref().map(|trace| trace.len() as u64).filter(|&next| next < TRACE_LIMIT as u64);
-        self.media.trace_cause(next);
+        if let Some(trace) = &self.trace {
+            let next = trace.len() as u64;
+            self.media.trace_cause((next < TRACE_LIMIT as u64).then_some(next));
+        }
     }
 
     /// Marks the first `bytes` of a zone as written long ago (a preconditioned drive), without time passing:

@@ -256,6 +256,7 @@ impl Engine {
         if at_ns <= now {
             self.pacing.completions += 1;
             self.pacing.errors_ns.push(0);
+            self.pacing.wall_ns = now;
             return Some(result);
         }
         self.due.set(at_ns, Due { cell: Arc::clone(cell), result, tag: Some(tag) });

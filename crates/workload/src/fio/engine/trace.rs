@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::Path;
 
 use zonelab_device::{Device, TraceEvent, TRACE_LIMIT};
-use zonelab_media::{FlashEvent, FlashOp, OpSource};
+use zonelab_media::{FlashOp, OpSource};
 
 use super::*;
 
@@ -148,7 +148,11 @@ pub(super) fn write_trace<S: MediaStore>(
             FIO_PID => jobs[slice.track as usize].0.clone(),
             DEVICE_PID if slice.track < u64::from(geometry.zones) => format!("zone {}", slice.track),
             DEVICE_PID => format!("namespace {}", slice.track - u64::from(geometry.zones)),
-            _ => plane_name(slice.track, flash),
+            // A plane's track, named with the channel that reaches it (its operations carry both).
+            _ => match slice.what {
+                What::Flash(index) => format!("plane {} (channel {})", slice.track, flash[index].channel),
+                _ => format!("plane {}", slice.track),
+            },
         };
         let name = if slice.lane == 0 { base } else { format!("{base} #{}", slice.lane + 1) };
         event(&mut out, metadata(slice.pid, Some(slice.tid()), "thread_name", &name))?;
@@ -355,14 +359,6 @@ fn source_name(source: OpSource) -> &'static str {
         OpSource::GcRead => "gc read",
         OpSource::GcWrite => "gc write",
         OpSource::GcErase => "gc erase",
-    }
-}
-
-/// A plane's track name, with the channel that reaches it.
-fn plane_name(plane: u64, flash: &[FlashEvent]) -> String {
-    match flash.iter().find(|event| u64::from(event.plane) == plane) {
-        Some(event) => format!("plane {plane} (channel {})", event.channel),
-        None => format!("plane {plane}"),
     }
 }
 
