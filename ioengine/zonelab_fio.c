@@ -292,7 +292,7 @@ static enum fio_q_status submit_split(struct zonelab_device *device, struct io_u
 	return FIO_Q_QUEUED;
 }
 
-static enum fio_q_status zonelab_queue(struct thread_data *td, struct io_u *io_u)
+static enum fio_q_status queue_io(struct thread_data *td, struct io_u *io_u)
 {
 	struct zonelab_device *device = file_device(io_u->file);
 	uint64_t block = lba_bytes(device);
@@ -329,7 +329,7 @@ static enum fio_q_status zonelab_queue(struct thread_data *td, struct io_u *io_u
 		 * stale, and its next write off the write pointer. */
 		if (td->o.zone_mode == ZONE_MODE_ZBD) {
 			if (!do_io_u_trim(td, io_u))
-				return complete_now(io_u, io_u->error < 0 ? -io_u->error : (io_u->error ? io_u->error : EIO));
+				return complete_now(io_u, (int)io_u->error < 0 ? -(int)io_u->error : (io_u->error ? (int)io_u->error : EIO));
 			return complete_now(io_u, 0);
 		}
 		/* A trim of one whole zone resets it, as a zoned block device's discard does. */
@@ -351,12 +351,12 @@ static enum fio_q_status zonelab_queue(struct thread_data *td, struct io_u *io_u
 	return FIO_Q_QUEUED;
 }
 
-static int zonelab_getevents(struct thread_data *td, unsigned int min, unsigned int max, const struct timespec *t)
+/* Collects completions until `min` whole io_us (all their pieces) are done, or nothing more comes within
+ * `timeout_ns`, into the job's events; returns how many, or a negative errno. */
+static int collect(struct thread_data *td, unsigned int min, unsigned int max, uint64_t timeout_ns)
 {
 	struct zonelab_job *job = td->io_ops_data;
-	struct fio_file *f = td->files[0];
-	struct zonelab_device *device = file_device(f);
-	uint64_t timeout_ns = t ? (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec : 0;
+	struct zonelab_device *device = file_device(td->files[0]);
 	unsigned int i, count = 0;
 	int32_t code;
 
@@ -364,7 +364,6 @@ static int zonelab_getevents(struct thread_data *td, unsigned int min, unsigned 
 		max = job->depth;
 	if (min > max)
 		min = max;
-	/* Pieces of split I/Os complete one by one: poll until `min` whole io_us are done, or nothing more comes. */
 	do {
 		unsigned int polled = 0;
 
@@ -388,6 +387,33 @@ static int zonelab_getevents(struct thread_data *td, unsigned int min, unsigned 
 			break;
 	} while (count < min);
 	return count;
+}
+
+/* The issue time is taken here, before the command reaches the device, for both ways an I/O completes
+ * (FIO_ASYNCIO_SETS_ISSUE_TIME). At iodepth 1 the engine waits for the I/O before it returns, as a synchronous
+ * engine (psync) does: an error then comes back at submission, where fio looks for the first I/O's error to
+ * suggest --zonemode=zbd, and nothing is lost, since a job of depth 1 has nothing else to submit meanwhile. */
+static enum fio_q_status zonelab_queue(struct thread_data *td, struct io_u *io_u)
+{
+	struct zonelab_job *job = td->io_ops_data;
+	enum fio_q_status status;
+	int done;
+
+	if (fio_fill_issue_time(td))
+		fio_gettime(&io_u->issue_time, NULL);
+	status = queue_io(td, io_u);
+	if (status != FIO_Q_QUEUED || job->depth != 1)
+		return status;
+	done = collect(td, 1, 1, 0);
+	if (done < 0)
+		return complete_now(io_u, -done);
+	return FIO_Q_COMPLETED;
+}
+
+/* Pieces of split I/Os complete one by one: `min` counts whole io_us. */
+static int zonelab_getevents(struct thread_data *td, unsigned int min, unsigned int max, const struct timespec *t)
+{
+	return collect(td, min, max, t ? (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec : 0);
 }
 
 static struct io_u *zonelab_event(struct thread_data *td, int event)
@@ -505,7 +531,7 @@ static int zonelab_get_max_open_zones(struct thread_data *td, struct fio_file *f
 struct ioengine_ops ioengine = {
 	.name = "zonelab",
 	.version = FIO_IOOPS_VERSION,
-	.flags = FIO_DISKLESSIO | FIO_NOEXTEND | FIO_NODISKUTIL | FIO_RAWIO,
+	.flags = FIO_DISKLESSIO | FIO_NOEXTEND | FIO_NODISKUTIL | FIO_RAWIO | FIO_ASYNCIO_SETS_ISSUE_TIME,
 	.setup = zonelab_setup,
 	.init = zonelab_init,
 	.queue = zonelab_queue,
