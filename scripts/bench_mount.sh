@@ -4,6 +4,7 @@
 #   scripts/bench_mount.sh null [SIZE]     (the same on a FUSE file system that answers at once, no device:
 #                                           the FUSE round trip alone; needs cargo build --release --example null_fuse)
 #   POLL=1 scripts/bench_mount.sh ...       (with the mount's poll option, or null_fuse --poll)
+#   ASYNC_DIO=1 scripts/bench_mount.sh ...  (with the mount's async-dio option)
 set -euo pipefail
 Z=${ZONELAB:-target/release/zonelab}
 preset=$1
@@ -12,7 +13,8 @@ dir=$(mktemp -d)
 if [ "$preset" = null ]; then
     "$(dirname "$Z")/examples/null_fuse" "$dir" ${POLL:+--poll} 2>/dev/null </dev/null >/dev/null &
 else
-    "$Z" mount "$preset" "$dir" ${POLL:+-o poll} 2>/dev/null </dev/null >/dev/null &
+    options=$(IFS=,; echo "${POLL:+poll}${POLL:+${ASYNC_DIO:+,}}${ASYNC_DIO:+async-dio}")
+    "$Z" mount "$preset" "$dir" ${options:+-o "$options"} 2>/dev/null </dev/null >/dev/null &
 fi
 pid=$!
 trap 'fusermount3 -u "$dir" 2>/dev/null; wait $pid; rmdir "$dir"' EXIT

@@ -5,8 +5,8 @@
 use serde::Serialize;
 use zonelab_media::{FlashModel, MediaState, Restored, WriteKind};
 use zonelab_zns::{
-    Command, Completion, Effect, Executed, Geometry, ImageLock, MediaStore, MemoryStore, Status, TransitionCause,
-    ZoneSendAction, ZoneState, ZonedNamespace,
+    Command, Completion, Effect, Executed, Geometry, ImageLock, InjectError, MediaStore, MemoryStore, Status,
+    TransitionCause, ZoneSendAction, ZoneState, ZonedNamespace,
 };
 
 use crate::conventional::{Conventional, ConventionalStats};
@@ -36,6 +36,19 @@ pub struct TraceEvent {
     /// The zoned namespace's open and active zones once the command has run.
     pub open_zones: u32,
     pub active_zones: u32,
+}
+
+/// A fault injected into a zone of a running device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZoneFault {
+    /// The zone becomes READ_ONLY (again: EMPTY), as null_blk's configfs `zone_readonly` makes it.
+    ReadOnly,
+    /// The zone becomes OFFLINE (again: EMPTY), as null_blk's `zone_offline` makes it.
+    Offline,
+    /// The next read, write or append to the zone fails with a media error (Unrecovered Read Error for a read,
+    /// Write Fault otherwise) and changes nothing, as dm-error or a failing drive gives one: what exercises a
+    /// host's error path (zonefs's `errors=`) while the zone itself stays as it was.
+    IoError,
 }
 
 /// Commands, and flash operations, a trace keeps at most: with the I/Os and the arrows between them about 700,000
@@ -128,6 +141,8 @@ pub struct Device<S> {
     zombie_scan: Option<ZombieScan>,
     /// When each zone was last written, for the zombie scan.
     last_write_ns: Vec<u64>,
+    /// Zones whose next read, write or append fails (`ZoneFault::IoError`).
+    io_faults: Vec<u32>,
     /// Commands waiting for the device (`queue.rs`).
     pub(crate) queue: SubmissionQueue,
     /// The device image this device drives: held exclusively, and given the flash model's state on drop if
@@ -234,6 +249,7 @@ impl<S: MediaStore> Device<S> {
                 ZombieScan { period_ns, idle_ns: (config.media.mapping.zombie_idle_s * 1e9) as u64, next_ns: period_ns }
             }),
             last_write_ns: vec![0; geometry.zones as usize],
+            io_faults: Vec::new(),
             queue: SubmissionQueue::default(),
             image: None,
             media_restored,
@@ -391,7 +407,10 @@ impl<S: MediaStore> Device<S> {
         let described = self.trace.is_some().then(|| describe(nsid, &command, self.namespace.geometry().lba_shift));
         self.trace_next_command();
         let changes_mapping = cfg!(debug_assertions) && matches!(command, Command::ZoneManagementSend { .. });
-        let outcome = self.scan_for_zombies(now).and_then(|()| self.run(now, command));
+        let outcome = match self.take_io_fault(&command) {
+            Some(status) => Err(status),
+            None => self.scan_for_zombies(now).and_then(|()| self.run(now, command)),
+        };
         // The namespace checks its own invariants after every change (debug builds); the mapping of logical
         // to physical zones (ReZNS's renewals) is the flash model's, checked here after the commands that move
         // it, on devices small enough for a full check each time.
@@ -401,6 +420,40 @@ impl<S: MediaStore> Device<S> {
             }
         }
         self.complete(now, described, outcome)
+    }
+
+    /// Injects `fault` into zone `zone` of the zoned namespace.
+    pub fn inject_fault(&mut self, zone: u32, fault: ZoneFault) -> Result<(), InjectError> {
+        match fault {
+            ZoneFault::ReadOnly => self.namespace.inject_zone_state(zone, ZoneState::ReadOnly),
+            ZoneFault::Offline => self.namespace.inject_zone_state(zone, ZoneState::Offline),
+            ZoneFault::IoError => {
+                let zones = self.namespace.geometry().zones;
+                if zone >= zones {
+                    return Err(InjectError::NoSuchZone { zone, zones });
+                }
+                self.io_faults.push(zone);
+                Ok(())
+            }
+        }
+    }
+
+    /// The media error an injected I/O fault gives `command`, taking the fault, if it reads or writes a zone that
+    /// has one.
+    fn take_io_fault(&mut self, command: &Command<'_>) -> Option<Status> {
+        if self.io_faults.is_empty() {
+            return None;
+        }
+        let (lba, status) = match command {
+            Command::Read { slba, .. } | Command::ReadDiscard { slba, .. } => (*slba, Status::UnrecoveredReadError),
+            Command::Write { slba, .. } | Command::WriteZeroes { slba, .. } => (*slba, Status::WriteFault),
+            Command::Append { zslba, .. } => (*zslba, Status::WriteFault),
+            _ => return None,
+        };
+        let zone = self.namespace.geometry().zone_of(lba);
+        let index = self.io_faults.iter().position(|&faulty| faulty == zone)?;
+        self.io_faults.swap_remove(index);
+        Some(status)
     }
 
     /// A command to a namespace other than the zoned one: the conventional namespace's, if `nsid` is its.

@@ -20,7 +20,7 @@ pub mod rng;
 pub use build::{BuildError, Built, DeviceBuilder, DeviceSpec, StoreChoice};
 pub use command::{IoData, Output, QueuedCommand};
 pub use conventional::{ConventionalNamespaceConfig, ConventionalStats};
-pub use device::{Device, DeviceCounters, DeviceStats, Submitted, TraceEvent, TRACE_LIMIT};
+pub use device::{Device, DeviceCounters, DeviceStats, Submitted, TraceEvent, ZoneFault, TRACE_LIMIT};
 pub use host::{micros_to_ns, CoreShare, HostPath, HostSide};
 pub use preset::{apply_override, CalibrationReferences, DeviceConfig, HostCost, HostCosts, PresetError, PRESETS};
 pub use queue::{QueueFull, SUBMISSION_QUEUE_ENTRIES};

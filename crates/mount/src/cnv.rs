@@ -11,9 +11,9 @@ use fuser::{FileAttr, FileType, INodeNo};
 use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand, RealTimeHost};
 use zonelab_zns::{transfers, Geometry, Status};
 
-/// Inode of `cnv/`.
+/// Node id of `cnv/`.
 pub(crate) const CNV_DIR: u64 = 3;
-/// Inode of `cnv/0`.
+/// Node id of `cnv/0`.
 pub(crate) const CNV_FILE: u64 = 4;
 
 /// The conventional namespace behind `cnv/0`.

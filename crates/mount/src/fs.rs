@@ -23,13 +23,17 @@ use crate::options::{ErrorsPolicy, MountOptions};
 
 const ROOT: u64 = 1;
 const SEQ_DIR: u64 = 2;
-/// Inode of `seq/0`; file N is `FIRST_FILE + N`.
+/// Node id of `seq/0`; file N is `FIRST_FILE + N`. Node ids name files to FUSE; `stat` and `readdir` show
+/// zonefs's inode numbers (`Shared::zonefs_ino`).
 const FIRST_FILE: u64 = 16;
 /// zonefs's `ZONEFS_FNAME_MAX`, what statfs reports as the longest name.
 const NAME_MAX: u32 = 16;
-/// Attributes of files change with every write, so the kernel must ask each time; directories never change.
-const FILE_TTL: Duration = Duration::ZERO;
-const DIR_TTL: Duration = Duration::from_secs(3600);
+/// The kernel asks for attributes each time: a file's change with every write, and `stat` shows zonefs's inode
+/// numbers only from a getattr reply (FUSE keeps the node id as the inode number of attributes it caches, and
+/// fuser's entries give node ids, which must differ: 0 and 1 are FUSE's own).
+const ATTR_TTL: Duration = Duration::ZERO;
+/// Directory names never change.
+const DIR_ENTRY_TTL: Duration = Duration::from_secs(3600);
 /// The largest request the kernel sends, and the most it may have in flight before it stops sending.
 const MAX_WRITE_BYTES: u32 = 1 << 20;
 const MAX_BACKGROUND: u16 = 256;
@@ -135,6 +139,28 @@ impl Shared {
             blksize: self.layout.lba_size,
             flags: 0,
         }
+    }
+
+    /// zonefs's inode number of node `node`: a file's is its zone's index, the root's the number of zones, `cnv/`'s
+    /// and `seq/`'s the next two (`zonefs_get_file_inode`, `zonefs_get_zgroup_inode`). Two files have no zonefs
+    /// number: `seq/0`, whose would be 0, which Linux takes for no inode (glibc's readdir skips such entries; on
+    /// zonefs mkzonefs's superblock holds zone 0, so no file has it), and `cnv/0`, a namespace and no zone here.
+    /// They take the two numbers after the directories'.
+    fn zonefs_ino(&self, node: u64) -> u64 {
+        let zones = u64::from(self.geometry.zones);
+        match node {
+            ROOT => zones,
+            CNV_DIR => zones + 1,
+            SEQ_DIR => zones + 2,
+            FIRST_FILE => zones + 3,
+            CNV_FILE => zones + 4,
+            file => file - FIRST_FILE,
+        }
+    }
+
+    /// Attributes as `stat` shows them: with zonefs's inode number.
+    fn stat(&self, attr: FileAttr) -> FileAttr {
+        FileAttr { ino: INodeNo(self.zonefs_ino(attr.ino.0)), ..attr }
     }
 
     fn dir_attr(&self, ino: u64) -> FileAttr {
@@ -379,7 +405,7 @@ impl ZonefsMount {
             Err(error) => return reply.error(fs_errno(&error)),
         };
         let Some(action) = action else {
-            return reply.attr(&FILE_TTL, &self.shared.file_attr(file, entry));
+            return reply.attr(&ATTR_TTL, &self.shared.stat(self.shared.file_attr(file, entry)));
         };
         let zslba = self.shared.layout.zslba(file);
         let mut commands = vec![QueuedCommand::ZoneSend { slba: zslba, action, select_all: false }];
@@ -405,7 +431,7 @@ impl ZonefsMount {
                         _ => ZoneState::Full,
                     };
                     entry.file = FileState { size, condition };
-                    reply.attr(&FILE_TTL, &shared.file_attr(file, entry));
+                    reply.attr(&ATTR_TTL, &shared.stat(shared.file_attr(file, entry)));
                 }
                 Err(status) => {
                     shared.io_error(file, true).await;
@@ -418,8 +444,12 @@ impl ZonefsMount {
 
 impl fuser::Filesystem for ZonefsMount {
     fn init(&mut self, _request: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        // Several direct I/Os of one file in flight at once, as libaio submits them.
-        let _ = config.add_capabilities(InitFlags::FUSE_ASYNC_DIO);
+        // Without FUSE's asynchronous direct I/O the kernel sends a libaio or io_uring direct I/O as a synchronous
+        // one and returns a short write's count, as zonefs does for a write crossing the capacity; with it, one
+        // thread's direct I/Os are in flight together, but any short write becomes EIO (`async-dio`).
+        if self.shared.options.async_dio {
+            let _ = config.add_capabilities(InitFlags::FUSE_ASYNC_DIO);
+        }
         // Shared mappings of direct-I/O files (Linux 6.6 and later), so that a read-only shared mmap of a
         // file works as on zonefs; a kernel without it keeps refusing mmap (ENODEV).
         let _ = config.add_capabilities(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
@@ -431,19 +461,21 @@ impl fuser::Filesystem for ZonefsMount {
     fn lookup(&self, _request: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let name = name.to_str().unwrap_or("");
         match parent.0 {
-            ROOT if name == "seq" => reply.entry(&DIR_TTL, &self.shared.dir_attr(SEQ_DIR), fuser::Generation(0)),
+            ROOT if name == "seq" => {
+                reply.entry_with_ttls(&ATTR_TTL, &DIR_ENTRY_TTL, &self.shared.dir_attr(SEQ_DIR), fuser::Generation(0))
+            }
             ROOT if name == "cnv" && self.shared.conventional.is_some() => {
-                reply.entry(&DIR_TTL, &self.shared.dir_attr(CNV_DIR), fuser::Generation(0))
+                reply.entry_with_ttls(&ATTR_TTL, &DIR_ENTRY_TTL, &self.shared.dir_attr(CNV_DIR), fuser::Generation(0))
             }
             CNV_DIR if name == "0" => match &self.shared.conventional {
-                Some(cnv) => reply.entry(&FILE_TTL, &self.cnv_attr(cnv), fuser::Generation(0)),
+                Some(cnv) => reply.entry(&ATTR_TTL, &self.cnv_attr(cnv), fuser::Generation(0)),
                 None => reply.error(Errno::ENOENT),
             },
             SEQ_DIR => match name.parse::<u32>() {
                 // Only the canonical name: "007" is not file 7.
                 Ok(file) if file < self.shared.geometry.zones && file.to_string() == name => {
                     let entries = self.shared.entries();
-                    reply.entry(&FILE_TTL, &self.shared.file_attr(file, &entries[file as usize]), fuser::Generation(0))
+                    reply.entry(&ATTR_TTL, &self.shared.file_attr(file, &entries[file as usize]), fuser::Generation(0))
                 }
                 _ => reply.error(Errno::ENOENT),
             },
@@ -453,11 +485,13 @@ impl fuser::Filesystem for ZonefsMount {
 
     fn getattr(&self, _request: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match (ino.0, self.file_of(ino), &self.shared.conventional) {
-            (ROOT | SEQ_DIR, ..) | (CNV_DIR, _, Some(_)) => reply.attr(&DIR_TTL, &self.shared.dir_attr(ino.0)),
-            (CNV_FILE, _, Some(cnv)) => reply.attr(&FILE_TTL, &self.cnv_attr(cnv)),
+            (ROOT | SEQ_DIR, ..) | (CNV_DIR, _, Some(_)) => {
+                reply.attr(&ATTR_TTL, &self.shared.stat(self.shared.dir_attr(ino.0)))
+            }
+            (CNV_FILE, _, Some(cnv)) => reply.attr(&ATTR_TTL, &self.shared.stat(self.cnv_attr(cnv))),
             (_, Some(file), _) => {
                 let entries = self.shared.entries();
-                reply.attr(&FILE_TTL, &self.shared.file_attr(file, &entries[file as usize]));
+                reply.attr(&ATTR_TTL, &self.shared.stat(self.shared.file_attr(file, &entries[file as usize])));
             }
             _ => reply.error(Errno::ENOENT),
         }
@@ -491,13 +525,13 @@ impl fuser::Filesystem for ZonefsMount {
             owner.1 = uid.unwrap_or(owner.1);
             owner.2 = gid.unwrap_or(owner.2);
             drop(owner);
-            return reply.attr(&FILE_TTL, &self.cnv_attr(cnv));
+            return reply.attr(&ATTR_TTL, &self.shared.stat(self.cnv_attr(cnv)));
         }
         let Some(file) = self.file_of(ino) else {
             // Files cannot be created or deleted, so the directories take no write permission.
             return match mode {
                 Some(mode) if mode & 0o222 != 0 => reply.error(Errno::EPERM),
-                _ => reply.attr(&DIR_TTL, &self.shared.dir_attr(ino.0)),
+                _ => reply.attr(&ATTR_TTL, &self.shared.stat(self.shared.dir_attr(ino.0))),
             };
         };
         let mut entries = self.shared.entries();
@@ -519,7 +553,7 @@ impl fuser::Filesystem for ZonefsMount {
                 drop(entries);
                 self.truncate(file, size, reply);
             }
-            None => reply.attr(&FILE_TTL, &self.shared.file_attr(file, entry)),
+            None => reply.attr(&ATTR_TTL, &self.shared.stat(self.shared.file_attr(file, entry))),
         }
     }
 
@@ -729,7 +763,16 @@ impl fuser::Filesystem for ZonefsMount {
         drop(entries);
         let end = offset + accepted;
         self.submit(commands, move |shared: Arc<Shared>, result: Result<Vec<Output>, Status>| async move {
+            // A zone written behind the file system's back takes an append where its write pointer is, not where
+            // the file ends: zonefs checks where the append landed and fails it with EIO (`zonefs_file_dio_append`,
+            // "Corrupted write pointer"), then handles the error as any other.
+            let misplaced = |outputs: &[Output]| append && outputs.first() != Some(&Output::Appended(slba));
             match result {
+                Ok(outputs) if misplaced(&outputs) => {
+                    eprintln!("zonelab mount: seq/{file}: corrupted write pointer (the append landed elsewhere)");
+                    shared.io_error(file, true).await;
+                    reply.error(Errno::EIO);
+                }
                 Ok(_) => {
                     let mut entries = shared.entries();
                     let entry = &mut entries[file as usize];
@@ -812,7 +855,7 @@ impl fuser::Filesystem for ZonefsMount {
                 _ if ino.0 == CNV_DIR => (CNV_FILE, FileType::RegularFile, "0".to_string()),
                 _ => (FIRST_FILE + index - 2, FileType::RegularFile, (index - 2).to_string()),
             };
-            if reply.add(INodeNo(child), index + 1, kind, name) {
+            if reply.add(INodeNo(self.shared.zonefs_ino(child)), index + 1, kind, name) {
                 break;
             }
         }

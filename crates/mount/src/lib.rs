@@ -17,11 +17,13 @@
 
 mod cnv;
 mod completions;
+mod control;
 mod fs;
 mod options;
 
 use std::path::Path;
 
+pub use control::{control_request, to_hex, ControlReply};
 pub use options::{ErrorsPolicy, MountOptions, OptionError};
 use zonelab_device::DeviceBuilder;
 use zonelab_runtime::{block_on, Placement, RealTime, StartError, Stopped};
@@ -37,6 +39,8 @@ pub enum MountError {
     Report(Status),
     #[error("cannot mount on {mountpoint}: {source}")]
     Fuse { mountpoint: String, source: std::io::Error },
+    #[error("cannot listen on the control socket {path}: {source}")]
+    Control { path: String, source: std::io::Error },
     /// What `mount` refuses too: a mountpoint that is no directory (ENOTDIR), or one that is not empty (its
     /// files would be hidden) unless `nonempty` says so.
     #[error("cannot mount on {mountpoint}: {reason}")]
@@ -61,6 +65,7 @@ fn check_mountpoint(mountpoint: &Path, nonempty: bool) -> Result<(), MountError>
 pub struct Mounted {
     session: fuser::Session<fs::ZonefsMount>,
     device: RealTime,
+    control: Option<control::ControlChannel>,
     files: u32,
     conventional_bytes: Option<u64>,
 }
@@ -108,6 +113,13 @@ impl Mounted {
         let mut config = fuser::Config::default();
         config.mount_options = mount_options;
         let poll = options.poll;
+        let control = match &options.control {
+            Some(path) => Some(
+                control::ControlChannel::start(path, host.clone())
+                    .map_err(|source| MountError::Control { path: path.display().to_string(), source })?,
+            ),
+            None => None,
+        };
         let filesystem = fs::ZonefsMount::new(host, files, conventional, options);
         let fuse_error = |source| MountError::Fuse { mountpoint: mountpoint.display().to_string(), source };
         let before = fuse_descriptors().map_err(fuse_error)?;
@@ -117,7 +129,7 @@ impl Mounted {
                 set_nonblocking(*fd).map_err(fuse_error)?;
             }
         }
-        Ok(Mounted { session, device, files: count, conventional_bytes })
+        Ok(Mounted { session, device, control, files: count, conventional_bytes })
     }
 
     /// How many files `seq/` holds.
@@ -138,6 +150,7 @@ impl Mounted {
     /// complete, stops the device and flushes it: every completed write is durable in an image.
     pub fn run(self) -> std::io::Result<Stopped> {
         let served = self.session.run();
+        drop(self.control);
         let stopped = self.device.stop();
         served.map(|()| stopped)
     }

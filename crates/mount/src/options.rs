@@ -34,6 +34,14 @@ pub struct MountOptions {
     pub poll: bool,
     /// Mount over a directory that holds files (`nonempty`, as FUSE names it), hiding them until unmounted.
     pub nonempty: bool,
+    /// zonelab's own (`async-dio`): ask the kernel for FUSE's asynchronous direct I/O, so that one thread's
+    /// libaio reads are in flight together. Linux then turns any short asynchronous direct write into EIO
+    /// (`fuse_get_res_by_io`), so a libaio or io_uring write that crosses a zone's capacity fails instead of
+    /// being cut short as zonefs cuts it; off by default.
+    pub async_dio: bool,
+    /// zonelab's own (`control=PATH`): the Unix socket of the mount's control channel (`control.rs`), through which
+    /// faults and raw writes reach the live device.
+    pub control: Option<std::path::PathBuf>,
 }
 
 impl Default for MountOptions {
@@ -47,6 +55,8 @@ impl Default for MountOptions {
             read_only: false,
             poll: false,
             nonempty: false,
+            async_dio: false,
+            control: None,
         }
     }
 }
@@ -63,7 +73,8 @@ impl FromStr for MountOptions {
     type Err = OptionError;
 
     /// Reads a comma-separated list, as `mount -o` takes it: `errors=remount-ro|zone-ro|zone-offline|repair`,
-    /// `explicit-open`, `uid=N`, `gid=N`, `perm=OCTAL`, `ro`, `rw`, and zonelab's `poll` and `nonempty`.
+    /// `explicit-open`, `uid=N`, `gid=N`, `perm=OCTAL`, `ro`, `rw`, and zonelab's `poll`, `nonempty`,
+    /// `async-dio` and `control=PATH`.
     fn from_str(text: &str) -> Result<MountOptions, OptionError> {
         let mut options = MountOptions::default();
         for option in text.split(',').filter(|option| !option.is_empty()) {
@@ -95,10 +106,12 @@ impl FromStr for MountOptions {
                 ("rw", None) => options.read_only = false,
                 ("poll", None) => options.poll = true,
                 ("nonempty", None) => options.nonempty = true,
+                ("async-dio", None) => options.async_dio = true,
+                ("control", Some(path)) if !path.is_empty() => options.control = Some(path.into()),
                 _ => {
                     return Err(error(
                         "unknown; zonefs's options are errors=, explicit-open, uid=, gid=, perm=, ro, rw (and zonelab's poll, \
-                         nonempty)",
+                         nonempty, async-dio, control=)",
                     ))
                 }
             }
@@ -114,7 +127,9 @@ mod tests {
     #[test]
     fn options_read_as_zonefs_names_them_and_bad_ones_are_named() {
         let options: MountOptions =
-            "errors=zone-offline,explicit-open,uid=7,perm=600,ro,poll,nonempty".parse().expect("options");
+            "errors=zone-offline,explicit-open,uid=7,perm=600,ro,poll,nonempty,async-dio,control=/run/c.sock"
+                .parse()
+                .expect("options");
         assert_eq!(
             options,
             MountOptions {
@@ -126,6 +141,8 @@ mod tests {
                 read_only: true,
                 poll: true,
                 nonempty: true,
+                async_dio: true,
+                control: Some("/run/c.sock".into()),
             }
         );
         assert_eq!("".parse::<MountOptions>(), Ok(MountOptions::default()));

@@ -22,9 +22,9 @@ use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use zonelab_device::{
-    BuildError, Device, DeviceBuilder, DeviceCounters, DeviceStats, HostSide, SUBMISSION_QUEUE_ENTRIES,
+    BuildError, Device, DeviceBuilder, DeviceCounters, DeviceStats, HostSide, ZoneFault, SUBMISSION_QUEUE_ENTRIES,
 };
-use zonelab_zns::{Command, Geometry, MediaStore, Status};
+use zonelab_zns::{Command, Geometry, InjectError, MediaStore, Status};
 
 use crate::api::{CommandQueue, Output, QueuedCommand};
 use crate::placement::{Placement, Wait};
@@ -675,6 +675,12 @@ impl RealTimeHost {
         let pair = Arc::new(QueuePair::default());
         lock(&self.shared.pairs).push(Arc::clone(&pair));
         Some(RealTimeHost { shared: Arc::clone(&self.shared), pair, nsid, geometry })
+    }
+
+    /// Injects `fault` into zone `zone` of the device's zoned namespace while it runs (a mount's control
+    /// channel: a zone that turns read-only or offline, or an I/O error, under a live host).
+    pub fn inject(&self, zone: u32, fault: ZoneFault) -> Result<(), InjectError> {
+        lock(&self.shared.engine).device.inject_fault(zone, fault)
     }
 
     /// How well the run has kept the model's pace so far, from the device thread.

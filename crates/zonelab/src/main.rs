@@ -55,14 +55,15 @@ enum Command {
     Reset(ZoneActionArgs),
     /// Take a READ_ONLY zone offline, or every READ_ONLY zone with --all.
     Offline(ZoneActionArgs),
-    /// Write at a zone's write pointer.
+    /// Write at a zone's write pointer; on a mounted image, to the running device behind the mount's back.
     Write(WriteArgs),
     /// Zone Append: the device picks the LBA and reports it.
     Append(AppendArgs),
     /// Read blocks as raw bytes.
     Read(ReadArgs),
     /// Put a zone into READ_ONLY or OFFLINE, as null_blk's configfs does; injecting the same state again
-    /// returns the zone to EMPTY.
+    /// returns the zone to EMPTY. On a mounted image (or a mount's control socket) the fault reaches the running
+    /// device, and io-error makes the zone's next read or write fail with a media error.
     Inject(InjectArgs),
     /// Power-cycle the device: open zones become CLOSED (or EMPTY if unwritten).
     PowerCycle { image: PathBuf },
@@ -311,6 +312,8 @@ struct InjectArgs {
 enum FaultArg {
     ReadOnly,
     Offline,
+    /// The zone's next read or write fails with a media error (a running device only: a mounted image).
+    IoError,
 }
 
 fn parse_byte(text: &str) -> Result<u8, String> {
@@ -437,13 +440,20 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Reset(args) => zone_action(args, ZoneSendAction::Reset),
         Command::Offline(args) => zone_action(args, ZoneSendAction::Offline),
         Command::Write(args) => {
+            if let Some(shape) = mount::through_mount(&args.image, "geometry") {
+                let data = load_data(mount::data_shape(&shape?)?, &args.source, args.blocks)?;
+                let request = format!("write {} {}", args.lba, zonelab_mount::to_hex(&data));
+                return mount::through_mount(&args.image, &request)
+                    .unwrap_or_else(|| Err(mount::gone(&args.image)))
+                    .map(drop);
+            }
             let image = Image::open(&args.image)?;
-            let data = load_data(&image, &args.source, args.blocks)?;
+            let data = load_data(data_shape(&image), &args.source, args.blocks)?;
             on_device(image, ZnsCommand::Write { slba: args.lba, data: &data }).map(drop)
         }
         Command::Append(args) => {
             let image = Image::open(&args.image)?;
-            let data = load_data(&image, &args.source, args.blocks)?;
+            let data = load_data(data_shape(&image), &args.source, args.blocks)?;
             let zslba = target_lba(&image, &args.target)?;
             let Completion::Appended { lba } = on_device(image, ZnsCommand::Append { zslba, data: &data })? else {
                 return Err(CliError::Failed("the device completed the append without an LBA".into()));
@@ -452,11 +462,22 @@ fn run(command: Command) -> Result<(), CliError> {
         }
         Command::Read(args) => read(args, &mut stdout),
         Command::Inject(args) => {
-            let mut image = Image::open(&args.image)?;
+            let fault = args.state.to_possible_value().map(|value| value.get_name().to_string()).unwrap_or_default();
+            if let Some(reply) = mount::through_mount(&args.image, &format!("inject {} {fault}", args.zone)) {
+                return reply.map(drop);
+            }
             let state = match args.state {
                 FaultArg::ReadOnly => ZoneState::ReadOnly,
                 FaultArg::Offline => ZoneState::Offline,
+                FaultArg::IoError => {
+                    return Err(CliError::Usage(
+                        "io-error is a fault of a running device: inject it into a mounted image (or a mount's \
+                         control socket)"
+                            .into(),
+                    ))
+                }
             };
+            let mut image = Image::open(&args.image)?;
             match image.namespace_mut().inject_zone_state(args.zone, state) {
                 Err(InjectError::Journal(status)) => on_image(&mut image, |_| Err(status)),
                 other => other.map_err(|error| CliError::Usage(error.to_string())),
@@ -708,8 +729,13 @@ fn zone_action(args: ZoneActionArgs, action: ZoneSendAction) -> Result<(), CliEr
     on_device(image, ZnsCommand::ZoneManagementSend { slba, action, select_all: args.all }).map(drop)
 }
 
-fn load_data(image: &Image, source: &DataSource, blocks: Option<u64>) -> Result<Vec<u8>, CliError> {
-    let lba_size = u64::from(image.namespace().geometry().lba_size);
+/// What data for a write must fit: the LBA size and MDTS in bytes (0: no limit).
+fn data_shape(image: &Image) -> (u64, u64) {
+    (u64::from(image.namespace().geometry().lba_size), image.namespace().config().mdts.0)
+}
+
+fn load_data(shape: (u64, u64), source: &DataSource, blocks: Option<u64>) -> Result<Vec<u8>, CliError> {
+    let (lba_size, mdts) = shape;
     match (&source.data, source.pattern, blocks) {
         (Some(path), None, None) => {
             let data = fs::read(path).map_err(|error| CliError::Io(path.clone(), error))?;
@@ -728,7 +754,6 @@ fn load_data(image: &Image, source: &DataSource, blocks: Option<u64>) -> Result<
                 .filter(|&bytes| bytes <= 1 << 32)
                 .ok_or_else(|| CliError::Usage(format!("--blocks {blocks} is more than one command can carry")))?;
             // Past MDTS the device refuses the command; say so before building its data.
-            let mdts = image.namespace().config().mdts.0;
             if mdts != 0 && bytes > mdts {
                 return Err(CliError::Device(Status::InvalidField));
             }

@@ -1,10 +1,10 @@
 //! `zonelab mount`: the zonefs-compatible FUSE mount, in the foreground until it is unmounted (`fusermount3
 //! -u`, `umount`, or Ctrl-C / SIGTERM, which unmount it), then the device is flushed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use zonelab_device::{BuildError, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
-use zonelab_mount::{MountError, MountOptions, Mounted};
+use zonelab_mount::{control_request, ControlReply, MountError, MountOptions, Mounted};
 use zonelab_runtime::{Placement, StartError};
 use zonelab_zns::ByteSize;
 
@@ -19,11 +19,18 @@ pub struct MountArgs {
     mountpoint: PathBuf,
     /// zonefs's mount options: errors=remount-ro|zone-ro|zone-offline|repair, explicit-open, uid=, gid=,
     /// perm=, ro; and poll (the request loop polls instead of sleeping: lower latency, a busy core),
-    /// nonempty (mount over a directory that holds files) and the device thread's placement (device-cpu=N,
+    /// control=PATH (the control channel's socket, by default IMAGE/control.sock for an image: zonelab inject
+    /// and zonelab write reach the mounted device through it),
+    /// nonempty (mount over a directory that holds files), async-dio (libaio and io_uring reads of one thread in
+    /// flight together; a write crossing a zone's capacity then fails with EIO instead of being cut short, as
+    /// Linux's FUSE has it) and the device thread's placement (device-cpu=N,
     /// device-sched=fifo|normal, device-wait=adaptive|poll, device-placement=strict|best-effort).
     #[arg(short = 'o', default_value = "")]
     options: String,
 }
+
+/// The control socket of a mounted image, in the image's directory.
+pub(crate) const CONTROL_SOCKET: &str = "control.sock";
 
 pub fn run(args: &MountArgs) -> Result<(), CliError> {
     let (spec, mut placement) = Placement::split_spec(&args.device).map_err(CliError::Usage)?;
@@ -37,14 +44,20 @@ pub fn run(args: &MountArgs) -> Result<(), CliError> {
             zonefs_options.push(option);
         }
     }
-    let options: MountOptions = zonefs_options
+    let mut options: MountOptions = zonefs_options
         .join(",")
         .parse()
         .map_err(|error: zonelab_mount::OptionError| CliError::Usage(error.to_string()))?;
+    let device = DeviceSpec::parse(&spec);
+    // An image's control channel is found beside its files: `zonelab inject IMAGE` and `zonelab write IMAGE`
+    // reach the mounted device through it.
+    if let (DeviceSpec::Image(image), None) = (&device, &options.control) {
+        options.control = Some(image.join(CONTROL_SOCKET));
+    }
     // Signals are taken by one thread, with sigwait; every thread started from here on inherits the mask.
     let signals = termination_signals();
     // The mount pays the FUSE and kernel cost for real, so the device model adds no host path of its own.
-    let builder = DeviceBuilder::new(DeviceSpec::parse(&spec)).host(HostPath::Spdk).store(StoreChoice::Memory);
+    let builder = DeviceBuilder::new(device).host(HostPath::Spdk).store(StoreChoice::Memory);
     let mut mounted =
         Mounted::mount(builder, placement, &spec, &args.mountpoint, options).map_err(|error| match error {
             MountError::Device(StartError::Build(BuildError::Config { .. } | BuildError::Namespace { .. })) => {
@@ -90,4 +103,37 @@ fn termination_signals() -> libc::sigset_t {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
     }
+}
+
+/// Sends `request` to the mount serving `image` (`image` itself when it is a mount's control socket, else the
+/// socket in the image's directory); None when no mount listens there, so that the command opens the image
+/// itself (a socket a killed mount left behind refuses connections).
+pub(crate) fn through_mount(image: &Path, request: &str) -> Option<Result<String, CliError>> {
+    let is_socket =
+        std::fs::metadata(image).is_ok_and(|meta| std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()));
+    let socket = if is_socket { image.to_path_buf() } else { image.join(CONTROL_SOCKET) };
+    if !socket.exists() {
+        return None;
+    }
+    match control_request(&socket, request) {
+        Ok(ControlReply::Ok(answer)) => Some(Ok(answer)),
+        Ok(ControlReply::Refused(status)) => Some(Err(CliError::Device(status))),
+        Ok(ControlReply::Error(message)) => Some(Err(CliError::Usage(message))),
+        Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused && !is_socket => None,
+        Err(error) => Some(Err(CliError::Io(socket, error))),
+    }
+}
+
+/// The LBA size and MDTS a mount's `geometry` answer gives.
+pub(crate) fn data_shape(answer: &str) -> Result<(u64, u64), CliError> {
+    let mut numbers = answer.split_whitespace().map(str::parse::<u64>);
+    match (numbers.next(), numbers.next()) {
+        (Some(Ok(lba_size)), Some(Ok(mdts))) => Ok((lba_size, mdts)),
+        _ => Err(CliError::Failed(format!("the mount answered '{answer}' for its geometry"))),
+    }
+}
+
+/// The mount went away between two requests.
+pub(crate) fn gone(image: &Path) -> CliError {
+    CliError::Failed(format!("the mount of {} went away", image.display()))
 }

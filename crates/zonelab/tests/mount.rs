@@ -226,6 +226,43 @@ fn a_polling_mount_serves_real_fio_and_unmounts_cleanly() {
     assert!(stderr.contains("unpinned, normal class, busy-polling"), "the exit line names the placement: {stderr}");
 }
 
+/// zonefs cuts a direct write that crosses a file's capacity short, whichever way it is submitted. With FUSE's
+/// asynchronous direct I/O Linux would turn the short count into EIO (`fuse_get_res_by_io`), so the mount does
+/// without it unless asked (`async-dio`): libaio's and io_uring's appends end at the capacity with no error,
+/// one of them short, and so does a write the kernel splits into several requests (2 MiB, above the mount's
+/// 1 MiB requests).
+#[test]
+fn asynchronous_direct_writes_that_cross_the_capacity_are_cut_short() {
+    if !have(&["fio"]) {
+        return;
+    }
+    let capacity: u64 = (3 << 20) - 4096;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let device = "preset:instant,namespace.zones=4,namespace.zone-size=\"4MiB\",namespace.zone-cap=\"3068KiB\"";
+    let mount = Mount::start(device, &dir.path().join("mnt"), "");
+    // Each job's last write is the one that crosses the capacity.
+    for (file, engine, bs, size) in [(0, "libaio", "8k", "3M"), (1, "io_uring", "8k", "3M"), (2, "libaio", "2M", "4M")]
+    {
+        let size = format!("--size={size}");
+        let job = fio(&fio_on(
+            &mount.file(file),
+            &[
+                &format!("--ioengine={engine}"),
+                "--iodepth=4",
+                "--rw=write",
+                &format!("--bs={bs}"),
+                "--file_append=1",
+                &size,
+            ],
+        ));
+        let write = &job["jobs"][0]["write"];
+        assert_eq!(write["short_ios"], 1, "{engine} {bs}: one write cut short: {write}");
+        let len = std::fs::metadata(mount.file(file)).expect("stat").len();
+        assert_eq!(len, capacity, "{engine} {bs}: the file ends at the capacity");
+    }
+    mount.unmount();
+}
+
 #[test]
 fn coreutils_meet_zonefs_rules_and_errnos() {
     if !have(&["dd", "truncate"]) {
@@ -242,6 +279,18 @@ fn coreutils_meet_zonefs_rules_and_errnos() {
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(sorted, ["0", "1", "2", "3"]);
+    // zonefs's inode numbers: the root the number of zones, seq/ two more, seq/N its zone's index; seq/0,
+    // whose index 0 would be no inode to Linux, the number after the directories'. readdir gives the same.
+    let ino = |path: &Path| std::fs::metadata(path).expect("stat").ino();
+    assert_eq!((ino(&mount.dir), ino(&mount.dir.join("seq"))), (4, 6));
+    assert_eq!([0, 1, 3].map(|file| ino(&mount.file(file))), [7, 1, 3]);
+    let mut listed: Vec<(String, u64)> = std::fs::read_dir(mount.dir.join("seq"))
+        .expect("readdir")
+        .map(|entry| entry.expect("entry"))
+        .map(|entry| (entry.file_name().into_string().expect("name"), std::os::unix::fs::DirEntryExt::ino(&entry)))
+        .collect();
+    listed.sort();
+    assert_eq!(listed, [("0".into(), 7), ("1".into(), 1), ("2".into(), 2), ("3".into(), 3)]);
     let meta = std::fs::metadata(mount.file(2)).expect("stat");
     assert_eq!((meta.len(), meta.permissions().mode() & 0o777, meta.blocks()), (0, 0o600, capacity / 512));
 
@@ -356,6 +405,54 @@ fn zone_conditions_and_the_errors_option_shape_files() {
     let repaired = std::fs::metadata(mount.file(4)).expect("stat");
     assert_eq!((repaired.permissions().mode() & 0o777, repaired.len()), (0o640, 0));
     mount.unmount();
+}
+
+/// The control channel: `zonelab inject` and `zonelab write` on a mounted image reach the live device (through
+/// IMAGE/control.sock), as null_blk's configfs, dm-error and writes to the block device reach a device under a
+/// mounted zonefs, and the mount handles what follows as zonefs's `__zonefs_io_error` does under errors=zone-ro.
+#[test]
+fn faults_and_raw_writes_reach_a_mounted_image_through_its_control_socket() {
+    if !have(&[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = dir.path().join("img");
+    let path = image.to_str().expect("path");
+    ok(&["create", path, "--zones", "4", "--zone-size", "1M"]);
+    let refused = common::zonelab(&["inject", path, "--zone", "1", "--state", "io-error"]);
+    assert_eq!(refused.code, 2, "an I/O error needs a running device: {}", refused.stderr);
+    let mount = Mount::start(path, &dir.path().join("mnt"), "errors=zone-ro");
+    let socket = image.join("control.sock");
+    assert!(socket.exists(), "the mount listens beside the image's files");
+    let mode = |file: u32| std::fs::metadata(mount.file(file)).expect("stat").permissions().mode() & 0o777;
+
+    // An I/O error: the next write fails with EIO, and zone-ro takes the file's write permissions.
+    direct_write(&mount.file(1), true, &[1; 8192]).expect("write");
+    ok(&["inject", path, "--zone", "1", "--state", "io-error"]);
+    assert_eq!(errno_of(direct_write(&mount.file(1), true, &[1; 4096])), Some(libc::EIO));
+    assert_eq!((mode(1), std::fs::metadata(mount.file(1)).expect("stat").len()), (0o440, 8192));
+    // A zone that turns read-only under the mount: the file keeps its permissions until a write fails.
+    ok(&["inject", path, "--zone", "2", "--state", "read-only"]);
+    assert_eq!(mode(2), 0o640);
+    assert_eq!(errno_of(direct_write(&mount.file(2), true, &[1; 4096])), Some(libc::EIO));
+    assert_eq!(mode(2), 0o440);
+    // A write to the device behind the mount's back: the file's next append lands past where the file ends, which
+    // zonefs takes for a corrupted write pointer.
+    ok(&["write", path, "--lba", "768", "--pattern", "0xab", "--blocks", "2"]);
+    assert_eq!(errno_of(direct_write(&mount.file(3), true, &[1; 4096])), Some(libc::EIO));
+    assert_eq!(mode(3), 0o440);
+    // What the device refuses, and requests that make no sense, are errors that name them.
+    let off_pointer = common::zonelab(&["write", path, "--lba", "0", "--pattern", "1", "--blocks", "1"]);
+    assert_eq!(off_pointer.code, 0, "zone 0 is empty: its start is its write pointer");
+    let refused = common::zonelab(&["write", path, "--lba", "0", "--pattern", "1", "--blocks", "1"]);
+    assert_eq!((refused.code, refused.stderr.contains("Zone Invalid Write")), (1, true), "{}", refused.stderr);
+    let bad_zone = common::zonelab(&["inject", path, "--zone", "9", "--state", "offline"]);
+    assert_eq!((bad_zone.code, bad_zone.stderr.contains("zone 9 does not exist")), (2, true), "{}", bad_zone.stderr);
+    mount.unmount();
+
+    assert!(!socket.exists(), "the socket goes with the mount");
+    let zone3 = common::zonelab(&["read", path, "--lba", "768", "--blocks", "2"]).raw_stdout;
+    assert_eq!(zone3, vec![0xab; 8192], "the raw write reached the device and the image");
 }
 
 #[test]

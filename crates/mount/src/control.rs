@@ -1,0 +1,174 @@
+//! The mount's control channel: a Unix socket through which `zonelab inject` and `zonelab write` reach the live
+//! device under a mounted file system, as null_blk's configfs (`zone_readonly`, `zone_offline`), dm-error and
+//! plain writes to the block device reach a device under a mounted zonefs. It is how run-time error handling
+//! (zonefs's `errors=` option) is tested here as on Linux (zonefs-tools' cases that change the device behind a
+//! mount).
+//!
+//! One request per connection, one line each way:
+//! - `geometry`: answered `ok LBA_SIZE MDTS_BYTES` (0: no limit), what a client needs to build a write
+//! - `inject ZONE read-only|offline|io-error`
+//! - `write LBA HEX`: a Write of the bytes HEX spells (whole blocks) at LBA, behind the file system's back
+//!
+//! answered `ok` (with the answer, if any), `status CODE` (the device refused the command with NVMe status CODE) or `error MESSAGE` (the
+//! request cannot be carried out: a bad zone, malformed data).
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use zonelab_device::ZoneFault;
+use zonelab_runtime::{block_on, IoData, QueuedCommand, RealTimeHost};
+use zonelab_zns::Status;
+
+/// What the mount answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlReply {
+    /// Done; the answer to a question (`geometry`), empty otherwise.
+    Ok(String),
+    /// The device refused the command.
+    Refused(Status),
+    /// The request could not be carried out, and why.
+    Error(String),
+}
+
+/// The listening side, served by a thread of its own until dropped; the socket file goes with it.
+pub(crate) struct ControlChannel {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ControlChannel {
+    /// Listens on `path` (a stale socket left by a mount that died is replaced) for requests to `host`'s device.
+    pub(crate) fn start(path: &Path, host: RealTimeHost) -> io::Result<ControlChannel> {
+        if path.exists() && UnixStream::connect(path).is_err() {
+            std::fs::remove_file(path)?;
+        }
+        let listener = UnixListener::bind(path)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let thread = std::thread::Builder::new().name("zonelab-control".into()).spawn(move || {
+            for stream in listener.incoming() {
+                if stopping.load(Ordering::SeqCst) {
+                    break;
+                }
+                if let Ok(stream) = stream {
+                    // A client that goes away mid-request loses its answer; the mount goes on.
+                    let _ = serve(stream, &host);
+                }
+            }
+        })?;
+        Ok(ControlChannel { path: path.to_path_buf(), stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for ControlChannel {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accepting thread, which then sees `stop`.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn serve(stream: UnixStream, host: &RealTimeHost) -> io::Result<()> {
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line)?;
+    let reply = match execute(line.trim_end(), host) {
+        ControlReply::Ok(answer) if answer.is_empty() => "ok".to_string(),
+        ControlReply::Ok(answer) => format!("ok {answer}"),
+        ControlReply::Refused(status) => format!("status {}", status.code()),
+        ControlReply::Error(message) => format!("error {message}"),
+    };
+    (&stream).write_all(format!("{reply}\n").as_bytes())
+}
+
+fn execute(request: &str, host: &RealTimeHost) -> ControlReply {
+    let words: Vec<&str> = request.split_whitespace().collect();
+    match words.as_slice() {
+        ["geometry"] => {
+            let geometry = zonelab_runtime::CommandQueue::geometry(host);
+            let mdts_bytes = geometry.max_transfer_lba.map_or(0, |blocks| blocks << geometry.lba_shift);
+            ControlReply::Ok(format!("{} {mdts_bytes}", geometry.lba_size))
+        }
+        ["inject", zone, fault] => {
+            let Ok(zone) = zone.parse::<u32>() else {
+                return ControlReply::Error(format!("'{zone}' is not a zone number"));
+            };
+            let fault = match *fault {
+                "read-only" => ZoneFault::ReadOnly,
+                "offline" => ZoneFault::Offline,
+                "io-error" => ZoneFault::IoError,
+                other => return ControlReply::Error(format!("'{other}' is no fault: read-only, offline or io-error")),
+            };
+            match host.inject(zone, fault) {
+                Ok(()) => ControlReply::Ok(String::new()),
+                Err(error) => ControlReply::Error(error.to_string()),
+            }
+        }
+        ["write", lba, hex] => {
+            let Ok(slba) = lba.parse::<u64>() else {
+                return ControlReply::Error(format!("'{lba}' is not an LBA"));
+            };
+            let Some(data) = from_hex(hex) else {
+                return ControlReply::Error("the data is not hexadecimal bytes".into());
+            };
+            let command = QueuedCommand::Write { slba, data: IoData::Bytes(data) };
+            match block_on(host.submit_pending(command)) {
+                Ok(_) => ControlReply::Ok(String::new()),
+                Err(status) => ControlReply::Refused(status),
+            }
+        }
+        _ => ControlReply::Error(format!("unknown request '{request}': geometry, inject ZONE FAULT, or write LBA HEX")),
+    }
+}
+
+/// Sends one request to the mount listening on `path` and returns its answer.
+pub fn control_request(path: &Path, request: &str) -> io::Result<ControlReply> {
+    let mut stream = UnixStream::connect(path)?;
+    stream.write_all(format!("{request}\n").as_bytes())?;
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line)?;
+    let line = line.trim_end();
+    let malformed = || io::Error::new(io::ErrorKind::InvalidData, format!("the mount answered '{line}'"));
+    match line.split_once(' ') {
+        None if line == "ok" => Ok(ControlReply::Ok(String::new())),
+        Some(("ok", answer)) => Ok(ControlReply::Ok(answer.to_string())),
+        Some(("status", code)) => {
+            code.parse().ok().and_then(Status::from_code).map(ControlReply::Refused).ok_or_else(malformed)
+        }
+        Some(("error", message)) => Ok(ControlReply::Error(message.to_string())),
+        _ => Err(malformed()),
+    }
+}
+
+/// `data` as the hex `write` requests carry.
+pub fn to_hex(data: &[u8]) -> String {
+    data.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips_and_refuses_what_is_not_hex() {
+        let data = [0u8, 1, 0xab, 0xff];
+        assert_eq!(from_hex(&to_hex(&data)), Some(data.to_vec()));
+        assert_eq!(from_hex("abc"), None);
+        assert_eq!(from_hex("zz"), None);
+    }
+}
