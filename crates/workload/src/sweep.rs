@@ -65,7 +65,7 @@ pub struct Point {
 }
 
 /// The table's columns after the point's key, its axes and seed.
-const MEASURES: [&str; 17] = [
+pub const MEASURES: [&str; 17] = [
     "job",
     "error",
     "read_kiops",
@@ -89,7 +89,13 @@ impl Grid {
     pub fn load(path: &Path) -> Result<Grid, SweepError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| SweepError::Io { path: shown.clone(), source })?;
-        let grid: Grid = toml::from_str(&text)
+        Grid::parse(&text, &shown)
+    }
+
+    /// A grid from its TOML text; `shown` names it in errors.
+    pub fn parse(text: &str, shown: &str) -> Result<Grid, SweepError> {
+        let shown = shown.to_string();
+        let grid: Grid = toml::from_str(text)
             .map_err(|error| SweepError::Grid { path: shown.clone(), reason: error.to_string() })?;
         for (axis, values) in &grid.axes {
             let valid = values.as_array().is_some_and(|values| !values.is_empty());
@@ -198,11 +204,7 @@ pub fn run(grid: &Grid, table: &Path, jobs: usize) -> Result<SweepOutcome, Sweep
     let done: HashSet<&str> = existing.lines().skip(1).filter_map(|line| line.split(',').next()).collect();
     let points: Vec<Point> = grid.points();
     let todo: Vec<&Point> = points.iter().filter(|point| !done.contains(point.key.as_str())).collect();
-    let results = crate::parallel::map(&todo, jobs, "points", |point| {
-        parse_invocation(&point.args, |_| Err("a sweep takes no job files".into()))
-            .map_err(|error| error.to_string())
-            .and_then(|invocation| run_fio(&invocation, point.seed).map_err(|error| error.to_string()))
-    });
+    let results = crate::parallel::map(&todo, jobs, "points", |point| point_rows(&point.args, point.seed));
     let mut text = String::new();
     if existing.is_empty() {
         text.push_str(&header.join(","));
@@ -215,23 +217,33 @@ pub fn run(grid: &Grid, table: &Path, jobs: usize) -> Result<SweepOutcome, Sweep
             .chain(point.values.iter().map(|value| csv_field(value)))
             .chain([point.seed.to_string()])
             .collect();
-        let lines = match result {
-            Ok(result) => job_rows(&result),
-            Err(error) => {
-                failed += 1;
-                let mut row = vec![String::new(); MEASURES.len()];
-                row[1] = csv_field(&error);
-                vec![row]
-            }
-        };
+        let lines = result.unwrap_or_else(|rows| {
+            failed += 1;
+            rows
+        });
         for row in lines {
-            let _ = writeln!(text, "{},{}", prefix.join(","), row.join(","));
+            let fields: Vec<String> = row.iter().map(|field| csv_field(field)).collect();
+            let _ = writeln!(text, "{},{}", prefix.join(","), fields.join(","));
             rows += 1;
         }
     }
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(table).map_err(io)?;
     std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io)?;
     Ok(SweepOutcome { points: points.len(), skipped: points.len() - todo.len(), failed, rows })
+}
+
+/// Runs one point (fio's arguments and the seed) and gives its rows of `MEASURES`, one per fio job; a point that
+/// fails gives one row with its error, as the `Err` of the result.
+pub fn point_rows(args: &[String], seed: u64) -> Result<Vec<Vec<String>>, Vec<Vec<String>>> {
+    parse_invocation(args, |_| Err("a sweep takes no job files".into()))
+        .map_err(|error| error.to_string())
+        .and_then(|invocation| run_fio(&invocation, seed).map_err(|error| error.to_string()))
+        .map(|result| job_rows(&result))
+        .map_err(|error| {
+            let mut row = vec![String::new(); MEASURES.len()];
+            row[1] = error;
+            vec![row]
+        })
 }
 
 /// The measures of each job of a run, in `MEASURES`' order.
@@ -254,7 +266,7 @@ fn job_rows(result: &FioResult) -> Vec<Vec<String>> {
                 ]
             };
             let error = job.error_message.clone().filter(|_| job.error != 0).unwrap_or_default();
-            [csv_field(&job.options.name), csv_field(&error)]
+            [job.options.name.clone(), error]
                 .into_iter()
                 .chain(direction(&job.read))
                 .chain(direction(&job.write))
