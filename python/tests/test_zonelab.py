@@ -60,14 +60,18 @@ def test_a_sweep_is_the_command_lines_table_typed(tmp_path):
     grid.write_text(
         f'args = "{ARGS}"\nseeds = [1, 2]\n[axes]\nfilename = ["preset:zn540", "preset:conventional"]\niodepth = [1, 16]\n'
     )
-    csv = tmp_path / "cli.csv"
-    subprocess.run([ZONELAB, "sweep", str(grid), "--out", str(csv)], capture_output=True, check=True)
+    csv, parquet = tmp_path / "cli.csv", tmp_path / "cli.parquet"
+    subprocess.run([ZONELAB, "sweep", str(grid), "--out", str(csv), "--parquet", str(parquet)], check=True)
     frame = zonelab.sweep(GRID)
     assert len(frame) == 8 and frame["error"].isna().all()
     assert (frame["iodepth"].dtype, frame["seed"].dtype, frame["read_kiops"].dtype) == ("int64", "int64", "float64")
     cli = pd.read_csv(csv).sort_values(["point", "job"]).reset_index(drop=True)
     mine = frame.sort_values(["point", "job"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(mine, cli, check_dtype=False)
+    # The command line's Parquet: the same table, typed (integers as integers, measures as doubles).
+    columnar = pd.read_parquet(parquet).sort_values(["point", "job"]).reset_index(drop=True)
+    assert (columnar["iodepth"].dtype, columnar["read_kiops"].dtype) == ("int64", "float64")
+    pd.testing.assert_frame_equal(mine, columnar, check_dtype=False)
     # More queue depth, more reads: the numbers are the model's, not zeros.
     zn540 = frame[frame["filename"] == "preset:zn540"].groupby("iodepth")["read_kiops"].mean()
     assert zn540[16] > 2 * zn540[1]

@@ -132,6 +132,9 @@ enum Command {
         /// The table (CSV) to append to.
         #[arg(long, default_value = "sweep.csv")]
         out: PathBuf,
+        /// Also write the whole table as Parquet here (typed columns, empty fields null).
+        #[arg(long, value_name = "FILE")]
+        parquet: Option<PathBuf>,
         /// Points at once (default: the cores available); the rows are the same for any number.
         #[arg(long)]
         jobs: Option<usize>,
@@ -500,7 +503,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Churn(args) => churn::run(&args, &mut stdout),
         Command::Fio { args } => fio::run(&args, &mut stdout),
         Command::Experiment { action } => experiment::run(action, &mut stdout),
-        Command::Sweep { grid, out, jobs } => {
+        Command::Sweep { grid, out, parquet, jobs } => {
             use zonelab_workload::sweep::{self, SweepError};
             let failed = |error: SweepError| match error {
                 SweepError::Grid { .. } => CliError::Config(error.to_string()),
@@ -509,6 +512,9 @@ fn run(command: Command) -> Result<(), CliError> {
             let grid = sweep::Grid::load(&grid).map_err(failed)?;
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
             let outcome = sweep::run(&grid, &out, jobs).map_err(failed)?;
+            if let Some(parquet) = &parquet {
+                sweep::write_parquet(&out, parquet).map_err(failed)?;
+            }
             writeln!(
                 stdout,
                 "{}: {} points, {} already there, {} failed; {} rows added",

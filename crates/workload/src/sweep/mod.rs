@@ -15,7 +15,8 @@
 //! Each point is `--KEY=VALUE` for every axis (as global options, before `args`) and a seed. A point is keyed by
 //! a hash of its arguments, its seed and zonelab's version, so a sweep into a table that has rows already skips
 //! the points it holds (a sweep resumes where it stopped, and a grown grid runs only its new points). A point
-//! that fails gets a row with its error, and the sweep goes on.
+//! that fails gets a row with its error, and the sweep goes on. The table can also be written as Parquet
+//! (`write_parquet`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
@@ -24,6 +25,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::fio::{parse_invocation, run as run_fio, DirectionStats, FioResult};
+
+mod parquet_file;
 
 /// What the grid file holds.
 #[derive(Clone, Debug, Deserialize)]
@@ -287,6 +290,17 @@ fn csv_field(text: &str) -> String {
     } else {
         text.to_string()
     }
+}
+
+/// Writes the whole CSV table at `table` as Parquet at `parquet` (`parquet_file.rs`: typed columns, empty fields
+/// null), for the tools that read Parquet.
+pub fn write_parquet(table: &Path, parquet: &Path) -> Result<(), SweepError> {
+    let text = std::fs::read_to_string(table)
+        .map_err(|source| SweepError::Io { path: table.display().to_string(), source })?;
+    let mut lines = text.lines();
+    let header = split_csv(lines.next().unwrap_or_default());
+    let rows: Vec<Vec<String>> = lines.map(split_csv).collect();
+    parquet_file::write(parquet, &header, &rows)
 }
 
 /// The columns of a table, and each row's fields by column, for readers of the table (tests, tools).
