@@ -76,6 +76,9 @@ pub struct KvBenchSpec {
     pub lifetime_hints: bool,
     /// Draw the zone-utilization map at the end into this PNG.
     pub map: Option<std::path::PathBuf>,
+    /// Write the device's commands and flash operations as a Perfetto trace here (`fio::write_device_trace`).
+    #[serde(skip)]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl Default for KvBenchSpec {
@@ -101,6 +104,7 @@ impl Default for KvBenchSpec {
             json: false,
             lifetime_hints: true,
             map: None,
+            trace: None,
         }
     }
 }
@@ -147,6 +151,7 @@ pub fn parse_args(args: &[String]) -> Result<KvBenchSpec, ToolError> {
             "output-format" => spec.json = option.json()?,
             "lifetime-hints" => spec.lifetime_hints = option.number::<u8>()? != 0,
             "map" => spec.map = Some(option.value()?.into()),
+            "trace" => spec.trace = Some(option.value()?.into()),
             _ => return Err(option.unknown()),
         }
     }
@@ -428,6 +433,9 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
     let built =
         DeviceBuilder::new(DeviceSpec::preset(&spec.preset)).host(HostPath::Kernel).store(StoreChoice::Null).build()?;
     let mut device = built.device;
+    if spec.trace.is_some() {
+        device.enable_trace();
+    }
     let geometry = *device.namespace().geometry();
     // Two journal zones, two data zones at least, and the pool.
     if spec.reset_pool_zones + 4 > geometry.zones {
@@ -518,6 +526,11 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
         let hints = if spec.lifetime_hints { "lifetime hints" } else { "no lifetime hints" };
         draw(path, &format!("kv-bench on zonedfs, {hints}: files in zones at the end"), &map, &files)
             .map_err(|message| ToolError::Usage(format!("option map: {message}")))?;
+    }
+    if let Some(path) = &spec.trace {
+        simulation
+            .with_device(|device| crate::fio::write_device_trace(path, "kv-bench", device))
+            .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))?;
     }
     Ok(KvBenchResult {
         spec: spec.clone(),

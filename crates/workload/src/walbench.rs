@@ -46,6 +46,9 @@ pub struct WalBenchSpec {
     pub apply_cost_ns: u64,
     pub json: bool,
     pub seed: u64,
+    /// Write the device's commands and flash operations as a Perfetto trace here (`fio::write_device_trace`).
+    #[serde(skip)]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl Default for WalBenchSpec {
@@ -65,6 +68,7 @@ impl Default for WalBenchSpec {
             apply_cost_ns: 0,
             json: false,
             seed: 1,
+            trace: None,
         }
     }
 }
@@ -97,6 +101,7 @@ pub fn parse_args(args: &[String]) -> Result<WalBenchSpec, ToolError> {
             "recover" => spec.recover = true,
             "seed" => spec.seed = option.number()?,
             "output-format" => spec.json = option.json()?,
+            "trace" => spec.trace = Some(option.value()?.into()),
             _ => return Err(option.unknown()),
         }
     }
@@ -141,7 +146,11 @@ pub struct WalBenchResult {
 /// Runs the benchmark.
 pub fn run(spec: &WalBenchSpec) -> Result<WalBenchResult, ToolError> {
     let store = if spec.recover { StoreChoice::Memory } else { StoreChoice::Null };
-    let built = DeviceBuilder::new(DeviceSpec::preset(&spec.preset)).host(HostPath::IoUringCmd).store(store).build()?;
+    let mut built =
+        DeviceBuilder::new(DeviceSpec::preset(&spec.preset)).host(HostPath::IoUringCmd).store(store).build()?;
+    if spec.trace.is_some() {
+        built.device.enable_trace();
+    }
     run_on(built.device, built.host, spec)
 }
 
@@ -217,6 +226,11 @@ fn run_on<S: MediaStore + 'static>(
     } else {
         (None, None, None)
     };
+    if let Some(path) = &spec.trace {
+        simulation
+            .with_device(|device| crate::fio::write_device_trace(path, "wal-bench", device))
+            .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))?;
+    }
     let seconds = device_time_ns as f64 / 1e9;
     Ok(WalBenchResult {
         spec: spec.clone(),

@@ -105,3 +105,42 @@ fn lifetime_hints_keep_files_of_a_lifetime_together_in_zones() {
         unhinted.fs.zone_resets
     );
 }
+
+/// `--trace`: the device's side of a kv-bench run (and a wal-bench run) as a Perfetto trace, every command a
+/// slice on its zone's track with arrows to the flash operations it caused; the same run without it gives the
+/// same figures.
+#[test]
+fn a_trace_holds_every_command_of_the_run_and_changes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("kv.json");
+    let mut args = SMALL.to_vec();
+    args.push("--runtime=1");
+    let plain = bench(&args);
+    let trace_arg = format!("--trace={}", path.display());
+    args.push(&trace_arg);
+    let traced = bench(&args);
+    assert_eq!((traced.puts, traced.flushes, traced.compactions), (plain.puts, plain.flushes, plain.compactions));
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("trace")).expect("json");
+    let events = trace["traceEvents"].as_array().expect("events");
+    let count = |pid: u64, phase: &str| events.iter().filter(|e| e["pid"] == pid && e["ph"] == phase).count();
+    // Device commands (pid 2): at least a write for every flushed or compacted MiB, and reads for compactions.
+    let commands = count(2, "X");
+    assert!(commands as u64 >= traced.compaction_bytes_written >> 20, "{commands} commands");
+    assert!(count(3, "X") > 0, "flash operations");
+    let starts = events.iter().filter(|e| e["ph"] == "s").count();
+    assert!(starts > 0 && starts == events.iter().filter(|e| e["ph"] == "f").count(), "arrows start and land once");
+    assert_eq!(trace["otherData"]["dropped_commands"], 0);
+
+    let wal = dir.path().join("wal.json");
+    let spec = zonelab_workload::walbench::parse_args(&["--records=500".into(), format!("--trace={}", wal.display())])
+        .expect("wal-bench options");
+    let result = zonelab_workload::walbench::run(&spec).expect("wal-bench runs");
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&wal).expect("trace")).expect("json");
+    let appends = trace["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["pid"] == 2 && e["ph"] == "X" && e["name"] == "zone append")
+        .count();
+    assert_eq!(appends as u64, result.wal.entries, "one zone append per WAL entry");
+}

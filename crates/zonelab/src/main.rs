@@ -92,6 +92,7 @@ enum Command {
     /// --preset=NAME --design=zwal|conventional --buffer=SIZE (at most 1GiB) --qd=N (at most 65536)
     /// --barrier=SIZE|zone --record-size=SIZE (at most 64MiB) --records=N (at most 2^32) --put-cost-us=F (0 to
     /// 1e6) --apply-cost-us=F --read-size=SIZE --sync-every=N --recover --seed=N --output-format=normal|json
+    /// --trace=FILE (the device's commands and flash operations, for Perfetto)
     #[command(name = "wal-bench", disable_help_flag = true)]
     WalBench {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
@@ -103,7 +104,7 @@ enum Command {
     /// --value-size=SIZE --put-cost-us=F --sync=0|1 --build-cost-us-per-kib=F --memtable-size=SIZE --sst-size=SIZE
     /// --l0-trigger=N --level-base-size=SIZE --level-multiplier=N --runtime=SECONDS --resets-per-second=F
     /// --reset-pool-zones=N --seed=N --lifetime-hints=0|1 --map=FILE.png (the zone map at the end)
-    /// --output-format=normal|json
+    /// --trace=FILE (the device's commands and flash operations, for Perfetto) --output-format=normal|json
     #[command(name = "kv-bench", disable_help_flag = true)]
     KvBench {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]

@@ -1,7 +1,8 @@
 //! `zonelab fio --trace FILE`: the run as a cross-layer trace in the Chrome trace-event JSON format, which
 //! Perfetto's UI (ui.perfetto.dev) and chrome://tracing open as is. Three processes hold the tracks:
 //!
-//! - **fio**: a track per job instance, a slice per I/O from when fio began preparing it to its completion;
+//! - **fio**: a track per job instance, a slice per I/O from when fio began preparing it to its completion
+//!   (`wal-bench --trace` and `kv-bench --trace` have the two below only, `write_device_trace`);
 //! - **device**: a track per zone of the zoned namespace (and one per other namespace), a slice per command
 //!   from its arrival at the controller to its completion, and counters of open and active zones;
 //! - **flash**: a track per plane (with its channel), a slice per sense, program or erase, named by its
@@ -67,9 +68,11 @@ impl Slice {
     }
 }
 
-/// Writes the trace of a run: the jobs' I/Os by thread name, and the device's commands and flash operations.
+/// Writes the trace of a run of `program` (fio, wal-bench...): the jobs' I/Os by thread name (none for a
+/// program other than fio), and the device's commands and flash operations.
 pub(super) fn write_trace<S: MediaStore>(
     path: &Path,
+    program: &str,
     jobs: &[(String, Vec<IoSpan>)],
     device: &Device<S>,
 ) -> std::io::Result<()> {
@@ -120,8 +123,8 @@ pub(super) fn write_trace<S: MediaStore>(
     write!(out, "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{")?;
     write!(
         out,
-        "\"zonelab\":\"a fio run in virtual time: ts in microseconds of device time; past the limit of commands or \
-         flash operations the trace ends (until_us), and what it left out is counted\",\"limit\":{TRACE_LIMIT},\
+        "\"zonelab\":\"a {program} run in virtual time: ts in microseconds of device time; past the limit of commands \
+         or flash operations the trace ends (until_us), and what it left out is counted\",\"limit\":{TRACE_LIMIT},\
          \"dropped_commands\":{},\"dropped_flash_operations\":{},\"until_us\":{}",
         device.trace_dropped(),
         flash_dropped,
@@ -135,7 +138,7 @@ pub(super) fn write_trace<S: MediaStore>(
         }
         out.write_all(text.as_bytes())
     };
-    for (pid, name) in [(FIO_PID, "fio"), (DEVICE_PID, "device commands"), (FLASH_PID, "flash")] {
+    for (pid, name) in [(FIO_PID, program), (DEVICE_PID, "device commands"), (FLASH_PID, "flash")] {
         event(&mut out, metadata(pid, None, "process_name", name))?;
     }
     // Each lane's name, once.
@@ -387,4 +390,11 @@ fn flow_event(phase: &str, id: u64, pid: u32, tid: u64, ns: u64) -> String {
         "{{\"ph\":\"{phase}\",\"id\":{id},\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"name\":\"caused\",\"cat\":\"cause\"{binding}}}",
         Micros(ns)
     )
+}
+
+/// The trace of a run of `program` with no I/O tracks of its own: the device's commands per zone and its flash
+/// operations per plane, with the arrows between them (`wal-bench --trace`, `kv-bench --trace`). The device must
+/// have traced the run (`Device::enable_trace`).
+pub fn write_device_trace<S: MediaStore>(path: &Path, program: &str, device: &Device<S>) -> std::io::Result<()> {
+    write_trace(path, program, &[], device)
 }
