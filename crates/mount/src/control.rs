@@ -5,7 +5,10 @@
 //! mount).
 //!
 //! One request per connection, one line each way:
-//! - `geometry`: answered `ok LBA_SIZE MDTS_BYTES` (0: no limit), what a client needs to build a write
+//! - `geometry`: answered `ok LBA_SIZE MDTS_BYTES ZONE_SIZE_LBA` (MDTS 0: no limit), what a client needs to build
+//!   a write or read a report
+//! - `report SLBA FILTER PARTIAL MAX_ZONES`: a Zone Management Receive (FILTER the report's ZRASF value, 0 for all;
+//!   PARTIAL 0 or 1), answered `ok HEX` with the report as the device lays it out
 //! - `inject ZONE read-only|offline|io-error`
 //! - `write LBA HEX`: a Write of the bytes HEX spells (whole blocks) at LBA, behind the file system's back
 //!
@@ -20,8 +23,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use zonelab_device::ZoneFault;
-use zonelab_runtime::{block_on, IoData, QueuedCommand, RealTimeHost};
-use zonelab_zns::Status;
+use zonelab_runtime::{block_on, IoData, Output, QueuedCommand, RealTimeHost};
+use zonelab_zns::{ReportFilter, Status, REPORT_HEADER_BYTES, ZONE_DESCRIPTOR_BYTES};
 
 /// What the mount answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,7 +98,26 @@ fn execute(request: &str, host: &RealTimeHost) -> ControlReply {
         ["geometry"] => {
             let geometry = zonelab_runtime::CommandQueue::geometry(host);
             let mdts_bytes = geometry.max_transfer_lba.map_or(0, |blocks| blocks << geometry.lba_shift);
-            ControlReply::Ok(format!("{} {mdts_bytes}", geometry.lba_size))
+            ControlReply::Ok(format!("{} {mdts_bytes} {}", geometry.lba_size, geometry.zone_size_lba))
+        }
+        ["report", slba, filter, partial, max_zones] => {
+            let (Ok(slba), Ok(filter), Ok(max_zones)) = (slba.parse(), filter.parse::<u8>(), max_zones.parse()) else {
+                return ControlReply::Error(format!("malformed report request '{request}'"));
+            };
+            let filter = match ReportFilter::from_raw(filter) {
+                Ok(filter) => filter,
+                Err(status) => return ControlReply::Refused(status),
+            };
+            let command = QueuedCommand::Report { slba, filter, partial: *partial == "1", max_zones };
+            match block_on(host.submit_pending(command)) {
+                Ok(Output::Report(report)) => {
+                    let mut buf = vec![0u8; REPORT_HEADER_BYTES + ZONE_DESCRIPTOR_BYTES * report.zones.len()];
+                    report.encode_into(&mut buf);
+                    ControlReply::Ok(to_hex(&buf))
+                }
+                Ok(_) => ControlReply::Error("the device answered a report with no zones".into()),
+                Err(status) => ControlReply::Refused(status),
+            }
         }
         ["inject", zone, fault] => {
             let Ok(zone) = zone.parse::<u32>() else {
@@ -125,7 +147,9 @@ fn execute(request: &str, host: &RealTimeHost) -> ControlReply {
                 Err(status) => ControlReply::Refused(status),
             }
         }
-        _ => ControlReply::Error(format!("unknown request '{request}': geometry, inject ZONE FAULT, or write LBA HEX")),
+        _ => ControlReply::Error(format!(
+            "unknown request '{request}': geometry, report, inject ZONE FAULT, or write LBA HEX"
+        )),
     }
 }
 
@@ -153,7 +177,8 @@ pub fn to_hex(data: &[u8]) -> String {
     data.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-fn from_hex(text: &str) -> Option<Vec<u8>> {
+/// The bytes `to_hex` spelled, if `text` is hex.
+pub fn from_hex(text: &str) -> Option<Vec<u8>> {
     if !text.len().is_multiple_of(2) {
         return None;
     }

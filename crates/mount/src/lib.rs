@@ -23,7 +23,7 @@ mod options;
 
 use std::path::Path;
 
-pub use control::{control_request, to_hex, ControlReply};
+pub use control::{control_request, from_hex, to_hex, ControlReply};
 pub use options::{ErrorsPolicy, MountOptions, OptionError};
 use zonelab_device::DeviceBuilder;
 use zonelab_runtime::{block_on, Placement, RealTime, StartError, Stopped};

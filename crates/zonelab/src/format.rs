@@ -20,8 +20,7 @@ pub enum ReportFormat {
     Json,
 }
 
-pub fn report(image: &Image, report: &ZoneReport, format: ReportFormat, out: &mut impl Write) -> io::Result<()> {
-    let lba_size = image.namespace().geometry().lba_size;
+pub fn report(lba_size: u32, report: &ZoneReport, format: ReportFormat, out: &mut impl Write) -> io::Result<()> {
     match format {
         ReportFormat::Text => text(report, out),
         ReportFormat::Blkzone => {

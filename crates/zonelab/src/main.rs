@@ -445,7 +445,8 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Offline(args) => zone_action(args, ZoneSendAction::Offline),
         Command::Write(args) => {
             if let Some(shape) = mount::through_mount(&args.image, "geometry") {
-                let data = load_data(mount::data_shape(&shape?)?, &args.source, args.blocks)?;
+                let (lba_size, mdts, _) = mount::geometry(&shape?)?;
+                let data = load_data((lba_size, mdts), &args.source, args.blocks)?;
                 let request = format!("write {} {}", args.lba, zonelab_mount::to_hex(&data));
                 return mount::through_mount(&args.image, &request)
                     .unwrap_or_else(|| Err(mount::gone(&args.image)))
@@ -678,10 +679,15 @@ pub(crate) fn open_to_read(path: &std::path::Path) -> Result<Image, CliError> {
 }
 
 fn report(args: ReportArgs, out: &mut impl Write) -> Result<(), CliError> {
-    let image = open_to_read(&args.image)?;
     let filter = args.state.map_or(ReportFilter::All, ReportFilter::only);
+    // A mounted image: the live device's report, through the mount's control channel.
+    if let Some(report) = mount::report(&args.image, args.start_lba, filter, args.partial, args.count) {
+        let (report, lba_size) = report?;
+        return format::report(lba_size, &report, args.format, out).map_err(stdout_error);
+    }
+    let image = open_to_read(&args.image)?;
     let report = image.namespace().report_zones(args.start_lba, filter, args.partial, args.count)?;
-    format::report(&image, &report, args.format, out).map_err(stdout_error)
+    format::report(image.namespace().geometry().lba_size, &report, args.format, out).map_err(stdout_error)
 }
 
 /// The start LBA named by `--zone` or `--start-lba`. A zone index past the last zone is LBA Out of Range, as

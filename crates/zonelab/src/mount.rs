@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use zonelab_device::{BuildError, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
-use zonelab_mount::{control_request, ControlReply, MountError, MountOptions, Mounted};
+use zonelab_mount::{control_request, from_hex, ControlReply, MountError, MountOptions, Mounted};
 use zonelab_runtime::{Placement, StartError};
-use zonelab_zns::ByteSize;
+use zonelab_zns::{ByteSize, ReportFilter, ZoneReport};
 
 use crate::CliError;
 
@@ -124,13 +124,34 @@ pub(crate) fn through_mount(image: &Path, request: &str) -> Option<Result<String
     }
 }
 
-/// The LBA size and MDTS a mount's `geometry` answer gives.
-pub(crate) fn data_shape(answer: &str) -> Result<(u64, u64), CliError> {
+/// The LBA size, MDTS and zone size (in LBAs) a mount's `geometry` answer gives.
+pub(crate) fn geometry(answer: &str) -> Result<(u64, u64, u64), CliError> {
     let mut numbers = answer.split_whitespace().map(str::parse::<u64>);
-    match (numbers.next(), numbers.next()) {
-        (Some(Ok(lba_size)), Some(Ok(mdts))) => Ok((lba_size, mdts)),
+    match (numbers.next(), numbers.next(), numbers.next()) {
+        (Some(Ok(lba_size)), Some(Ok(mdts)), Some(Ok(zone_size_lba))) => Ok((lba_size, mdts, zone_size_lba)),
         _ => Err(CliError::Failed(format!("the mount answered '{answer}' for its geometry"))),
     }
+}
+
+/// A zone report of the mounted device serving `image`, and its LBA size; None when no mount listens there.
+pub(crate) fn report(
+    image: &Path,
+    slba: u64,
+    filter: ReportFilter,
+    partial: bool,
+    count: Option<usize>,
+) -> Option<Result<(ZoneReport, u32), CliError>> {
+    let answer = through_mount(image, "geometry")?;
+    Some(answer.and_then(|answer| {
+        let (lba_size, _, zone_size_lba) = geometry(&answer)?;
+        let max_zones = count.map_or(u32::MAX, |count| u32::try_from(count).unwrap_or(u32::MAX));
+        let request = format!("report {slba} {} {} {max_zones}", filter as u8, u8::from(partial));
+        let answer = through_mount(image, &request).unwrap_or_else(|| Err(gone(image)))?;
+        let report = from_hex(&answer)
+            .and_then(|buf| ZoneReport::decode(&buf, zone_size_lba))
+            .ok_or_else(|| CliError::Failed("the mount's zone report does not decode".into()))?;
+        Ok((report, lba_size as u32))
+    }))
 }
 
 /// The mount went away between two requests.

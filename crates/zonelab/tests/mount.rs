@@ -407,9 +407,10 @@ fn zone_conditions_and_the_errors_option_shape_files() {
     mount.unmount();
 }
 
-/// The control channel: `zonelab inject` and `zonelab write` on a mounted image reach the live device (through
-/// IMAGE/control.sock), as null_blk's configfs, dm-error and writes to the block device reach a device under a
-/// mounted zonefs, and the mount handles what follows as zonefs's `__zonefs_io_error` does under errors=zone-ro.
+/// The control channel: `zonelab inject`, `zonelab write` and `zonelab report` on a mounted image reach the live
+/// device (through IMAGE/control.sock), as null_blk's configfs, dm-error, blkzone and writes to the block device
+/// reach a device under a mounted zonefs, and the mount handles what follows as zonefs's `__zonefs_io_error` does
+/// under errors=zone-ro.
 #[test]
 fn faults_and_raw_writes_reach_a_mounted_image_through_its_control_socket() {
     if !have(&[]) {
@@ -428,6 +429,13 @@ fn faults_and_raw_writes_reach_a_mounted_image_through_its_control_socket() {
 
     // An I/O error: the next write fails with EIO, and zone-ro takes the file's write permissions.
     direct_write(&mount.file(1), true, &[1; 8192]).expect("write");
+    // The live device's report, as blkzone would read it under a mounted zonefs.
+    let report: serde_json::Value =
+        serde_json::from_str(&ok(&["report", path, "--count", "2", "--format", "json"])).expect("report");
+    assert_eq!(
+        (&report["zones"][1]["wp_lba"], &report["zones"][1]["state"], report["zones"].as_array().map(Vec::len)),
+        (&serde_json::json!(258), &serde_json::json!("open-implicit"), Some(2))
+    );
     ok(&["inject", path, "--zone", "1", "--state", "io-error"]);
     assert_eq!(errno_of(direct_write(&mount.file(1), true, &[1; 4096])), Some(libc::EIO));
     assert_eq!((mode(1), std::fs::metadata(mount.file(1)).expect("stat").len()), (0o440, 8192));
