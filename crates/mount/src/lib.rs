@@ -13,7 +13,10 @@
 //!   closest thing a ZNS drive has), randomly writable, its size fixed;
 //! - every file is opened in FUSE's direct I/O mode, so reads bypass the page cache too (zonefs caches reads
 //!   that are not O_DIRECT): the device's timing is what a program sees;
-//! - `statfs` reports FUSE's magic number, not zonefs's.
+//! - `statfs` reports FUSE's magic number, not zonefs's;
+//! - without `async-dio`, FUSE serves one thread's asynchronous direct I/Os one at a time (with it, Linux turns a
+//!   short asynchronous write into EIO); faults and writes behind the mount's back come through its control
+//!   channel (`control.rs`).
 
 mod cnv;
 mod completions;
