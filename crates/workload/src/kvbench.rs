@@ -16,6 +16,7 @@ use std::time::Instant;
 use serde::Serialize;
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 
+use crate::fio::OperationSpan;
 use crate::zonemap::{draw, summarize, zone_map, MapSummary};
 use zonelab_host::{run_reset_load, ResetLoadStats, Scheduled, SchedulerKind};
 use zonelab_runtime::sync::{Channel, Mutex, Notify};
@@ -231,6 +232,8 @@ struct Db<Q> {
     flushes: Cell<u64>,
     compactions: Cell<u64>,
     compaction_bytes_written: Cell<u64>,
+    /// Each flush and compaction with its span in device time, when the run is traced.
+    operations: Option<RefCell<Vec<OperationSpan>>>,
 }
 
 struct Active {
@@ -242,6 +245,7 @@ struct Active {
 impl<Q: CommandQueue + Clone + 'static> Db<Q> {
     /// Formats zonedfs on the device and opens the first memtable's WAL.
     async fn open(queue: Q, options: FsOptions, spec: KvBenchSpec) -> Result<Rc<Db<Q>>, ToolError> {
+        let traced = spec.trace.is_some();
         let fs = ZonedFs::format(queue, options).await?;
         fs.mkdir("/db").await?;
         let wal_name = "/db/000000.log".to_string();
@@ -265,6 +269,7 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
             flushes: Cell::new(0),
             compactions: Cell::new(0),
             compaction_bytes_written: Cell::new(0),
+            operations: traced.then(|| RefCell::new(Vec::new())),
         }))
     }
 
@@ -347,8 +352,10 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
     /// The flush thread: each immutable memtable becomes an L0 SST, and its WAL is deleted.
     async fn flush_thread(&self, queue: &Q) -> Result<(), ToolError> {
         while let Some(wal_name) = self.flush_jobs.recv().await {
+            let started = queue.now_ns();
             let sst = self.write_sst(queue, 0, self.spec.memtable_bytes).await?;
             self.fs.delete(&wal_name).await?;
+            self.record("flush", format!("flush to L0 ({})", sst.name), started, queue.now_ns());
             self.levels.borrow_mut()[0].push(sst);
             self.flushes.set(self.flushes.get() + 1);
             self.immutable.set(self.immutable.get() - 1);
@@ -397,6 +404,7 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
                 self.work.notified().await;
                 continue;
             };
+            let started = queue.now_ns();
             let mut total = 0;
             for input in &inputs {
                 let file = self.fs.open_read(&input.name)?;
@@ -424,6 +432,15 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
             drop(levels);
             self.compactions.set(self.compactions.get() + 1);
             self.compaction_bytes_written.set(self.compaction_bytes_written.get() + total);
+            let name = format!("compaction into L{level} ({} files, {} KiB)", inputs.len(), total >> 10);
+            self.record("compaction", name, started, queue.now_ns());
+        }
+    }
+
+    /// Notes an operation for the trace, when the run is traced.
+    fn record(&self, track: &'static str, name: String, start_ns: u64, end_ns: u64) {
+        if let Some(operations) = &self.operations {
+            operations.borrow_mut().push(OperationSpan { track, name, start_ns, end_ns });
         }
     }
 }
@@ -529,7 +546,10 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
     }
     if let Some(path) = &spec.trace {
         simulation
-            .with_device(|device| crate::fio::write_device_trace(path, "kv-bench", device))
+            .with_device(|device| {
+                let operations = db.operations.as_ref().map(|operations| operations.take()).unwrap_or_default();
+                crate::fio::write_device_trace(path, "kv-bench", &operations, device)
+            })
             .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))?;
     }
     Ok(KvBenchResult {

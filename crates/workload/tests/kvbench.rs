@@ -106,9 +106,9 @@ fn lifetime_hints_keep_files_of_a_lifetime_together_in_zones() {
     );
 }
 
-/// `--trace`: the device's side of a kv-bench run (and a wal-bench run) as a Perfetto trace, every command a
-/// slice on its zone's track with arrows to the flash operations it caused; the same run without it gives the
-/// same figures.
+/// `--trace`: a kv-bench run (and a wal-bench run) as a Perfetto trace: its flushes and compactions, every
+/// command a slice on its zone's track with arrows to the flash operations it caused; the same run without it
+/// gives the same figures.
 #[test]
 fn a_trace_holds_every_command_of_the_run_and_changes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -130,6 +130,20 @@ fn a_trace_holds_every_command_of_the_run_and_changes_nothing() {
     let starts = events.iter().filter(|e| e["ph"] == "s").count();
     assert!(starts > 0 && starts == events.iter().filter(|e| e["ph"] == "f").count(), "arrows start and land once");
     assert_eq!(trace["otherData"]["dropped_commands"], 0);
+    // kv-bench's own operations (pid 1): a slice per flush and per compaction, each on its kind's track.
+    let named = |prefix: &str| {
+        events
+            .iter()
+            .filter(|e| e["pid"] == 1 && e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .count()
+    };
+    assert_eq!((named("flush"), named("compaction")), (traced.flushes as usize, traced.compactions as usize));
+    let tracks: Vec<&str> = events
+        .iter()
+        .filter(|e| e["pid"] == 1 && e["name"] == "thread_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(tracks.contains(&"flush") && tracks.contains(&"compaction"), "{tracks:?}");
 
     let wal = dir.path().join("wal.json");
     let spec = zonelab_workload::walbench::parse_args(&["--records=500".into(), format!("--trace={}", wal.display())])

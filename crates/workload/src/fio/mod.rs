@@ -12,7 +12,8 @@ mod report;
 mod verify;
 
 pub use engine::{
-    run, run_reporting, write_device_trace, DirectionStats, FioResult, GroupResult, IoDistribution, JobResult, Progress,
+    run, run_reporting, write_device_trace, DirectionStats, FioResult, GroupResult, IoDistribution, JobResult,
+    OperationSpan, Progress,
 };
 pub use histogram::{Histogram, LatencyStats};
 pub use logs::{write_logs, IoLog, LogEntry};

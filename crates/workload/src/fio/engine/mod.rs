@@ -36,7 +36,7 @@ mod targets;
 mod thread;
 mod trace;
 
-pub use trace::write_device_trace;
+pub use trace::{write_device_trace, OperationSpan};
 mod worker;
 mod zones;
 
@@ -373,7 +373,7 @@ pub fn run_reporting(
     }
     if let (Some(path), Some(spans)) = (&invocation.trace, &run.spans) {
         run.simulation
-            .with_device(|device| trace::write_trace(path, "fio", spans, device))
+            .with_device(|device| trace::write_trace(path, "fio", spans, &[], device))
             .map_err(|error| FioError::Trace { path: path.display().to_string(), message: error.to_string() })?;
     }
     let wear = run.simulation.with_device(|device| device.media().erase_summary());

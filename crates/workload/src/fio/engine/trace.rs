@@ -2,7 +2,8 @@
 //! Perfetto's UI (ui.perfetto.dev) and chrome://tracing open as is. Three processes hold the tracks:
 //!
 //! - **fio**: a track per job instance, a slice per I/O from when fio began preparing it to its completion
-//!   (`wal-bench --trace` and `kv-bench --trace` have the two below only, `write_device_trace`);
+//!   (`wal-bench --trace` has the two below only; `kv-bench --trace` has a track of flushes and one of
+//!   compactions instead, `write_device_trace`);
 //! - **device**: a track per zone of the zoned namespace (and one per other namespace), a slice per command
 //!   from its arrival at the controller to its completion, and counters of open and active zones;
 //! - **flash**: a track per plane (with its channel), a slice per sense, program or erase, named by its
@@ -35,6 +36,15 @@ pub(super) struct IoSpan {
     pub ok: bool,
 }
 
+/// An operation of a program other than fio (kv-bench's flushes and compactions), on a track of its kind.
+#[derive(Clone, Debug)]
+pub struct OperationSpan {
+    pub track: &'static str,
+    pub name: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
 /// Processes of the trace.
 const FIO_PID: u32 = 1;
 const DEVICE_PID: u32 = 2;
@@ -58,6 +68,7 @@ struct Slice {
 #[derive(Clone, Copy)]
 enum What {
     Io(IoSpan),
+    Operation(usize),
     Command(usize),
     Flash(usize),
 }
@@ -74,6 +85,7 @@ pub(super) fn write_trace<S: MediaStore>(
     path: &Path,
     program: &str,
     jobs: &[(String, Vec<IoSpan>)],
+    operations: &[OperationSpan],
     device: &Device<S>,
 ) -> std::io::Result<()> {
     let commands = device.trace();
@@ -94,6 +106,19 @@ pub(super) fn write_trace<S: MediaStore>(
             let (start_ns, end_ns, what) = (span.start_ns, span.end_ns, What::Io(*span));
             slices.push(Slice { pid: FIO_PID, track: index as u64, start_ns, end_ns, what, lane: 0 });
         }
+    }
+    // A program's operations follow the jobs' tracks, a track per kind in the order the kinds first appear.
+    let mut kinds: Vec<&str> = Vec::new();
+    for (index, operation) in operations.iter().enumerate().filter(|(_, op)| op.start_ns <= until_ns) {
+        let kind = match kinds.iter().position(|&kind| kind == operation.track) {
+            Some(kind) => kind,
+            None => {
+                kinds.push(operation.track);
+                kinds.len() - 1
+            }
+        };
+        let (start_ns, end_ns, what) = (operation.start_ns, operation.end_ns, What::Operation(index));
+        slices.push(Slice { pid: FIO_PID, track: (jobs.len() + kind) as u64, start_ns, end_ns, what, lane: 0 });
     }
     let first_command = slices.len();
     // A zone's track is its number; another namespace's follows the zoned one's zones.
@@ -148,7 +173,10 @@ pub(super) fn write_trace<S: MediaStore>(
             continue;
         }
         let base = match slice.pid {
-            FIO_PID => jobs[slice.track as usize].0.clone(),
+            FIO_PID => match jobs.get(slice.track as usize) {
+                Some((name, _)) => name.clone(),
+                None => kinds[slice.track as usize - jobs.len()].to_string(),
+            },
             DEVICE_PID if slice.track < u64::from(geometry.zones) => format!("zone {}", slice.track),
             DEVICE_PID => format!("namespace {}", slice.track - u64::from(geometry.zones)),
             // A plane's track, named with the channel that reaches it (its operations carry both).
@@ -181,6 +209,9 @@ pub(super) fn write_trace<S: MediaStore>(
                 Micros(span.issued_ns),
                 span.ok
             )?,
+            What::Operation(index) => {
+                write!(out, "\"name\":{}}}", serde_json::Value::from(operations[index].name.as_str()))?
+            }
             What::Command(index) => {
                 let command = &commands[index];
                 write!(
@@ -392,9 +423,15 @@ fn flow_event(phase: &str, id: u64, pid: u32, tid: u64, ns: u64) -> String {
     )
 }
 
-/// The trace of a run of `program` with no I/O tracks of its own: the device's commands per zone and its flash
+/// The trace of a run of `program` with no I/O tracks of its own: its `operations` on a track per kind (no arrows:
+/// the device does not know which operation a command served), then the device's commands per zone and its flash
 /// operations per plane, with the arrows between them (`wal-bench --trace`, `kv-bench --trace`). The device must
 /// have traced the run (`Device::enable_trace`).
-pub fn write_device_trace<S: MediaStore>(path: &Path, program: &str, device: &Device<S>) -> std::io::Result<()> {
-    write_trace(path, program, &[], device)
+pub fn write_device_trace<S: MediaStore>(
+    path: &Path,
+    program: &str,
+    operations: &[OperationSpan],
+    device: &Device<S>,
+) -> std::io::Result<()> {
+    write_trace(path, program, &[], operations, device)
 }
