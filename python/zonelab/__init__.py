@@ -93,8 +93,13 @@ def _grid_text(grid: Grid) -> str:
 
 
 def _run_point(args: Sequence[str], seed: int) -> Tuple[bool, List[List[str]]]:
-    """One point of a sweep, where it runs (a Dask worker imports zonelab to run it)."""
+    """One point of a sweep, where it runs."""
     return _native.run_point(list(args), seed)
+
+
+def _run_points(batch: Sequence[Tuple[Sequence[str], int]]) -> List[Tuple[bool, List[List[str]]]]:
+    """A batch of points, as one Dask task (a worker imports zonelab to run it)."""
+    return [_run_point(args, seed) for args, seed in batch]
 
 
 def _typed(frame: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
@@ -125,6 +130,7 @@ def sweep(
     table: Optional[Union[str, os.PathLike]] = None,
     parquet: Optional[Union[str, os.PathLike]] = None,
     jobs: Optional[int] = None,
+    batch: Optional[int] = None,
 ) -> pd.DataFrame:
     """Run every point of a grid and return the tidy table: one row per point and fio job.
 
@@ -136,15 +142,16 @@ def sweep(
                "axes": {"filename": ["preset:zn540"], "iodepth": [1, 8, 32]}})
 
     Points run in this process on ``jobs`` threads (default: every core), or, with a
-    ``dask.distributed.Client`` as ``client``, on its workers (any deployment Dask supports); the rows are the
-    same either way, order aside, and are returned in the grid's order. Columns: ``point`` (the point's key, a
+    ``dask.distributed.Client`` as ``client``, on its workers (any deployment Dask supports), ``batch`` points a
+    task (default: about eight tasks a worker); the rows are the same either way, order aside, and are returned
+    in the grid's order. Columns: ``point`` (the point's key, a
     hash of its arguments, seed and zonelab's version), the axes, ``seed``, then ``job``, ``error`` and the
     measures (read and write KIOPS, MiB/s, mean and p50/p99/p99.9 latency in microseconds, the device's write
     amplification, energy in joules, zone resets), typed.
 
     With ``table`` (a CSV file, as ``zonelab sweep --out`` writes it), points the table holds are not run again
-    and each new point's rows are appended as soon as it finishes, so a sweep that is stopped resumes where it
-    stopped. A point that fails becomes a row with its ``error``; the sweep goes on. With ``parquet``, the whole
+    and each new point's rows are appended as soon as it (or, on Dask, its batch) finishes, so a sweep that is
+    stopped resumes where it stopped. A point that fails becomes a row with its ``error``; the sweep goes on. With ``parquet``, the whole
     table is also written as Parquet (pyarrow).
     """
     axes, points = _native.grid_points(_grid_text(grid))
@@ -182,16 +189,21 @@ def sweep(
     if client is not None:
         from distributed import as_completed
 
+        # A task costs Dask's scheduler a few milliseconds, more than a short point: points go in batches, about
+        # eight a worker, so that the workers, not the scheduler, set the pace.
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        size = batch or max(1, len(todo) // (workers * 8))
+        batches = [todo[start : start + size] for start in range(0, len(todo), size)]
         futures = client.map(
-            _run_point,
-            [point[3] for point in todo],
-            [point[2] for point in todo],
-            key=[f"zonelab-point-{point[0]}" for point in todo],
+            _run_points,
+            [[(point[3], point[2]) for point in group] for group in batches],
+            key=[f"zonelab-points-{group[0][0]}-{len(group)}" for group in batches],
             pure=False,
         )
-        index = {future.key: point for future, point in zip(futures, todo)}
-        for future, result in as_completed(futures, with_results=True):
-            record(index[future.key], result)
+        index = {future.key: group for future, group in zip(futures, batches)}
+        for future, results in as_completed(futures, with_results=True):
+            for point, result in zip(index[future.key], results):
+                record(point, result)
     else:
         workers = jobs or os.cpu_count() or 1
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
