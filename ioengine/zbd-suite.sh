@@ -62,7 +62,9 @@ exec fio "\${args[@]}"
 EOF
 
 # 2. blkzone over zonelab report and reset (offsets and counts in 512-byte sectors and zones, as blkzone's).
-lba_size="$("$zonelab" info "$image" --json | sed -n 's/.*"lba_size":\([0-9]*\).*/\1/p')"
+info="$("$zonelab" info "$image" --json)"
+lba_size="$(sed -n 's/.*"lba_size":\([0-9]*\).*/\1/p' <<<"$info")"
+zone_lba="$(sed -n 's/.*"zone_size_lba":\([0-9]*\).*/\1/p' <<<"$info")"
 cat > "$scratch/bin/blkzone" <<EOF
 #!/usr/bin/env bash
 set -euo pipefail
@@ -84,9 +86,8 @@ case "\$command" in
         if [ -z "\$count" ] && [ "\$offset" = 0 ]; then
             exec "$zonelab" reset --all "\$device" >/dev/null
         fi
-        zone_lba=\$("$zonelab" info "\$device" --json | sed -n 's/.*"zone_size_lba":\([0-9]*\).*/\1/p')
         for ((i = 0; i < \${count:-1}; i++)); do
-            "$zonelab" reset --start-lba \$(( start_lba + i * zone_lba )) "\$device" >/dev/null
+            "$zonelab" reset --start-lba \$(( start_lba + i * $zone_lba )) "\$device" >/dev/null
         done ;;
     *) echo "blkzone (zonelab's harness): unknown command \$command" >&2; exit 2 ;;
 esac
