@@ -540,6 +540,9 @@ impl Stalls {
 fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64, wait: Wait, stalled: &mut Stalls) {
     // The last look at the clock, how long the wait after it was meant to take, and the slack it may overrun.
     let mut last: Option<(u64, u64, u64)> = None;
+    // Whether the thread last looked while nothing was due: a completion a host then set (executing a command
+    // itself) is due from its own time, and a thread that runs only after that has lost the time between.
+    let mut looked_idle = false;
     loop {
         if shared.submissions_waiting() {
             return;
@@ -553,18 +556,39 @@ fn wait_for_work(shared: &Shared, last_busy_ns: u64, hot_idle_ns: u64, wait: Wai
         let last_host_ns = last_busy_ns.max(shared.last_executed_here_ns.load(Ordering::Relaxed));
         match shared.next_due_ns.load(Ordering::SeqCst) {
             u64::MAX if shared.stop.load(Ordering::SeqCst) => return,
-            at_ns if at_ns <= now => return,
-            _ if wait == Wait::Poll => std::hint::spin_loop(),
+            at_ns if at_ns <= now => {
+                if looked_idle {
+                    stalled.note(at_ns, now, 0, PARK_SLACK_NS);
+                }
+                return;
+            }
+            at_ns if wait == Wait::Poll => {
+                looked_idle = at_ns == u64::MAX;
+                if !looked_idle {
+                    last = Some((now, 0, 0));
+                }
+                std::hint::spin_loop();
+            }
             // A host that just had a completion often submits its next command within microseconds: looking
             // again for a while costs less than the wake-up of a parked thread on an idle core.
             // Yielding, not spinning, so that a host thread that needs this core (to take the completion and
             // submit again) gets it.
-            u64::MAX if now.saturating_sub(last_host_ns) < hot_idle_ns => std::hint::spin_loop(),
-            u64::MAX if now.saturating_sub(last_host_ns) < IDLE_SPIN_NS => std::thread::yield_now(),
-            u64::MAX => std::thread::park_timeout(Duration::from_millis(10)),
+            u64::MAX if now.saturating_sub(last_host_ns) < hot_idle_ns => {
+                looked_idle = true;
+                std::hint::spin_loop();
+            }
+            u64::MAX if now.saturating_sub(last_host_ns) < IDLE_SPIN_NS => {
+                looked_idle = true;
+                std::thread::yield_now();
+            }
+            u64::MAX => {
+                looked_idle = true;
+                std::thread::park_timeout(Duration::from_millis(10));
+            }
             // A completion is due: time the thread cannot run now makes it late, so it counts.
             at_ns => {
                 let wait = at_ns - now;
+                looked_idle = false;
                 last = Some((now, 0, 0));
                 if wait > SPIN_BELOW_NS {
                     last = Some((now, wait - SPIN_BELOW_NS, PARK_SLACK_NS));
