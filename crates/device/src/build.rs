@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use zonelab_media::MediaState;
-use zonelab_zns::{Image, ImageError, MediaStore, MemoryStore, NullStore, ZonedNamespace};
+use zonelab_zns::{FileStore, Image, ImageError, MediaStore, MemoryStore, NullStore, ZonedNamespace};
 
 use crate::{Device, DeviceConfig, HostPath, HostSide, PresetError};
 
@@ -104,6 +104,10 @@ pub enum StoreChoice {
     Null,
     /// Sparse memory: data written is data read.
     Memory,
+    /// A sparse temporary file, gone when the device is dropped: data written is data read, held by the
+    /// kernel's page cache (written back to disk under memory pressure) rather than the process's own memory,
+    /// for a run whose data outgrows what a process should hold (a 1 GiB log recovered).
+    TempFile,
 }
 
 impl StoreChoice {
@@ -112,9 +116,13 @@ impl StoreChoice {
         match text {
             "null" => Ok(StoreChoice::Null),
             "memory" => Ok(StoreChoice::Memory),
+            "temp-file" => Ok(StoreChoice::TempFile),
             other => Err(PresetError::Override {
                 key: "store".into(),
-                reason: format!("{other:?} is not null (keep no data) or memory (keep it for the run)"),
+                reason: format!(
+                    "{other:?} is not null (keep no data), memory (keep it for the run) or temp-file (keep it in a \
+                     temporary file for the run)"
+                ),
             }),
         }
     }
@@ -136,6 +144,8 @@ pub enum BuildError {
     Precondition { spec: String, given: String, reason: String },
     #[error("{spec}: the device has no namespace {nsid} (its namespaces: {ids})")]
     NoSuchNamespace { spec: String, nsid: String, ids: String },
+    #[error("{spec}: a temporary file for the data (store=temp-file): {source}")]
+    TempFile { spec: String, source: std::io::Error },
     #[error("zone {zone} could not be filled for a reset load: {reason}")]
     FillZone { zone: u32, reason: String },
 }
@@ -301,16 +311,20 @@ impl DeviceBuilder {
     fn fresh(config: DeviceConfig, store: StoreChoice, host: HostPath, label: &str) -> Result<Built, BuildError> {
         let namespace_error = |source| BuildError::Namespace { spec: label.to_string(), source };
         let geometry = config.namespace.validate().map_err(namespace_error)?;
-        let new_store = |bytes: u64| -> Box<dyn MediaStore> {
-            match store {
+        let new_store = |bytes: u64| -> Result<Box<dyn MediaStore>, BuildError> {
+            Ok(match store {
                 StoreChoice::Null => Box::new(NullStore),
                 StoreChoice::Memory => Box::new(MemoryStore::new(bytes)),
-            }
+                StoreChoice::TempFile => Box::new(
+                    FileStore::temporary(bytes)
+                        .map_err(|error| BuildError::TempFile { spec: label.to_string(), source: error })?,
+                ),
+            })
         };
         let namespace =
-            ZonedNamespace::new(config.namespace.clone(), new_store(geometry.nsze_lba << geometry.lba_shift))
+            ZonedNamespace::new(config.namespace.clone(), new_store(geometry.nsze_lba << geometry.lba_shift)?)
                 .map_err(namespace_error)?;
-        let conventional = config.conventional.as_ref().map(|cnv| new_store(cnv.capacity.bytes()));
+        let conventional = config.conventional.as_ref().map(|cnv| new_store(cnv.capacity.bytes())).transpose()?;
         let device = Device::with_namespaces(&config, namespace, conventional);
         let host = HostSide::new(host, &config.host);
         Ok(Built { device, config, host })

@@ -23,6 +23,9 @@ pub enum ToolError {
     Prefill { zone: u32, status: Status },
     #[error(transparent)]
     Wal(#[from] WalError),
+    /// The log's recovery returned records other than those written: a bug in the log or the device.
+    #[error("recovery returned {0} records that differ from the records written")]
+    RecoveredAltered(u64),
     /// The zonefs-like layer could not read the device's zones.
     #[error("mount: {0}")]
     Mount(Status),

@@ -91,7 +91,8 @@ enum Command {
     /// A WAL-bound PUT stream into ZWAL or the conventional WAL, and optionally its recovery. Options:
     /// --preset=NAME --design=zwal|conventional --buffer=SIZE (at most 1GiB) --qd=N (at most 65536)
     /// --barrier=SIZE|zone --record-size=SIZE (at most 64MiB) --records=N (at most 2^32) --put-cost-us=F (0 to
-    /// 1e6) --apply-cost-us=F --read-size=SIZE --sync-every=N --recover --seed=N --output-format=normal|json
+    /// 1e6) --apply-cost-us=F --read-size=SIZE --sync-every=N --recover --store=memory|temp-file (where a
+    /// recovered log's data is kept; default: memory up to 256 MiB of log) --seed=N --output-format=normal|json
     /// --trace=FILE (the device's commands and flash operations, for Perfetto)
     #[command(name = "wal-bench", disable_help_flag = true)]
     WalBench {

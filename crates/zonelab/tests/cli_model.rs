@@ -139,7 +139,7 @@ fn experiments_list_and_run() {
 
 #[test]
 fn wal_bench_runs_both_designs_and_recovers() {
-    let zwal = ok(&[
+    let recover = [
         "wal-bench",
         "--design=zwal",
         "--buffer=4KiB",
@@ -147,9 +147,20 @@ fn wal_bench_runs_both_designs_and_recovers() {
         "--records=2000",
         "--recover",
         "--output-format=json",
-    ]);
-    let zwal: serde_json::Value = serde_json::from_str(&zwal).expect("json");
+    ];
+    let zwal: serde_json::Value = serde_json::from_str(&ok(&recover)).expect("json");
     assert_eq!(zwal["recovered_records"], 2000);
+    // Kept in a temporary file rather than memory, the log recovers the same records in the same device time.
+    let in_file: serde_json::Value =
+        serde_json::from_str(&ok(&[&recover[..], &["--store=temp-file"]].concat())).expect("json");
+    for key in ["recovered_records", "recovery_ns", "device_time_ns"] {
+        assert!(!zwal[key].is_null(), "{key} in {zwal}");
+        assert_eq!(in_file[key], zwal[key], "{key}");
+    }
+    for key in ["reads", "bytes_read", "entries", "io_device_ns"] {
+        assert_eq!(in_file["recovery"][key], zwal["recovery"][key], "recovery.{key}");
+    }
+    usage_error(&["wal-bench", "--store=disk"], "option store: \"disk\" is not memory or temp-file");
     let conventional =
         ok(&["wal-bench", "--design=conventional", "--buffer=4KiB", "--records=2000", "--output-format=json"]);
     let conventional: serde_json::Value = serde_json::from_str(&conventional).expect("json");

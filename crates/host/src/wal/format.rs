@@ -5,6 +5,8 @@
 //! slices of one byte stream of framed records (`[u32 len][record]`), so a record may span entries and an entry
 //! may hold many records. Recovery orders entries by seq, keeps the gap-free prefix from seq 0, and re-frames.
 
+use std::collections::BTreeMap;
+
 use zonelab_zns::codec::{u32_le, u64_le};
 
 pub const HEADER_BYTES: u64 = 24;
@@ -46,55 +48,127 @@ pub struct Entry {
 /// implementation stopped at the first zero length and did not round entries up to the block; see docs/host-stack.md
 /// 2.7.)
 pub fn parse_region(region: &[u8], lba_bytes: u64) -> Vec<Entry> {
-    let block = lba_bytes as usize;
     let mut entries = Vec::new();
-    let mut at = 0usize;
-    while at + HEADER_BYTES as usize <= region.len() {
-        let len = u64_le(region, at);
-        let seq = u64_le(region, at + 8);
-        let valid = len > 0
-            && u32_le(region, at + 20) == MAGIC
-            && (at as u64 + HEADER_BYTES).checked_add(len).is_some_and(|end| end <= region.len() as u64)
-            && {
-                let payload = &region[at + HEADER_BYTES as usize..at + (HEADER_BYTES + len) as usize];
-                checksum(len, seq, payload) == u32_le(region, at + 16)
-            };
-        if valid {
-            let payload = region[at + HEADER_BYTES as usize..at + (HEADER_BYTES + len) as usize].to_vec();
-            entries.push(Entry { seq, payload });
-            at += entry_bytes(len, lba_bytes) as usize;
-        } else {
-            at += block;
+    let mut parser = RegionParser::new(lba_bytes);
+    parser.push(region, |entry| entries.push(entry));
+    parser.finish(|entry| entries.push(entry));
+    entries
+}
+
+/// `parse_region` on a region that arrives a read at a time: it holds back only the bytes from the first entry it
+/// cannot judge yet (one whose header promises more bytes than have come), so recovery need not hold a whole
+/// zone's bytes at once.
+pub struct RegionParser {
+    block: usize,
+    /// Bytes not yet parsed; `at` may point past their end when an entry's padding has not all come.
+    pending: Vec<u8>,
+    at: usize,
+}
+
+impl RegionParser {
+    pub fn new(lba_bytes: u64) -> RegionParser {
+        RegionParser { block: lba_bytes as usize, pending: Vec::new(), at: 0 }
+    }
+
+    /// Takes the region's next bytes and hands over every entry now judged valid, in region order.
+    pub fn push(&mut self, bytes: &[u8], found: impl FnMut(Entry)) {
+        self.pending.extend_from_slice(bytes);
+        self.parse(false, found);
+        let done = self.at.min(self.pending.len());
+        self.pending.drain(..done);
+        self.at -= done;
+    }
+
+    /// The region has ended: an entry that promised more bytes than it had is torn.
+    pub fn finish(mut self, found: impl FnMut(Entry)) {
+        self.parse(true, found);
+    }
+
+    fn parse(&mut self, ended: bool, mut found: impl FnMut(Entry)) {
+        let region = &self.pending;
+        while self.at + HEADER_BYTES as usize <= region.len() {
+            let at = self.at;
+            let len = u64_le(region, at);
+            let seq = u64_le(region, at + 8);
+            let header = len > 0 && u32_le(region, at + 20) == MAGIC;
+            let end = (at as u64 + HEADER_BYTES).checked_add(len).filter(|&end| end <= region.len() as u64);
+            match end {
+                None if header && !ended => break,
+                Some(end) if header => {
+                    let payload = &region[at + HEADER_BYTES as usize..end as usize];
+                    if checksum(len, seq, payload) == u32_le(region, at + 16) {
+                        found(Entry { seq, payload: payload.to_vec() });
+                        self.at += entry_bytes(len, self.block as u64) as usize;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            self.at += self.block;
         }
     }
-    entries
 }
 
 /// The records of the gap-free run of entries from seq `first`, in order; a record cut by a missing entry or
 /// by the end is dropped. Returns the records and the next expected seq.
-pub fn records_from(mut entries: Vec<Entry>, first: u64) -> (Vec<Vec<u8>>, u64) {
-    entries.sort_by_key(|entry| entry.seq);
-    entries.dedup_by_key(|entry| entry.seq);
-    let mut stream = Vec::new();
-    let mut next = first;
-    for entry in entries.into_iter().skip_while(|entry| entry.seq < first) {
-        if entry.seq != next {
-            break;
-        }
-        stream.extend_from_slice(&entry.payload);
-        next += 1;
-    }
+pub fn records_from(entries: Vec<Entry>, first: u64) -> (Vec<Vec<u8>>, u64) {
     let mut records = Vec::new();
-    let mut at = 0usize;
-    while at + 4 <= stream.len() {
-        let len = u32_le(&stream, at) as usize;
-        if at + 4 + len > stream.len() {
-            break;
-        }
-        records.push(stream[at + 4..at + 4 + len].to_vec());
-        at += 4 + len;
+    let mut stream = RecordStream::new(first);
+    for entry in entries {
+        stream.push(entry, |record| records.push(record));
     }
-    (records, next)
+    (records, stream.next_seq())
+}
+
+/// `records_from` on entries that arrive one at a time, in any order: each record is handed over as soon as
+/// the entries before it are all in, and only entries that came early (ahead of a missing seq) are held, so
+/// recovery holds about a queue depth of entries rather than the whole log. Of two entries with one seq, the
+/// first to arrive counts.
+pub struct RecordStream {
+    next: u64,
+    early: BTreeMap<u64, Vec<u8>>,
+    /// The stream's bytes after the last whole record.
+    partial: Vec<u8>,
+}
+
+impl RecordStream {
+    pub fn new(first: u64) -> RecordStream {
+        RecordStream { next: first, early: BTreeMap::new(), partial: Vec::new() }
+    }
+
+    pub fn push(&mut self, entry: Entry, mut record: impl FnMut(Vec<u8>)) {
+        if entry.seq < self.next || self.early.contains_key(&entry.seq) {
+            return;
+        }
+        if entry.seq > self.next {
+            self.early.insert(entry.seq, entry.payload);
+            return;
+        }
+        self.extend(&entry.payload, &mut record);
+        while let Some(payload) = self.early.remove(&self.next) {
+            self.extend(&payload, &mut record);
+        }
+    }
+
+    /// The seq after the gap-free run so far.
+    pub fn next_seq(&self) -> u64 {
+        self.next
+    }
+
+    fn extend(&mut self, payload: &[u8], record: &mut impl FnMut(Vec<u8>)) {
+        self.next += 1;
+        self.partial.extend_from_slice(payload);
+        let mut at = 0usize;
+        while at + 4 <= self.partial.len() {
+            let len = u32_le(&self.partial, at) as usize;
+            if at + 4 + len > self.partial.len() {
+                break;
+            }
+            record(self.partial[at + 4..at + 4 + len].to_vec());
+            at += 4 + len;
+        }
+        self.partial.drain(..at);
+    }
 }
 
 /// A record as it goes into the byte stream.
@@ -136,6 +210,28 @@ mod tests {
         );
         let cut = encode_entry(2, &[3u8; 1000], 512);
         assert!(parse_region(&cut[..512], 512).is_empty(), "an entry cut short is not taken");
+    }
+
+    #[test]
+    fn a_region_parsed_a_piece_at_a_time_gives_the_entries_of_the_whole() {
+        let mut region = encode_entry(0, &[1u8; 700], 512);
+        region.extend_from_slice(&[0u8; 512]);
+        region.extend_from_slice(&encode_entry(1, &[2u8; 100], 512));
+        let mut torn = encode_entry(2, &[3u8; 2000], 512);
+        torn.truncate(1024);
+        region.extend_from_slice(&torn);
+        region.extend_from_slice(&encode_entry(3, &[4u8; 1500], 512));
+        let whole = parse_region(&region, 512);
+        assert_eq!(whole.iter().map(|entry| entry.seq).collect::<Vec<_>>(), vec![0, 1, 3]);
+        for piece in [512, 1024, 1536, 4096] {
+            let mut parser = RegionParser::new(512);
+            let mut found = Vec::new();
+            for bytes in region.chunks(piece) {
+                parser.push(bytes, |entry| found.push(entry));
+            }
+            parser.finish(|entry| found.push(entry));
+            assert_eq!(found, whole, "pieces of {piece} bytes");
+        }
     }
 
     #[test]

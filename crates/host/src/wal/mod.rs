@@ -23,7 +23,9 @@ use serde::{Deserialize, Serialize};
 use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand};
 use zonelab_zns::{Geometry, ReportFilter, Status, ZoneSendAction, ZoneState};
 
-pub use format::{encode_entry, entry_bytes, frame, parse_region, records_from, Entry, HEADER_BYTES};
+pub use format::{
+    encode_entry, entry_bytes, frame, parse_region, records_from, Entry, RecordStream, RegionParser, HEADER_BYTES,
+};
 
 /// Which design.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -359,6 +361,15 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
     /// Reads the log back: every zone up to its write pointer, in large reads, entries parsed stepping over
     /// padding, sorted by sequence number, and the gap-free prefix's records in append order.
     pub async fn recover(&mut self) -> Result<Vec<Vec<u8>>, WalError> {
+        let mut records = Vec::new();
+        self.recover_each(|record| records.push(record)).await?;
+        Ok(records)
+    }
+
+    /// `recover`, handing each record to `apply` as soon as the entries before it are read (as RocksDB applies
+    /// each to its memtable): only entries read ahead of a missing seq are held, not the whole log. Returns how
+    /// many records there were.
+    pub async fn recover_each(&mut self, mut apply: impl FnMut(Vec<u8>)) -> Result<u64, WalError> {
         self.drain().await?;
         let started = self.queue.now_ns();
         // ZWAL reads a barrier window at a time, ZenFS an entry at a time (docs/host-stack.md 2.5); both within MDTS.
@@ -373,8 +384,20 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
         };
         let chunk_lbas = (window_bytes / self.lba_bytes).max(1).min(self.geometry.max_transfer_lba.unwrap_or(u64::MAX));
         let mut recovery = RecoveryStats::default();
-        let mut entries = Vec::new();
+        let mut stream = RecordStream::new(0);
+        let mut records = 0u64;
+        let mut seen = 0u64;
         let mut last_written = (0usize, 0u64);
+        let mut order = |entry: Entry, recovery: &mut RecoveryStats| {
+            let ordering = Instant::now();
+            recovery.entries += 1;
+            seen = seen.max(entry.seq + 1);
+            stream.push(entry, |record| {
+                records += 1;
+                apply(record);
+            });
+            recovery.order_wall_ns += ordering.elapsed().as_nanos() as u64;
+        };
         for (slot, &zone) in self.config.zones.iter().enumerate() {
             let start = self.geometry.zone_start_lba(zone);
             let report = self
@@ -392,33 +415,36 @@ impl<Q: CommandQueue + Clone + 'static> Wal<Q> {
                 continue;
             }
             last_written = (slot, written);
-            let mut region = Vec::with_capacity((written * self.lba_bytes) as usize);
+            let mut parser = RegionParser::new(self.lba_bytes);
+            let mut found = Vec::new();
             let mut lba = 0;
             while lba < written {
                 let blocks = chunk_lbas.min(written - lba);
                 let data =
                     self.queue.submit(QueuedCommand::Read { slba: start + lba, nlb: blocks, keep: true }).await?;
                 let Output::Data(bytes) = data else { unreachable!("a read completes with data") };
-                region.extend_from_slice(&bytes);
                 recovery.reads += 1;
                 recovery.bytes_read += bytes.len() as u64;
                 lba += blocks;
+                let parsing = Instant::now();
+                parser.push(&bytes, |entry| found.push(entry));
+                recovery.parse_wall_ns += parsing.elapsed().as_nanos() as u64;
+                for entry in found.drain(..) {
+                    order(entry, &mut recovery);
+                }
             }
-            let parsing = Instant::now();
-            entries.extend(parse_region(&region, self.lba_bytes));
-            recovery.parse_wall_ns += parsing.elapsed().as_nanos() as u64;
+            parser.finish(|entry| found.push(entry));
+            for entry in found.drain(..) {
+                order(entry, &mut recovery);
+            }
         }
         recovery.io_device_ns = self.queue.now_ns() - started;
-        recovery.entries = entries.len() as u64;
-        let seen = entries.iter().map(|entry| entry.seq).max().map_or(0, |max| max + 1);
-        let ordering = Instant::now();
-        let (records, next_seq) = records_from(entries, 0);
-        recovery.order_wall_ns = ordering.elapsed().as_nanos() as u64;
+        let next_seq = stream.next_seq();
         self.last_recovery = recovery;
         self.needs_delete = next_seq != seen;
         self.stream.clear();
         self.stream_sent = 0;
-        self.next_record = records.len() as u64;
+        self.next_record = records;
         self.next_seq = next_seq;
         self.zone_slot = last_written.0;
         self.head_lba = last_written.1;

@@ -20,6 +20,14 @@ impl FileStore {
         Ok(FileStore { file })
     }
 
+    /// A data file of `size_bytes` of holes in the temporary directory, unlinked at once: it lasts as long as
+    /// the store.
+    pub fn temporary(size_bytes: u64) -> std::io::Result<FileStore> {
+        let file = tempfile::tempfile()?;
+        file.set_len(size_bytes)?;
+        Ok(FileStore { file })
+    }
+
     /// Opens an existing data file (for writing too if `writable`), which must be exactly `size_bytes` long.
     pub fn open(path: &Path, size_bytes: u64, writable: bool) -> std::io::Result<FileStore> {
         let file = OpenOptions::new().read(true).write(writable).open(path)?;
