@@ -297,11 +297,11 @@ impl DeviceBuilder {
             Some(cnv) => Some(image.conventional_store(cnv.capacity.bytes()).map_err(image_error)?),
             None => None,
         };
+        let saved_ftl = image.ftl_state().map_err(image_error)?;
         let (namespace, lock) = image.into_namespace();
         // 4 and 5.
-        let device = Device::over_image(&config, namespace, conventional, lock, saved).map_err(|error| {
-            image_error(ImageError::Corrupt { path: path.join("conventional.data"), reason: error.to_string() })
-        })?;
+        let device = Device::over_image(&config, namespace, conventional, lock, saved, saved_ftl)
+            .map_err(|(file, reason)| image_error(ImageError::Corrupt { path: path.join(file), reason }))?;
         // 5.
         let host = HostSide::new(host, &config.host);
         Ok(Built { device, config, host })

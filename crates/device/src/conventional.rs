@@ -284,15 +284,46 @@ impl Conventional {
         self.ftl().precondition((0..pages).chain(random)).expect("every page is in range");
     }
 
+    /// The page-mapped FTL's state for a device image to keep (`Ftl::saved`); None for an in-place mapping,
+    /// or one never built (the namespace unused).
+    pub fn saved_ftl(&self) -> Option<Vec<u8>> {
+        match &self.ftl {
+            Some(Mapping::PageMapped(ftl)) => Some(ftl.saved()),
+            _ => None,
+        }
+    }
+
+    /// Takes up the FTL state a device image kept, then maps the pages that hold data the state does not map,
+    /// in order, as `map_stored_data` does: written by a process that ended before it could save its state.
+    pub fn restore_ftl(&mut self, saved: &[u8]) -> Result<(), String> {
+        if self.kind != MappingKind::PageMapped {
+            return Err("the namespace maps its pages in place, which keeps no state".into());
+        }
+        let ftl = Ftl::from_saved(self.ftl_config.clone(), saved).map_err(|error| error.to_string())?;
+        let unmapped: Vec<u64> =
+            self.stored_pages().map_err(|error| error.to_string())?.filter(|&lpn| ftl.lookup(lpn).is_none()).collect();
+        let mut mapping = Mapping::PageMapped(Box::new(ftl));
+        if !unmapped.is_empty() {
+            mapping.precondition(unmapped.into_iter()).map_err(|error| error.to_string())?;
+        }
+        self.ftl = Some(mapping);
+        Ok(())
+    }
+
+    /// The logical pages holding data in the namespace's store, in order (none for a store that keeps none).
+    fn stored_pages(&self) -> Result<impl Iterator<Item = u64> + use<>, zonelab_zns::StoreError> {
+        let ranges = self.namespace.store().data_ranges()?;
+        let pages = self.ftl_config.logical_pages;
+        Ok(ranges.into_iter().flat_map(move |(start, end)| start / PAGE_BYTES..end.div_ceil(PAGE_BYTES).min(pages)))
+    }
+
     /// Maps the pages that hold data in the namespace's store (a device image's, written by an earlier process)
     /// as one sequential write of them would, with no time passing.
     pub fn map_stored_data(&mut self) -> Result<(), zonelab_zns::StoreError> {
-        let ranges = self.namespace.store().data_ranges()?;
-        if ranges.is_empty() {
+        let mut lpns = self.stored_pages()?.peekable();
+        if lpns.peek().is_none() {
             return Ok(());
         }
-        let pages = self.ftl_config.logical_pages;
-        let lpns = ranges.into_iter().flat_map(|(start, end)| start / PAGE_BYTES..end.div_ceil(PAGE_BYTES).min(pages));
         self.ftl().precondition(lpns).expect("every page is in range");
         Ok(())
     }

@@ -145,9 +145,9 @@ pub struct Device<S> {
     io_faults: Vec<u32>,
     /// Commands waiting for the device (`queue.rs`).
     pub(crate) queue: SubmissionQueue,
-    /// The device image this device drives: held exclusively, and given the flash model's state on drop if
-    /// it differs from the state the device opened with (kept encoded).
-    image: Option<(ImageLock, Vec<u8>)>,
+    /// The device image this device drives: held exclusively, and given the flash model's and the
+    /// conventional namespace's FTL state on drop where they differ from what the device opened with.
+    image: Option<OpenedImage>,
     /// What was taken from the image's saved media state, or why it was refused.
     media_restored: Option<Result<Restored, String>>,
 }
@@ -186,21 +186,27 @@ impl<S: MediaStore> Device<S> {
     /// A device over a device image's namespace: the flash model takes up the state (wear, ReZNS's mapping) the
     /// image's last device saved, and this device saves its own through `lock` when it is dropped.
     ///
-    /// The conventional namespace's FTL is rebuilt from its data (`conventional`'s, the image's): every page
-    /// that holds some written once, in order, as a sequential fill would have left them; an image keeps the
-    /// data, not where an earlier process's FTL had put it.
+    /// The conventional namespace's FTL takes up the state the image's last device saved (`saved_ftl`), then
+    /// maps data written after that save; an image without one has its FTL rebuilt from the data, every page
+    /// that holds some written once, in order, as a sequential fill would have left them. An error names the
+    /// image's file that is wrong, and why.
     pub fn over_image(
         config: &DeviceConfig,
         namespace: ZonedNamespace<S>,
         conventional: Option<Box<dyn MediaStore>>,
         lock: ImageLock,
         saved: Option<MediaState>,
-    ) -> Result<Device<S>, zonelab_zns::StoreError> {
+        saved_ftl: Option<Vec<u8>>,
+    ) -> Result<Device<S>, (&'static str, String)> {
         let mut device = Device::assemble(config, namespace, conventional, saved);
         if let Some(cnv) = device.conventional.as_mut() {
-            cnv.map_stored_data()?;
+            match &saved_ftl {
+                Some(bytes) => cnv.restore_ftl(bytes).map_err(|reason| (zonelab_zns::FTL_STATE_FILE, reason))?,
+                None => cnv.map_stored_data().map_err(|error| ("conventional.data", error.to_string()))?,
+            }
         }
-        device.image = Some((lock, encoded_state(&device.media)));
+        let ftl_state = device.conventional.as_ref().and_then(Conventional::saved_ftl).map(|bytes| digest(&bytes));
+        device.image = Some(OpenedImage { lock, media_state: encoded_state(&device.media), ftl_state });
         Ok(device)
     }
 
@@ -715,17 +721,40 @@ fn encoded_state(media: &FlashModel) -> Vec<u8> {
     serde_json::to_vec(&media.state()).expect("a media state always encodes")
 }
 
-/// A device over an image leaves the flash model's state in it, so the next device takes up its wear. A
-/// device that changed nothing on flash leaves the image as it was.
+/// The image a device drives, and what it opened with of the states it saves.
+#[derive(Debug)]
+struct OpenedImage {
+    lock: ImageLock,
+    media_state: Vec<u8>,
+    /// A digest of the conventional namespace's FTL state (None: none built).
+    ftl_state: Option<u64>,
+}
+
+/// Tells a changed FTL state from an unchanged one without keeping a copy of it (megabytes for GiBs).
+fn digest(bytes: &[u8]) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    std::hash::Hash::hash(bytes, &mut hasher);
+    std::hash::Hasher::finish(&hasher)
+}
+
+/// A device over an image leaves the flash model's state in it, so the next device takes up its wear, and the
+/// conventional namespace's FTL state, so the next takes up its steady state. A device that changed neither
+/// leaves the image as it was.
 impl<S> Drop for Device<S> {
     fn drop(&mut self) {
-        let Some((lock, opened_with)) = &self.image else { return };
+        let Some(opened) = &self.image else { return };
         let state = encoded_state(&self.media);
-        if state == *opened_with {
-            return;
+        if state != opened.media_state {
+            if let Err(error) = opened.lock.save_media_state(&state) {
+                eprintln!("zonelab: warning: the image's wear and mapping were not saved: {error}");
+            }
         }
-        if let Err(error) = lock.save_media_state(&state) {
-            eprintln!("zonelab: warning: the image's wear and mapping were not saved: {error}");
+        if let Some(ftl) = self.conventional.as_ref().and_then(Conventional::saved_ftl) {
+            if Some(digest(&ftl)) != opened.ftl_state {
+                if let Err(error) = opened.lock.save_ftl_state(&ftl) {
+                    eprintln!("zonelab: warning: the conventional namespace's FTL state was not saved: {error}");
+                }
+            }
         }
     }
 }

@@ -1,8 +1,9 @@
 //! A device image keeps the conventional namespace's data beside the zoned namespace's (`conventional.data`),
-//! reached as `PATH,ns=ID`: what one process wrote another reads back, and its FTL, rebuilt from the data,
-//! reads those pages from flash while pages never written cost no flash read.
+//! reached as `PATH,ns=ID`: what one process wrote another reads back, and its FTL reads those pages from flash
+//! while pages never written cost no flash read. The FTL's own state (`ftl.state`) outlives the process too, so
+//! a preconditioned namespace stays in its steady state.
 
-use zonelab_device::{Built, DeviceBuilder, DeviceConfig, DeviceSpec, HostPath};
+use zonelab_device::{Built, DeviceBuilder, DeviceConfig, DeviceSpec, HostPath, StoreChoice};
 use zonelab_zns::{Command, Image, StoreKind};
 
 fn open(spec: &str) -> Built {
@@ -56,4 +57,62 @@ fn an_image_keeps_the_conventional_namespace_s_data_and_maps_it_on_reopening() {
         panic!("the image has no namespace 5")
     };
     assert!(error.to_string().contains("no namespace 5 (its namespaces: 1, 2)"), "{error}");
+}
+
+/// 4 KiB writes at seeded places over namespace 1's first `pages` pages, from device time `from`.
+fn random_writes(built: &mut Built, pages: u64, count: u64, from: u64) {
+    let data = vec![0x3cu8; 4096];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..count {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let written =
+            built.device.submit_to(1, from + i * 100_000, Command::Write { slba: state % pages, data: &data });
+        written.result.expect("write");
+    }
+}
+
+#[test]
+fn an_image_keeps_the_conventional_namespace_s_ftl_state_so_its_steady_state_outlives_the_process() {
+    let overrides = ["namespace.zones=4", "conventional.capacity=1GiB", "conventional.over-provisioning=0.28"];
+    let config = DeviceConfig::load("zn540", &overrides.map(String::from)).expect("preset");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    let model: toml::Table = toml::from_str(&config.to_toml()).expect("model");
+    Image::create(&path, StoreKind::File, config.namespace.clone(), Some(model), false).expect("create");
+    let spec = format!("{},ns=1", path.display());
+    let pages = (1 << 30) / 4096;
+    // The image's device and a twin in memory reach the same steady state; the image's closes in between.
+    {
+        let mut built = open(&spec);
+        built.device.precondition_conventional(1, 7).expect("precondition");
+    }
+    let saved = std::fs::read(path.join("ftl.state")).expect("the closing device saved its FTL state");
+    let twin_spec = format!("preset:zn540,{},ns=1", overrides.join(","));
+    let mut twin = DeviceBuilder::new(DeviceSpec::parse(&twin_spec))
+        .host(HostPath::Spdk)
+        .store(StoreChoice::Memory)
+        .build()
+        .expect("twin");
+    twin.device.precondition_conventional(1, 7).expect("precondition");
+    let mut reopened = open(&spec);
+    let free = |built: &Built| built.device.stats().conventional.expect("namespace 1").free_blocks;
+    assert_eq!(free(&reopened), free(&twin), "the reopened FTL has the twin's free blocks");
+    random_writes(&mut reopened, pages, 20_000, 0);
+    random_writes(&mut twin, pages, 20_000, 0);
+    let (ftl, twin_ftl) =
+        (reopened.device.stats().conventional.expect("ns 1").ftl, twin.device.stats().conventional.expect("ns 1").ftl);
+    assert!(ftl.gc_pages_moved > 0, "garbage collection ran at once, as in a steady state: {ftl:?}");
+    assert_eq!(ftl, twin_ftl, "the same writes cost the same garbage collection as on the twin");
+    drop(reopened);
+    // A state that does not check is refused, naming the file and what is wrong, and the image is left as it was.
+    let mut damaged = std::fs::read(path.join("ftl.state")).expect("saved again");
+    assert_ne!(damaged, saved, "the writes changed the state");
+    damaged[100] ^= 0x10;
+    std::fs::write(path.join("ftl.state"), &damaged).expect("damage it");
+    let Err(error) = DeviceBuilder::new(DeviceSpec::parse(&spec)).build() else { panic!("a damaged FTL state") };
+    let message = error.to_string();
+    assert!(message.contains("ftl.state") && message.contains("checksum"), "{message}");
+    assert_eq!(std::fs::read(path.join("ftl.state")).expect("still there"), damaged);
 }

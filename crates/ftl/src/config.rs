@@ -56,6 +56,9 @@ pub enum FtlError {
     OutOfRange { lpn: u64, pages: u64 },
     #[error("stream {stream} is past the {streams} streams")]
     NoSuchStream { stream: u32, streams: u32 },
+    /// A saved state (`Ftl::from_saved`) that does not describe an FTL of this configuration.
+    #[error("the saved FTL state: {0}")]
+    Saved(String),
 }
 
 impl FtlConfig {

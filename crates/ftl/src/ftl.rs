@@ -2,6 +2,8 @@
 //! garbage collection that moves valid pages through the same flash (so it competes with host I/O for dies
 //! and channels by mechanism, not by a penalty).
 
+mod saved;
+
 use std::collections::VecDeque;
 
 use serde::Serialize;

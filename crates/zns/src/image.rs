@@ -11,6 +11,9 @@
 //! - `media.json`: the flash model's state (erase counts per block, ReZNS's mapping), written by the device layer
 //!   when a device over the image closes, so that wear accumulates over the image's life; absent until then.
 //!   A process killed before closing loses the wear of that process only.
+//! - `ftl.state`: the conventional namespace's FTL state (its map, block table, free list and open blocks),
+//!   written by the device layer when a device that used the namespace closes, so that a preconditioned or aged
+//!   namespace keeps its steady state; the next device maps data written after it as a sequential fill would.
 //!
 //! An image is driven by one process at a time (an exclusive lock on the journal); processes that only look at
 //! it (reports, reads) share it among themselves (a shared lock).
@@ -33,6 +36,8 @@ const JOURNAL_FILE: &str = "zones.meta";
 const DATA_FILE: &str = "data";
 const CONVENTIONAL_DATA_FILE: &str = "conventional.data";
 const MEDIA_STATE_FILE: &str = "media.json";
+/// The conventional namespace's FTL state, written by the device layer (`zonelab_ftl::Ftl::saved`).
+pub const FTL_STATE_FILE: &str = "ftl.state";
 
 /// Where an image keeps its data.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,8 +124,17 @@ impl ImageLock {
     /// Replaces the image's media state (`media.json`) with `bytes`: written beside it, synced, then renamed
     /// over it, so a crash leaves the old state or the new one, never a torn one.
     pub fn save_media_state(&self, bytes: &[u8]) -> io::Result<()> {
-        let path = self.dir.join(MEDIA_STATE_FILE);
-        let partial = self.dir.join(format!("{MEDIA_STATE_FILE}.partial"));
+        self.replace_file(MEDIA_STATE_FILE, bytes)
+    }
+
+    /// Replaces the conventional namespace's FTL state (`ftl.state`) with `bytes`, as `save_media_state`.
+    pub fn save_ftl_state(&self, bytes: &[u8]) -> io::Result<()> {
+        self.replace_file(FTL_STATE_FILE, bytes)
+    }
+
+    fn replace_file(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        let path = self.dir.join(name);
+        let partial = self.dir.join(format!("{name}.partial"));
         let mut file = fs::File::create(&partial)?;
         io::Write::write_all(&mut file, bytes)?;
         file.sync_all()?;
@@ -504,7 +518,17 @@ impl Image {
 
     /// The flash model's state saved by the last device that closed this image; None before the first.
     pub fn media_state(&self) -> Result<Option<Vec<u8>>, ImageError> {
-        let path = self.path.join(MEDIA_STATE_FILE);
+        self.saved_file(MEDIA_STATE_FILE)
+    }
+
+    /// The conventional namespace's FTL state saved by the last device that closed this image and had used
+    /// the namespace; None before that.
+    pub fn ftl_state(&self) -> Result<Option<Vec<u8>>, ImageError> {
+        self.saved_file(FTL_STATE_FILE)
+    }
+
+    fn saved_file(&self, name: &str) -> Result<Option<Vec<u8>>, ImageError> {
+        let path = self.path.join(name);
         match fs::read(&path) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),

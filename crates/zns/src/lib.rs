@@ -47,7 +47,9 @@ pub use config::{
 pub use conventional::{ConventionalConfig, ConventionalNamespace};
 pub use effect::{Effect, Effects, Executed, TransitionCause};
 pub use fault::HostFault;
-pub use image::{Access, Image, ImageConfig, ImageError, ImageLock, RebuiltZone, StoreKind, IMAGE_FORMAT_VERSION};
+pub use image::{
+    Access, Image, ImageConfig, ImageError, ImageLock, RebuiltZone, StoreKind, FTL_STATE_FILE, IMAGE_FORMAT_VERSION,
+};
 pub use journal::{JournalError, JOURNAL_FORMAT_VERSION};
 pub use namespace::{
     Command, Completion, InjectError, ReceiveAction, ZonedIdentify, ZonedNamespace, SUPPORTED_IO_OPCODES,
