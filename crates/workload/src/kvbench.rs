@@ -198,6 +198,10 @@ pub struct KvBenchResult {
     /// Which files share which zones at the end (`zonemap`).
     pub zones: MapSummary,
     pub reset_load: ResetLoadStats,
+    /// Blocks the device erased and the energy of its flash operations over the run (the reset pool's prefill
+    /// included): what ReZNS's renewed zones save where a host resets zones it had not filled.
+    pub blocks_erased: u64,
+    pub energy_j: f64,
     pub wall_seconds: f64,
 }
 
@@ -534,6 +538,7 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
         return Err(ToolError::Unfinished("the database"));
     }
     let puts = db.puts.get();
+    let device = simulation.with_device(|device| device.stats());
     let reset_load = reset_stats.borrow().clone();
     let put_latency = latency.borrow().clone();
     let level_files = db.levels.borrow().iter().map(Vec::len).collect();
@@ -565,6 +570,8 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
         fs: db.fs.stats(),
         zones: summarize(&map),
         reset_load,
+        blocks_erased: device.flash.block_erases.iter().sum(),
+        energy_j: device.energy_j_total,
         wall_seconds: wall.elapsed().as_secs_f64(),
     })
 }

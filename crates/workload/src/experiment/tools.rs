@@ -312,14 +312,17 @@ fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<
 }
 
 /// A kv-bench metric: `kv.kiops`, `kv.put.p99.9` (microseconds) with the puts beyond it (see
-/// `Point::events`), or where its files ended up: `kv.zones.live_pct` (the live share of what the zones in use
-/// hold), `kv.zones.files_per_zone`, `kv.zone_resets` (with itself as its count).
+/// `Point::events`), where its files ended up: `kv.zones.live_pct` (the live share of what the zones in use
+/// hold), `kv.zones.files_per_zone`, `kv.zone_resets` (with itself as its count), or what the device did:
+/// `kv.blocks_erased` (with itself as its count), `kv.energy_j`.
 fn kv_metric(result: &crate::kvbench::KvBenchResult, metric: &str) -> Result<(f64, Option<u64>), String> {
     match metric {
         "kv.kiops" => Ok((result.kiops, None)),
         "kv.zones.live_pct" => Ok((result.zones.live_fraction * 100.0, None)),
         "kv.zones.files_per_zone" => Ok((result.zones.files_per_zone, None)),
         "kv.zone_resets" => Ok((result.fs.zone_resets as f64, Some(result.fs.zone_resets))),
+        "kv.blocks_erased" => Ok((result.blocks_erased as f64, Some(result.blocks_erased))),
+        "kv.energy_j" => Ok((result.energy_j, None)),
         "kv.put.p99.9" => {
             let beyond = result.put_latency.count() / 1000;
             Ok((result.put_latency.percentile(99.9) as f64 / 1000.0, Some(beyond)))
