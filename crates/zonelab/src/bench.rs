@@ -80,6 +80,20 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// What running the experiments' points on every core buys: `zonelab experiment run all --quick` twice in
+    /// one paired run, with --jobs 1 and --jobs N, each in a child process; wall time split into virtual-time and
+    /// real-time experiments (real RocksDB runs one point at a time), their ratios, and each run's peak memory
+    /// (its largest process, RocksDB's included).
+    Experiments {
+        /// Every point at full length instead of --quick (tens of minutes).
+        #[arg(long)]
+        full: bool,
+        /// Points at once in the second run (default: the cores available, at least 2).
+        #[arg(long)]
+        jobs: Option<usize>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(which: BenchCommand, out: &mut impl Write) -> Result<(), CliError> {
@@ -91,6 +105,10 @@ pub fn run(which: BenchCommand, out: &mut impl Write) -> Result<(), CliError> {
         BenchCommand::Realtime { preset, load, json } => crate::bench_realtime::realtime(&preset, load, json, out),
         BenchCommand::Ftl { preset, size, writes, json } => {
             crate::bench_ftl::ftl(&preset, size.0, writes.max(1), json, out)
+        }
+        BenchCommand::Experiments { full, jobs, json } => {
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+            crate::bench_experiments::experiments_bench(full, jobs, json, out)
         }
     }
 }
@@ -200,7 +218,7 @@ fn core(runs: usize, commands: u64, json: bool, out: &mut impl Write) -> Result<
 }
 
 /// Peak resident memory of this process in bytes (Linux `VmHWM`), if the system tells.
-fn peak_rss_bytes() -> Option<u64> {
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

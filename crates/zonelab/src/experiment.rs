@@ -86,6 +86,11 @@ pub fn run(action: ExperimentAction, out: &mut impl Write) -> Result<(), CliErro
                 let counts = text.lines().find(|line| line.contains(" claims: ")).unwrap_or_default();
                 writeln!(out, "summary: {} ({counts})", path.display()).map_err(stdout_error)?;
             }
+            // What a worker running these points needs (`zonelab bench experiments` reads it); RocksDB's own
+            // processes are not counted.
+            if let Some(peak) = crate::bench::peak_rss_bytes() {
+                eprintln!("zonelab: peak memory of this process: {} MiB", peak >> 20);
+            }
             Ok(())
         }
     }

@@ -3,6 +3,7 @@
 //! exits 1, a usage error exits 2.
 
 mod bench;
+mod bench_experiments;
 mod bench_ftl;
 mod bench_realtime;
 mod calibrate;
