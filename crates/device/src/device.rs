@@ -29,6 +29,8 @@ pub struct TraceEvent {
     pub complete_ns: u64,
     pub nsid: u32,
     pub opcode: u8,
+    /// A Zone Management Send's action (ZSA: 1 close, 2 finish, 3 open, 4 reset, 5 offline); 0 for others.
+    pub action: u8,
     pub slba: u64,
     pub nlb: u64,
     /// NVMe status code, 0 on success.
@@ -36,6 +38,9 @@ pub struct TraceEvent {
     /// The zoned namespace's open and active zones once the command has run.
     pub open_zones: u32,
     pub active_zones: u32,
+    /// The host task that submitted it, where the runtime tells (a simulation's task index): what joins a host
+    /// operation (a compaction) to the commands it caused.
+    pub submitter: Option<u32>,
 }
 
 /// A fault injected into a zone of a running device.
@@ -145,6 +150,8 @@ pub struct Device<S> {
     io_faults: Vec<u32>,
     /// Commands waiting for the device (`queue.rs`).
     pub(crate) queue: SubmissionQueue,
+    /// The host task of the command running now, for its trace event.
+    pub(crate) trace_submitter: Option<u32>,
     /// The device image this device drives: held exclusively, and given the flash model's and the
     /// conventional namespace's FTL state on drop where they differ from what the device opened with.
     image: Option<OpenedImage>,
@@ -257,6 +264,7 @@ impl<S: MediaStore> Device<S> {
             last_write_ns: vec![0; geometry.zones as usize],
             io_faults: Vec::new(),
             queue: SubmissionQueue::default(),
+            trace_submitter: None,
             image: None,
             media_restored,
         }
@@ -499,7 +507,7 @@ impl<S: MediaStore> Device<S> {
     fn complete(
         &mut self,
         now: u64,
-        described: Option<(u32, u8, u64, u64)>,
+        described: Option<(u32, u8, u64, u64, u8)>,
         outcome: Result<(u64, Completion), Status>,
     ) -> Submitted {
         let (device_done, result) = match outcome {
@@ -510,7 +518,7 @@ impl<S: MediaStore> Device<S> {
             }
         };
         let complete_ns = device_done.max(now);
-        if let (Some(trace), Some((nsid, opcode, slba, nlb))) = (&mut self.trace, described) {
+        if let (Some(trace), Some((nsid, opcode, slba, nlb, action))) = (&mut self.trace, described) {
             if trace.len() < TRACE_LIMIT {
                 let status = result.err().map_or(0, Status::code);
                 let (open_zones, active_zones) = (self.namespace.open_zones(), self.namespace.active_zones());
@@ -519,11 +527,13 @@ impl<S: MediaStore> Device<S> {
                     complete_ns,
                     nsid,
                     opcode,
+                    action,
                     slba,
                     nlb,
                     status,
                     open_zones,
                     active_zones,
+                    submitter: self.trace_submitter,
                 });
             } else {
                 self.trace_dropped += 1;
@@ -700,8 +710,13 @@ impl<S: MediaStore> Device<S> {
     }
 }
 
-/// Namespace, opcode, SLBA and block count of a command, for the trace.
-fn describe(nsid: u32, command: &Command<'_>, lba_shift: u32) -> (u32, u8, u64, u64) {
+/// Namespace, opcode, SLBA, block count and zone send action (0 for other commands) of a command, for the
+/// trace.
+fn describe(nsid: u32, command: &Command<'_>, lba_shift: u32) -> (u32, u8, u64, u64, u8) {
+    let action = match command {
+        Command::ZoneManagementSend { action, .. } => *action as u8,
+        _ => 0,
+    };
     let (opcode, slba, nlb) = match command {
         Command::Read { slba, buf } => (0x02, *slba, (buf.len() as u64) >> lba_shift),
         Command::ReadDiscard { slba, nlb } => (0x02, *slba, *nlb),
@@ -713,7 +728,7 @@ fn describe(nsid: u32, command: &Command<'_>, lba_shift: u32) -> (u32, u8, u64, 
         Command::ZoneManagementSend { slba, .. } => (0x79, *slba, 0),
         Command::ZoneManagementReceive { slba, .. } => (0x7a, *slba, 0),
     };
-    (nsid, opcode, slba, nlb)
+    (nsid, opcode, slba, nlb, action)
 }
 
 /// The flash model's state as an image keeps it (`media.json`).

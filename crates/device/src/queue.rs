@@ -19,8 +19,17 @@ pub struct QueueFull(pub QueuedCommand);
 /// Commands waiting for the device, with the caller's tag and the namespace for each.
 #[derive(Debug, Default)]
 pub(crate) struct SubmissionQueue {
-    entries: Vec<(u64, u32, QueuedCommand)>,
+    entries: Vec<Entry>,
     reorder: Option<SplitMix64>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    tag: u64,
+    nsid: u32,
+    command: QueuedCommand,
+    /// The host task that submitted it, if the runtime says (`enqueue_from`).
+    submitter: Option<u32>,
 }
 
 impl<S: MediaStore> Device<S> {
@@ -36,10 +45,22 @@ impl<S: MediaStore> Device<S> {
 
     /// Queues `command` for namespace `nsid` under `tag`.
     pub fn enqueue_to(&mut self, tag: u64, nsid: u32, command: QueuedCommand) -> Result<(), QueueFull> {
+        self.enqueue_from(tag, nsid, command, None)
+    }
+
+    /// `enqueue_to`, naming the host task that submits the command (a simulation's), which the trace keeps as
+    /// what caused it (`TraceEvent::submitter`).
+    pub fn enqueue_from(
+        &mut self,
+        tag: u64,
+        nsid: u32,
+        command: QueuedCommand,
+        submitter: Option<u32>,
+    ) -> Result<(), QueueFull> {
         if self.queue.entries.len() >= SUBMISSION_QUEUE_ENTRIES {
             return Err(QueueFull(command));
         }
-        self.queue.entries.push((tag, nsid, command));
+        self.queue.entries.push(Entry { tag, nsid, command, submitter });
         Ok(())
     }
 
@@ -56,13 +77,15 @@ impl<S: MediaStore> Device<S> {
         if let Some(rng) = &mut self.queue.reorder {
             rng.shuffle(&mut batch);
         }
-        for (tag, nsid, command) in batch.drain(..) {
+        for Entry { tag, nsid, command, submitter } in batch.drain(..) {
             // Work done for the command may be delayed while it is in flight: the flash model names it by its tag.
             self.media.serve(Some(tag));
+            self.trace_submitter = submitter;
             let (complete_ns, result) = self.execute_queued_to(nsid, now, command);
             complete(tag, complete_ns, result);
         }
         self.media.serve(None);
+        self.trace_submitter = None;
         // Keep the allocation for the next batch.
         if self.queue.entries.is_empty() {
             self.queue.entries = batch;

@@ -118,6 +118,8 @@ struct Shared<S> {
     /// The waker of each task, and the task being polled, for the fast path of `wakee`.
     task_wakers: Vec<Waker>,
     polling: Option<usize>,
+    /// Tasks spawned so far: the next one's index, as adopting them in order numbers them.
+    tasks_spawned: usize,
 }
 
 impl<S: MediaStore> Shared<S> {
@@ -183,9 +185,14 @@ impl<S: MediaStore + 'static> Host<S> {
         Some(Host { shared: Rc::clone(&self.shared), nsid })
     }
 
-    /// Starts another task; it runs from the current instant.
-    pub fn spawn(&self, task: impl Future<Output = ()> + 'static) {
-        self.shared.borrow_mut().spawned.push(Box::pin(task));
+    /// Starts another task; it runs from the current instant. Returns its index, which a device trace names
+    /// as the submitter of the task's commands (`TraceEvent::submitter`).
+    pub fn spawn(&self, task: impl Future<Output = ()> + 'static) -> u32 {
+        let mut shared = self.shared.borrow_mut();
+        let index = shared.tasks_spawned;
+        shared.tasks_spawned += 1;
+        shared.spawned.push(Box::pin(task));
+        index32(index)
     }
 
     /// Runs `f` on the device (counters, namespace state); the device must not be driven from inside.
@@ -223,7 +230,8 @@ impl<S: MediaStore> Future for CommandFuture<S> {
                 this.slot = Some(slot);
                 return Poll::Pending;
             }
-            match shared.device.enqueue_to(slot as u64, this.nsid, command) {
+            let submitter = shared.polling.map(index32);
+            match shared.device.enqueue_from(slot as u64, this.nsid, command, submitter) {
                 Ok(()) => {
                     shared.slots[slot].wakee = Some(shared.wakee(context));
                     this.slot = Some(slot);
@@ -349,6 +357,7 @@ impl<S: MediaStore + 'static> Simulation<S> {
             spawned: Vec::new(),
             task_wakers: Vec::new(),
             polling: None,
+            tasks_spawned: 0,
         };
         Simulation {
             shared: Rc::new(RefCell::new(shared)),
@@ -364,9 +373,9 @@ impl<S: MediaStore + 'static> Simulation<S> {
         Host { shared: Rc::clone(&self.shared), nsid }
     }
 
-    /// Adds a task that starts at the current instant.
-    pub fn spawn(&mut self, task: impl Future<Output = ()> + 'static) {
-        self.host().spawn(task);
+    /// Adds a task that starts at the current instant; returns its index (`Host::spawn`).
+    pub fn spawn(&mut self, task: impl Future<Output = ()> + 'static) -> u32 {
+        self.host().spawn(task)
     }
 
     pub fn now_ns(&self) -> u64 {

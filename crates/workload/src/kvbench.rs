@@ -238,6 +238,10 @@ struct Db<Q> {
     compaction_bytes_written: Cell<u64>,
     /// Each flush and compaction with its span in device time, when the run is traced.
     operations: Option<RefCell<Vec<OperationSpan>>>,
+    /// The simulation tasks of the flush and compaction threads, which the trace joins to the commands they
+    /// submitted.
+    flush_task: Cell<Option<u32>>,
+    compaction_task: Cell<Option<u32>>,
 }
 
 struct Active {
@@ -274,6 +278,8 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
             compactions: Cell::new(0),
             compaction_bytes_written: Cell::new(0),
             operations: traced.then(|| RefCell::new(Vec::new())),
+            flush_task: Cell::new(None),
+            compaction_task: Cell::new(None),
         }))
     }
 
@@ -444,7 +450,11 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
     /// Notes an operation for the trace, when the run is traced.
     fn record(&self, track: &'static str, name: String, start_ns: u64, end_ns: u64) {
         if let Some(operations) = &self.operations {
-            operations.borrow_mut().push(OperationSpan { track, name, start_ns, end_ns });
+            let task = match track {
+                "flush" => self.flush_task.get(),
+                _ => self.compaction_task.get(),
+            };
+            operations.borrow_mut().push(OperationSpan { track, name, start_ns, end_ns, task });
         }
     }
 }
@@ -517,10 +527,12 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
         });
     }
     let (flush_db, flush_queue, flush_failure) = (Rc::clone(&db), queue.clone(), Rc::clone(&failure));
-    simulation.spawn(async move { fail(&flush_failure, flush_db.flush_thread(&flush_queue).await) });
+    let flush_task = simulation.spawn(async move { fail(&flush_failure, flush_db.flush_thread(&flush_queue).await) });
+    db.flush_task.set(Some(flush_task));
     let (compaction_db, compaction_queue, compaction_failure) = (Rc::clone(&db), queue.clone(), Rc::clone(&failure));
-    simulation
+    let compaction_task = simulation
         .spawn(async move { fail(&compaction_failure, compaction_db.compaction_thread(&compaction_queue).await) });
+    db.compaction_task.set(Some(compaction_task));
     let reset_stats = Rc::new(RefCell::new(ResetLoadStats::default()));
     let running_db = Rc::clone(&db);
     simulation.spawn(run_reset_load(

@@ -106,9 +106,9 @@ fn lifetime_hints_keep_files_of_a_lifetime_together_in_zones() {
     );
 }
 
-/// `--trace`: a kv-bench run (and a wal-bench run) as a Perfetto trace: its flushes and compactions, every
-/// command a slice on its zone's track with arrows to the flash operations it caused; the same run without it
-/// gives the same figures.
+/// `--trace`: a kv-bench run (and a wal-bench run) as a Perfetto trace: its flushes and compactions with arrows
+/// to the commands they caused (a compaction's zone resets among them), every command a slice on its zone's
+/// track with arrows to the flash operations it caused; the same run without it gives the same figures.
 #[test]
 fn a_trace_holds_every_command_of_the_run_and_changes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -144,6 +144,37 @@ fn a_trace_holds_every_command_of_the_run_and_changes_nothing() {
         .filter_map(|e| e["args"]["name"].as_str())
         .collect();
     assert!(tracks.contains(&"flush") && tracks.contains(&"compaction"), "{tracks:?}");
+    // Arrows from each compaction to the commands its thread submitted while it ran: among them the zone resets
+    // that deleting its input files caused, and nothing before the compaction began.
+    let thread_of = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["pid"] == 1 && e["name"] == "thread_name" && e["args"]["name"] == name)
+            .map(|e| e["tid"].clone())
+            .expect("the track")
+    };
+    let compaction_tid = thread_of("compaction");
+    let slice_at = |pid: u64, tid: &serde_json::Value, ts: f64| {
+        events.iter().find(|e| {
+            e["ph"] == "X"
+                && e["pid"] == pid
+                && e["tid"] == *tid
+                && e["ts"].as_f64().is_some_and(|start| start <= ts + 1e-3)
+                && e["ts"].as_f64().zip(e["dur"].as_f64()).is_some_and(|(start, dur)| ts <= start + dur + 1e-3)
+        })
+    };
+    let mut caused = Vec::new();
+    for start in events.iter().filter(|e| e["ph"] == "s" && e["pid"] == 1 && e["tid"] == compaction_tid) {
+        let end = events.iter().find(|e| e["ph"] == "f" && e["id"] == start["id"]).expect("the arrow lands");
+        assert_eq!(end["pid"], 2, "a compaction's arrows go to device commands");
+        let ts = end["ts"].as_f64().expect("ts");
+        let command = slice_at(2, &end["tid"], ts).expect("the command the arrow lands on");
+        let compaction = slice_at(1, &compaction_tid, start["ts"].as_f64().expect("ts")).expect("its compaction");
+        assert!(command["ts"].as_f64() >= compaction["ts"].as_f64(), "{command} before {compaction}");
+        caused.push(command["name"].as_str().expect("name").to_string());
+    }
+    assert!(caused.iter().any(|name| name == "zone reset"), "a compaction caused a zone reset: {caused:?}");
+    assert!(caused.iter().any(|name| name == "read") && caused.iter().any(|name| name == "write"), "{caused:?}");
 
     let wal = dir.path().join("wal.json");
     let spec = zonelab_workload::walbench::parse_args(&["--records=500".into(), format!("--trace={}", wal.display())])

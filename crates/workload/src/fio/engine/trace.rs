@@ -10,8 +10,9 @@
 //!   source (host write, finish padding, garbage collection...).
 //!
 //! Flow arrows join an I/O to the commands it became (a command of its kind within its range, arrived while the
-//! I/O was in flight), and a command to the flash operations the device booked while running it, even those that
-//! run after it completed (a write buffer's program). Slices that overlap on one track (several commands in
+//! I/O was in flight), a program's operation to the commands its task submitted while it ran (a compaction to its
+//! reads, writes and the zone resets its deleted inputs caused), and a command to the flash operations the device
+//! booked while running it, even those that run after it completed (a write buffer's program). Slices that overlap on one track (several commands in
 //! flight to a zone, a read that suspends a program) go to lanes of it, numbered after the first. The device
 //! keeps at most `TRACE_LIMIT` commands and as many flash operations; the file says how many it left out.
 
@@ -43,6 +44,9 @@ pub struct OperationSpan {
     pub name: String,
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The simulation task that ran it: the commands that task submitted within the span are the operation's
+    /// (`TraceEvent::submitter`), joined to it by flow arrows.
+    pub task: Option<u32>,
 }
 
 /// Processes of the trace.
@@ -109,7 +113,9 @@ pub(super) fn write_trace<S: MediaStore>(
     }
     // A program's operations follow the jobs' tracks, a track per kind in the order the kinds first appear.
     let mut kinds: Vec<&str> = Vec::new();
+    let mut operation_slices = Vec::new();
     for (index, operation) in operations.iter().enumerate().filter(|(_, op)| op.start_ns <= until_ns) {
+        operation_slices.push((index, slices.len()));
         let kind = match kinds.iter().position(|&kind| kind == operation.track) {
             Some(kind) => kind,
             None => {
@@ -217,7 +223,7 @@ pub(super) fn write_trace<S: MediaStore>(
                 write!(
                     out,
                     "\"name\":\"{}\",\"args\":{{\"nsid\":{},\"slba\":{},\"nlb\":{},\"status\":{}}}}}",
-                    opcode_name(command.opcode),
+                    command_name(command),
                     command.nsid,
                     command.slba,
                     command.nlb,
@@ -250,6 +256,20 @@ pub(super) fn write_trace<S: MediaStore>(
     };
     for (io, command) in join_ios_to_commands(jobs, until_ns, commands) {
         flow(&mut out, &slices[io], &slices[first_command + command])?;
+    }
+    // Each operation to the commands its task submitted while it ran (commands are in submission order).
+    for &(index, slice) in &operation_slices {
+        let operation = &operations[index];
+        let Some(task) = operation.task else { continue };
+        let first = commands.partition_point(|command| command.submit_ns < operation.start_ns);
+        let caused = commands[first..]
+            .iter()
+            .enumerate()
+            .take_while(|(_, command)| command.submit_ns <= operation.end_ns)
+            .filter(|(_, command)| command.submitter == Some(task));
+        for (offset, _) in caused {
+            flow(&mut out, &slices[slice], &slices[first_command + first + offset])?;
+        }
     }
     for (index, op) in flash.iter().enumerate() {
         if let Some(cause) = op.cause.filter(|&cause| (cause as usize) < commands.len()) {
@@ -357,6 +377,18 @@ fn direction_name(direction: Direction) -> &'static str {
         Direction::Write => "write",
         Direction::Trim => "trim",
         Direction::Sync => "sync",
+    }
+}
+
+/// A command's name: its opcode's, or a Zone Management Send's action's.
+fn command_name(command: &TraceEvent) -> &'static str {
+    match (command.opcode, command.action) {
+        (0x79, 0x01) => "zone close",
+        (0x79, 0x02) => "zone finish",
+        (0x79, 0x03) => "zone open",
+        (0x79, 0x04) => "zone reset",
+        (0x79, 0x05) => "zone offline",
+        (opcode, _) => opcode_name(opcode),
     }
 }
 
