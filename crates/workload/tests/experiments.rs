@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zonelab_workload::experiment::{experiments, run, EXPERIMENTS};
+use zonelab_workload::experiment::{experiments, run, run_traced, EXPERIMENTS};
 
 /// The RocksDB plugin for the real-time experiments, built with the test profile (as the RocksDB tests build
 /// it) and handed to them; None without RocksDB, which fails under CI=true.
@@ -191,4 +191,40 @@ fn any_number_of_jobs_writes_the_same_results() {
             assert!(read(&one) == read(&four), "{id}: {file} differs between --jobs 1 and --jobs 4");
         }
     }
+}
+
+/// `--trace`: every virtual-time run of an experiment also writes its Perfetto trace, listed in traces.tsv, and
+/// the results stay the same bytes (zwal-append-scaling takes fio runs, zwal-barrier wal-bench runs).
+#[test]
+fn a_traced_experiment_writes_a_trace_of_every_run_and_the_same_results() {
+    let mut every = Vec::new();
+    for id in ["zwal-append-scaling", "zwal-barrier"] {
+        let (plain, traced) = (tempfile::tempdir().expect("tempdir"), tempfile::tempdir().expect("tempdir"));
+        run(id, true, plain.path(), 2).expect("plain");
+        run_traced(id, true, traced.path(), 2, true).expect("traced");
+        for file in ["results.json", "report.md"] {
+            let read = |dir: &tempfile::TempDir| std::fs::read(dir.path().join(file)).expect(file);
+            assert!(read(&plain) == read(&traced), "{id}: {file} differs with traces");
+        }
+        let traces = traced.path().join("traces");
+        let index = std::fs::read_to_string(traces.join("traces.tsv")).expect("the index");
+        let listed: Vec<&str> = index.lines().skip(1).filter_map(|line| line.split('\t').next()).collect();
+        let mut written: Vec<String> = std::fs::read_dir(&traces)
+            .expect("traces")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".json"))
+            .collect();
+        written.sort();
+        assert!(!written.is_empty(), "{id}: traces");
+        assert_eq!(listed, written, "{id}: traces.tsv names every trace");
+        for name in &written {
+            let trace: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(traces.join(name)).expect("trace")).expect("json");
+            assert!(trace["traceEvents"].as_array().is_some_and(|events| !events.is_empty()), "{id}: {name}");
+        }
+        every.extend(written);
+    }
+    assert!(
+        every.iter().any(|name| name.starts_with("fio-")) && every.iter().any(|name| name.starts_with("wal-bench-"))
+    );
 }

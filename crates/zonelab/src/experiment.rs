@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Subcommand;
-use zonelab_workload::experiment::{experiments, run as run_experiment, summary, ExperimentError};
+use zonelab_workload::experiment::{experiments, run_traced as run_experiment, summary, ExperimentError};
 
 use crate::{stdout_error, CliError};
 
@@ -27,6 +27,10 @@ pub enum ExperimentAction {
         /// number. Real RocksDB runs one at a time whatever this is.
         #[arg(long)]
         jobs: Option<usize>,
+        /// Also write a Perfetto trace of every virtual-time fio, wal-bench and kv-bench run into DIR/ID/traces,
+        /// with traces.tsv naming each file's run; the results are the same bytes.
+        #[arg(long)]
+        trace: bool,
     },
     /// The claims of every experiment in a results directory with their verdicts (reproduced, direction only,
     /// not reproduced), whether each is fitted or predicted, and the counts, as Markdown.
@@ -50,7 +54,7 @@ pub fn run(action: ExperimentAction, out: &mut impl Write) -> Result<(), CliErro
             let text = summary(&dir).map_err(|error| CliError::Failed(error.to_string()))?;
             out.write_all(text.as_bytes()).map_err(stdout_error)
         }
-        ExperimentAction::Run { id, quick, out: directory, jobs } => {
+        ExperimentAction::Run { id, quick, out: directory, jobs, trace } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
             let all = id == "all";
             let ids: Vec<String> =
@@ -62,10 +66,11 @@ pub fn run(action: ExperimentAction, out: &mut impl Write) -> Result<(), CliErro
                     eprintln!("[{}/{count}] {id}{}", index + 1, if quick { " (quick)" } else { "" });
                 }
                 let started = Instant::now();
-                let outcome = run_experiment(&id, quick, &directory.join(&id), jobs).map_err(|error| match error {
-                    ExperimentError::Unknown(_) => CliError::Usage(error.to_string()),
-                    other => CliError::Failed(other.to_string()),
-                })?;
+                let outcome =
+                    run_experiment(&id, quick, &directory.join(&id), jobs, trace).map_err(|error| match error {
+                        ExperimentError::Unknown(_) => CliError::Usage(error.to_string()),
+                        other => CliError::Failed(other.to_string()),
+                    })?;
                 writeln!(
                     out,
                     "{}: wrote {} in {:.1} s",

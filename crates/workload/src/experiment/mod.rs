@@ -354,6 +354,13 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
 /// Runs one experiment into `out` (created if needed). `quick` sweeps fewer points over shorter runs; `jobs`
 /// virtual-time runs go at once, each on a thread of its own, with the same results for any number.
 pub fn run(id: &str, quick: bool, out: &Path, jobs: usize) -> Result<Outcome, ExperimentError> {
+    run_traced(id, quick, out, jobs, false)
+}
+
+/// `run`; with `trace`, every virtual-time run of fio, wal-bench and kv-bench also writes its Perfetto trace
+/// into `OUT/traces`, named by its tool, a hash of its arguments and fio's seed, and `traces.tsv` there says
+/// which file is which run. The results are the same bytes either way.
+pub fn run_traced(id: &str, quick: bool, out: &Path, jobs: usize, trace: bool) -> Result<Outcome, ExperimentError> {
     let experiment = experiments()
         .into_iter()
         .find(|experiment| experiment.id == id)
@@ -385,6 +392,11 @@ pub fn run(id: &str, quick: bool, out: &Path, jobs: usize) -> Result<Outcome, Ex
     let mut summary = Vec::new();
     let mut all_claims: Vec<(String, ClaimOutcome)> = Vec::new();
     let mut runs = Runs::default();
+    if trace {
+        let dir = out.join("traces");
+        std::fs::create_dir_all(&dir).map_err(|source| ExperimentError::Io { path: dir.clone(), source })?;
+        runs.traces = Some(dir);
+    }
     // Every virtual-time run the points take, `jobs` at a time; real programs run on the wall clock, one at a
     // time, as their points come.
     let mut keys = Vec::new();
@@ -742,6 +754,9 @@ pub fn run(id: &str, quick: bool, out: &Path, jobs: usize) -> Result<Outcome, Ex
     let header_end = report.find("\n## ").unwrap_or(report.len());
     report.insert_str(header_end, &claims_at_a_glance(&all_claims));
     write_file(&out.join("report.md"), report.as_bytes())?;
+    if let Some(dir) = &runs.traces {
+        runs.write_trace_index().map_err(|source| ExperimentError::Io { path: dir.join("traces.tsv"), source })?;
+    }
     Ok(Outcome { id: experiment.id, directory: out.to_path_buf(), summary })
 }
 

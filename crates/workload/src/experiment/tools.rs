@@ -3,6 +3,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use crate::fio::{parse_invocation, run as run_fio, FioResult};
 use crate::realdb::RealDbTool;
@@ -39,20 +40,28 @@ enum Ran {
 }
 
 impl RunKey {
-    fn run(&self) -> Result<Ran, String> {
+    /// Runs it; with `traces`, a tool that writes traces (fio, wal-bench, kv-bench) writes one there
+    /// (`trace_file`), which changes none of its figures.
+    fn run(&self, traces: Option<&Path>) -> Result<Ran, String> {
         let text = |error: crate::args::ToolError| error.to_string();
+        let trace = traces.zip(self.trace_file()).map(|(dir, name)| dir.join(name));
         Ok(match self {
             RunKey::Fio(args, seed) => {
-                let invocation = parse_invocation(args, |_| Err("experiments use no job files".into()))
+                let mut invocation = parse_invocation(args, |_| Err("experiments use no job files".into()))
                     .map_err(|error| error.to_string())?;
+                invocation.trace = trace;
                 Ran::Fio(Box::new(run_fio(&invocation, *seed).map_err(|error| error.to_string())?))
             }
-            RunKey::WalBench(args) => Ran::WalBench(Box::new(
-                crate::walbench::run(&crate::walbench::parse_args(args).map_err(text)?).map_err(text)?,
-            )),
-            RunKey::KvBench(args) => Ran::KvBench(Box::new(
-                crate::kvbench::run(&crate::kvbench::parse_args(args).map_err(text)?).map_err(text)?,
-            )),
+            RunKey::WalBench(args) => {
+                let mut spec = crate::walbench::parse_args(args).map_err(text)?;
+                spec.trace = trace;
+                Ran::WalBench(Box::new(crate::walbench::run(&spec).map_err(text)?))
+            }
+            RunKey::KvBench(args) => {
+                let mut spec = crate::kvbench::parse_args(args).map_err(text)?;
+                spec.trace = trace;
+                Ran::KvBench(Box::new(crate::kvbench::run(&spec).map_err(text)?))
+            }
             RunKey::FileChurn(args) => Ran::FileChurn(Box::new(
                 crate::filechurn::run(&crate::filechurn::parse_args(args).map_err(text)?).map_err(text)?,
             )),
@@ -63,10 +72,41 @@ impl RunKey {
 /// Runs that several points or series read different metrics of: a run in virtual time is deterministic (the
 /// points of a series that reads one job of many, `JOB{x}/...`, share one), and a real program's run is slow
 /// and noisy, so each is run once.
+impl RunKey {
+    /// The name of its trace: the tool, a hash of its arguments and fio's seed (None: the tool writes none).
+    pub fn trace_file(&self) -> Option<String> {
+        let (tool, args, seed) = match self {
+            RunKey::Fio(args, seed) => ("fio", args, Some(seed)),
+            RunKey::WalBench(args) => ("wal-bench", args, None),
+            RunKey::KvBench(args) => ("kv-bench", args, None),
+            RunKey::FileChurn(_) => return None,
+        };
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(args, &mut hasher);
+        let hash = std::hash::Hasher::finish(&hasher);
+        Some(match seed {
+            Some(seed) => format!("{tool}-{hash:016x}-seed{seed}.json"),
+            None => format!("{tool}-{hash:016x}.json"),
+        })
+    }
+
+    /// Its tool and arguments, as a line of `traces.tsv` says which run a trace is.
+    pub fn describe(&self) -> String {
+        match self {
+            RunKey::Fio(args, seed) => format!("zonelab fio {} (seed {seed})", args.join(" ")),
+            RunKey::WalBench(args) => format!("zonelab wal-bench {}", args.join(" ")),
+            RunKey::KvBench(args) => format!("zonelab kv-bench {}", args.join(" ")),
+            RunKey::FileChurn(args) => format!("zonelab file-churn {}", args.join(" ")),
+        }
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Runs {
     done: HashMap<RunKey, Ran>,
     realdb: HashMap<Vec<String>, crate::realdb::RealDbResult>,
+    /// Where each virtual-time run writes its trace, when the experiment is traced.
+    pub traces: Option<PathBuf>,
 }
 
 impl Runs {
@@ -80,11 +120,24 @@ impl Runs {
                 todo.push(key);
             }
         }
-        for (key, ran) in todo.iter().zip(crate::parallel::map(&todo, jobs, "runs", RunKey::run)) {
+        let traces = self.traces.as_deref();
+        for (key, ran) in todo.iter().zip(crate::parallel::map(&todo, jobs, "runs", |key| key.run(traces))) {
             if let Ok(ran) = ran {
                 self.done.insert(key.clone(), ran);
             }
         }
+    }
+
+    /// Which trace file is which run: a `traces.tsv` of file and run, in file order, beside the traces.
+    pub fn write_trace_index(&self) -> std::io::Result<()> {
+        let Some(dir) = &self.traces else { return Ok(()) };
+        let mut lines: Vec<String> = self
+            .done
+            .keys()
+            .filter_map(|key| key.trace_file().map(|file| format!("{file}\t{}", key.describe())))
+            .collect();
+        lines.sort();
+        std::fs::write(dir.join("traces.tsv"), format!("file\trun\n{}\n", lines.join("\n")))
     }
 
     /// The run of `key`: done before, or now.
@@ -92,7 +145,7 @@ impl Runs {
         match self.done.entry(key) {
             Entry::Occupied(done) => Ok(done.into_mut()),
             Entry::Vacant(slot) => {
-                let ran = slot.key().run()?;
+                let ran = slot.key().run(self.traces.as_deref())?;
                 Ok(slot.insert(ran))
             }
         }
