@@ -62,7 +62,7 @@ fn measures() -> Vec<&'static str> {
 /// Runs one point of a sweep: whether it ran, and its rows of `measures()` (one with the error if it failed).
 #[pyfunction]
 fn run_point(py: Python<'_>, args: Vec<String>, seed: u64) -> (bool, Vec<Vec<String>>) {
-    py.detach(|| match sweep::point_rows(&args, seed) {
+    py.detach(|| match sweep::point_rows(&args, seed, None) {
         Ok(rows) => (true, rows),
         Err(rows) => (false, rows),
     })

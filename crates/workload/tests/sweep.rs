@@ -1,5 +1,6 @@
 //! `zonelab sweep`: a grid of fio options and seeds, one CSV row per point and job; the same rows for any number
-//! of threads, a resumed sweep runs only the points its table lacks, and a failing point is a row with its error.
+//! of threads, traced or not, a resumed sweep runs only the points its table lacks, and a failing point is a row
+//! with its error.
 
 use zonelab_workload::sweep::{read_table, run, Grid};
 
@@ -21,13 +22,17 @@ iodepth = [1, 16]
 #[test]
 fn a_sweep_is_one_row_a_point_whatever_the_threads_and_resumes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (one, three) = (dir.path().join("one.csv"), dir.path().join("three.csv"));
-    let outcome = run(&grid(GRID), &one, 1).expect("sweep");
+    let (one, three, traces) = (dir.path().join("one.csv"), dir.path().join("three.csv"), dir.path().join("traces"));
+    let outcome = run(&grid(GRID), &one, 1, None).expect("sweep");
     assert_eq!((outcome.points, outcome.skipped, outcome.rows), (8, 0, 8));
     assert_eq!(outcome.failed, 4, "the instant preset has no namespace 9: four points fail, the sweep goes on");
-    run(&grid(GRID), &three, 3).expect("sweep");
+    run(&grid(GRID), &three, 3, Some(&traces)).expect("sweep");
     let text = std::fs::read_to_string(&one).expect("table");
-    assert_eq!(text, std::fs::read_to_string(&three).expect("table"), "the same rows on one thread or three");
+    assert_eq!(
+        text,
+        std::fs::read_to_string(&three).expect("table"),
+        "the same rows on one thread or three, traced or not"
+    );
 
     let (columns, rows) = read_table(&text);
     assert_eq!(&columns[..4], ["point", "filename", "iodepth", "seed"]);
@@ -37,18 +42,24 @@ fn a_sweep_is_one_row_a_point_whatever_the_threads_and_resumes() {
         ran.iter().find(|row| row["iodepth"] == depth).expect("a row")["write_kiops"].parse().expect("a number")
     };
     assert!(kiops("16") > kiops("1") * 2.0, "deeper queues write faster: {} and {}", kiops("16"), kiops("1"));
+    // The traced sweep wrote a trace for each point that ran, named by its point column.
+    for row in &ran {
+        let trace = std::fs::read(traces.join(format!("{}.json", row["point"]))).expect("the point's trace");
+        let trace: serde_json::Value = serde_json::from_slice(&trace).expect("json");
+        assert!(trace["traceEvents"].as_array().is_some_and(|events| events.len() > 10), "{}", row["point"]);
+    }
     let failed = rows.iter().find(|row| !row["error"].is_empty()).expect("a failed point");
     assert!(failed["error"].contains("no namespace 9"), "{}", failed["error"]);
     assert_eq!(failed["filename"], "preset:instant,ns=9", "a value with a comma survives the CSV");
 
-    let again = run(&grid(GRID), &one, 2).expect("resume");
+    let again = run(&grid(GRID), &one, 2, None).expect("resume");
     assert_eq!((again.skipped, again.rows), (8, 0), "every point is there already");
     let grown = GRID.replace("iodepth = [1, 16]", "iodepth = [1, 16, 4]");
-    let more = run(&grid(&grown), &one, 2).expect("a grown grid");
+    let more = run(&grid(&grown), &one, 2, None).expect("a grown grid");
     assert_eq!((more.points, more.skipped, more.rows), (12, 8, 4), "only the new points run");
 
     let other = GRID.replace("iodepth", "bs");
-    let refused = run(&grid(&other), &one, 1).expect_err("another grid's table");
+    let refused = run(&grid(&other), &one, 1, None).expect_err("another grid's table");
     assert!(refused.to_string().contains("write to another table"), "{refused}");
 }
 
@@ -79,7 +90,7 @@ fn pandas_reads_a_sweep_table() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let table = dir.path().join("sweep.csv");
-    run(&grid(GRID), &table, 2).expect("sweep");
+    run(&grid(GRID), &table, 2, None).expect("sweep");
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/python/sweep_table.py");
     let output = std::process::Command::new("python3").arg(&script).arg(&table).output().expect("python3");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));

@@ -141,6 +141,10 @@ enum Command {
         /// Points at once (default: the cores available); the rows are the same for any number.
         #[arg(long)]
         jobs: Option<usize>,
+        /// Also write each point's Perfetto trace into this directory, as POINT.json (POINT: the table's point
+        /// column).
+        #[arg(long, value_name = "DIR")]
+        trace: Option<PathBuf>,
     },
     /// Measure performance.
     Bench {
@@ -507,7 +511,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Churn(args) => churn::run(&args, &mut stdout),
         Command::Fio { args } => fio::run(&args, &mut stdout),
         Command::Experiment { action } => experiment::run(action, &mut stdout),
-        Command::Sweep { grid, out, parquet, jobs } => {
+        Command::Sweep { grid, out, parquet, jobs, trace } => {
             use zonelab_workload::sweep::{self, SweepError};
             let failed = |error: SweepError| match error {
                 SweepError::Grid { .. } => CliError::Config(error.to_string()),
@@ -515,7 +519,7 @@ fn run(command: Command) -> Result<(), CliError> {
             };
             let grid = sweep::Grid::load(&grid).map_err(failed)?;
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)).max(1);
-            let outcome = sweep::run(&grid, &out, jobs).map_err(failed)?;
+            let outcome = sweep::run(&grid, &out, jobs, trace.as_deref()).map_err(failed)?;
             if let Some(parquet) = &parquet {
                 sweep::write_parquet(&out, parquet).map_err(failed)?;
             }

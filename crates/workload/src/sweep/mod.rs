@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -177,8 +177,9 @@ pub struct SweepOutcome {
 }
 
 /// Runs the points of `grid` that `table` (a CSV file) does not hold yet, `jobs` at a time, and appends their
-/// rows to it (writing the header first when it is new).
-pub fn run(grid: &Grid, table: &Path, jobs: usize) -> Result<SweepOutcome, SweepError> {
+/// rows to it (writing the header first when it is new). With `traces`, each point run also writes its
+/// Perfetto trace there as `POINT.json`, POINT being its `point` column.
+pub fn run(grid: &Grid, table: &Path, jobs: usize, traces: Option<&Path>) -> Result<SweepOutcome, SweepError> {
     let shown = table.display().to_string();
     let io = |source| SweepError::Io { path: shown.clone(), source };
     let names = grid.axis_names();
@@ -207,7 +208,12 @@ pub fn run(grid: &Grid, table: &Path, jobs: usize) -> Result<SweepOutcome, Sweep
     let done: HashSet<&str> = existing.lines().skip(1).filter_map(|line| line.split(',').next()).collect();
     let points: Vec<Point> = grid.points();
     let todo: Vec<&Point> = points.iter().filter(|point| !done.contains(point.key.as_str())).collect();
-    let results = crate::parallel::map(&todo, jobs, "points", |point| point_rows(&point.args, point.seed));
+    if let Some(dir) = traces {
+        std::fs::create_dir_all(dir).map_err(|source| SweepError::Io { path: dir.display().to_string(), source })?;
+    }
+    let results = crate::parallel::map(&todo, jobs, "points", |point| {
+        point_rows(&point.args, point.seed, traces.map(|dir| dir.join(format!("{}.json", point.key))))
+    });
     let mut text = String::new();
     if existing.is_empty() {
         text.push_str(&header.join(","));
@@ -235,12 +241,15 @@ pub fn run(grid: &Grid, table: &Path, jobs: usize) -> Result<SweepOutcome, Sweep
     Ok(SweepOutcome { points: points.len(), skipped: points.len() - todo.len(), failed, rows })
 }
 
-/// Runs one point (fio's arguments and the seed) and gives its rows of `MEASURES`, one per fio job; a point that
-/// fails gives one row with its error, as the `Err` of the result.
-pub fn point_rows(args: &[String], seed: u64) -> Result<Vec<Vec<String>>, Vec<Vec<String>>> {
+/// Runs one point (fio's arguments and the seed), writing its trace to `trace` if given, and gives its rows of
+/// `MEASURES`, one per fio job; a point that fails gives one row with its error, as the `Err` of the result.
+pub fn point_rows(args: &[String], seed: u64, trace: Option<PathBuf>) -> Result<Vec<Vec<String>>, Vec<Vec<String>>> {
     parse_invocation(args, |_| Err("a sweep takes no job files".into()))
         .map_err(|error| error.to_string())
-        .and_then(|invocation| run_fio(&invocation, seed).map_err(|error| error.to_string()))
+        .and_then(|mut invocation| {
+            invocation.trace = trace.or(invocation.trace);
+            run_fio(&invocation, seed).map_err(|error| error.to_string())
+        })
         .map(|result| job_rows(&result))
         .map_err(|error| {
             let mut row = vec![String::new(); MEASURES.len()];
