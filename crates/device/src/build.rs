@@ -35,25 +35,39 @@ pub enum DeviceSpec {
     },
     Config(Box<DeviceConfig>),
     Image(PathBuf),
-    /// An image's namespace other than the zoned one: `PATH,ns=ID`.
-    ImageNamespace {
+    /// An image with options: `PATH[,ns=ID][,precondition=...]`, the namespace the host attaches to and the
+    /// conventional namespace's steady state, as for a preset.
+    ImageWith {
         path: PathBuf,
-        nsid: String,
+        nsid: Option<String>,
+        precondition: Option<String>,
     },
 }
 
 impl DeviceSpec {
     /// fio's `--filename` and the C library's spec: `preset:NAME[,key=value...]`, or else an image path, with
-    /// `,ns=ID` for a namespace of it other than the zoned one.
+    /// `,ns=ID` for a namespace of it other than the zoned one and `,precondition=...` for its conventional
+    /// namespace's steady state (taken up and kept by the image).
     pub fn parse(text: &str) -> DeviceSpec {
         if let Some(preset) = text.strip_prefix("preset:") {
             return DeviceSpec::preset(preset);
         }
-        match text.rsplit_once(",ns=") {
-            Some((path, nsid)) if !nsid.is_empty() && !nsid.contains('/') => {
-                DeviceSpec::ImageNamespace { path: PathBuf::from(path), nsid: nsid.to_string() }
+        let (mut path, mut nsid, mut precondition) = (text, None, None);
+        while let Some((head, option)) = path.rsplit_once(',') {
+            match option.split_once('=') {
+                Some(("ns", id)) if nsid.is_none() && !id.is_empty() && !id.contains('/') => nsid = Some(id),
+                Some(("precondition", how)) if precondition.is_none() && !how.contains('/') => precondition = Some(how),
+                _ => break,
             }
-            _ => DeviceSpec::Image(PathBuf::from(text)),
+            path = head;
+        }
+        match (nsid, precondition) {
+            (None, None) => DeviceSpec::Image(PathBuf::from(text)),
+            (nsid, precondition) => DeviceSpec::ImageWith {
+                path: PathBuf::from(path),
+                nsid: nsid.map(str::to_string),
+                precondition: precondition.map(str::to_string),
+            },
         }
     }
 
@@ -64,7 +78,10 @@ impl DeviceSpec {
             DeviceSpec::Preset { name, overrides, store, nsid, precondition } => {
                 (DeviceSpec::Preset { name, overrides, store, nsid: None, precondition }, nsid)
             }
-            DeviceSpec::ImageNamespace { path, nsid } => (DeviceSpec::Image(path), Some(nsid)),
+            DeviceSpec::ImageWith { path, nsid, precondition: None } => (DeviceSpec::Image(path), nsid),
+            DeviceSpec::ImageWith { path, nsid, precondition } => {
+                (DeviceSpec::ImageWith { path, nsid: None, precondition }, nsid)
+            }
             other => (other, None),
         }
     }
@@ -226,7 +243,11 @@ impl DeviceBuilder {
             }
             DeviceSpec::Config(config) => format!("device {}", config.name),
             DeviceSpec::Image(path) => path.display().to_string(),
-            DeviceSpec::ImageNamespace { path, nsid } => format!("{},ns={nsid}", path.display()),
+            DeviceSpec::ImageWith { path, nsid, precondition } => std::iter::once(path.display().to_string())
+                .chain(nsid.iter().map(|nsid| format!("ns={nsid}")))
+                .chain(precondition.iter().map(|how| format!("precondition={how}")))
+                .collect::<Vec<_>>()
+                .join(","),
         };
         let config_error = |source| BuildError::Config { spec: label.clone(), source };
         match self.spec {
@@ -239,23 +260,7 @@ impl DeviceBuilder {
                     Self::attach(&mut built.device, &nsid, &label)?;
                 }
                 if let Some(given) = precondition {
-                    let refuse = |reason: &str| BuildError::Precondition {
-                        spec: label.clone(),
-                        given: given.clone(),
-                        reason: reason.to_string(),
-                    };
-                    let passes = match given.split_once(':') {
-                        _ if given == "sequential" => 0,
-                        _ if given == "random" => 1,
-                        Some(("random", passes)) => {
-                            passes.parse().map_err(|_| refuse("N in random:N is a whole number of passes"))?
-                        }
-                        _ => return Err(refuse("it is sequential, random or random:N")),
-                    };
-                    built
-                        .device
-                        .precondition_conventional(passes, 0x5eed)
-                        .map_err(|_| refuse("the device has no conventional namespace"))?;
+                    Self::precondition(&mut built.device, &given, &label)?;
                 }
                 Ok(built)
             }
@@ -265,13 +270,37 @@ impl DeviceBuilder {
                 let image = Image::open(&path).map_err(|source| BuildError::Image { spec: label.clone(), source })?;
                 Self::over_image(image, self.host, &label)
             }
-            DeviceSpec::ImageNamespace { path, nsid } => {
+            DeviceSpec::ImageWith { path, nsid, precondition } => {
                 let image = Image::open(&path).map_err(|source| BuildError::Image { spec: label.clone(), source })?;
                 let mut built = Self::over_image(image, self.host, &label)?;
-                Self::attach(&mut built.device, &nsid, &label)?;
+                if let Some(nsid) = nsid {
+                    Self::attach(&mut built.device, &nsid, &label)?;
+                }
+                if let Some(given) = precondition {
+                    Self::precondition(&mut built.device, &given, &label)?;
+                }
                 Ok(built)
             }
         }
+    }
+
+    /// `precondition=sequential|random[:N]`: the conventional namespace written whole, then N times at random,
+    /// in no time.
+    fn precondition(device: &mut Device<Box<dyn MediaStore>>, given: &str, label: &str) -> Result<(), BuildError> {
+        let refuse = |reason: &str| BuildError::Precondition {
+            spec: label.to_string(),
+            given: given.to_string(),
+            reason: reason.to_string(),
+        };
+        let passes = match given.split_once(':') {
+            _ if given == "sequential" => 0,
+            _ if given == "random" => 1,
+            Some(("random", passes)) => {
+                passes.parse().map_err(|_| refuse("N in random:N is a whole number of passes"))?
+            }
+            _ => return Err(refuse("it is sequential, random or random:N")),
+        };
+        device.precondition_conventional(passes, 0x5eed).map_err(|_| refuse("the device has no conventional namespace"))
     }
 
     /// Sends the host's commands to namespace `nsid` (`ns=`); an error lists the namespaces the device has.

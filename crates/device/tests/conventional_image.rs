@@ -116,3 +116,28 @@ fn an_image_keeps_the_conventional_namespace_s_ftl_state_so_its_steady_state_out
     assert!(message.contains("ftl.state") && message.contains("checksum"), "{message}");
     assert_eq!(std::fs::read(path.join("ftl.state")).expect("still there"), damaged);
 }
+
+/// `IMAGE,ns=1,precondition=random:N` brings an image's conventional namespace to its steady state, which the
+/// image then keeps; a bad value is refused by name before anything changes.
+#[test]
+fn an_image_spec_preconditions_the_conventional_namespace_and_the_image_keeps_it() {
+    let overrides = ["namespace.zones=4", "conventional.capacity=1GiB", "conventional.over-provisioning=0.28"];
+    let config = DeviceConfig::load("zn540", &overrides.map(String::from)).expect("preset");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("img");
+    let model: toml::Table = toml::from_str(&config.to_toml()).expect("model");
+    Image::create(&path, StoreKind::File, config.namespace.clone(), Some(model), false).expect("create");
+    let Err(error) =
+        DeviceBuilder::new(DeviceSpec::parse(&format!("{},ns=1,precondition=twice", path.display()))).build()
+    else {
+        panic!("a bad precondition")
+    };
+    assert!(error.to_string().contains("precondition=twice: it is sequential, random or random:N"), "{error}");
+    assert!(!path.join("ftl.state").exists(), "the refused spec changed nothing");
+    let free = |built: &Built| built.device.stats().conventional.expect("namespace 1").free_blocks;
+    let aged = free(&open(&format!("{},ns=1,precondition=random:2", path.display())));
+    assert!(path.join("ftl.state").exists(), "the image kept the steady state");
+    let reopened = open(&format!("{},ns=1", path.display()));
+    assert_eq!(free(&reopened), aged, "reopened as it was left");
+    assert!(aged < reopened.device.stats().conventional.expect("namespace 1").blocks);
+}
