@@ -412,7 +412,15 @@ mod tests {
         assert_eq!(DeviceSpec::parse("img/dev"), DeviceSpec::Image("img/dev".into()));
         assert_eq!(
             DeviceSpec::parse("img/dev,ns=1"),
-            DeviceSpec::ImageNamespace { path: "img/dev".into(), nsid: "1".into() }
+            DeviceSpec::ImageWith { path: "img/dev".into(), nsid: Some("1".into()), precondition: None }
+        );
+        assert_eq!(
+            DeviceSpec::parse("img,v2/dev,ns=1,precondition=random:2"),
+            DeviceSpec::ImageWith {
+                path: "img,v2/dev".into(),
+                nsid: Some("1".into()),
+                precondition: Some("random:2".into())
+            }
         );
         let memory = DeviceBuilder::new(DeviceSpec::parse("preset:instant,store=memory")).build().expect("builds");
         let mut device = memory.device;

@@ -18,13 +18,23 @@ fn read(built: &mut Built, slba: u64, at: u64) -> (u64, Vec<u8>) {
     (submitted.complete_ns - at, buf)
 }
 
-#[test]
-fn an_image_keeps_the_conventional_namespace_s_data_and_maps_it_on_reopening() {
-    let config = DeviceConfig::load("zn540", &["namespace.zones=4".into()]).expect("preset");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("img");
+/// A file-store image of the ZN540 model with `overrides`, in `dir`.
+fn zn540_image(dir: &std::path::Path, overrides: &[&str]) -> std::path::PathBuf {
+    let overrides: Vec<String> = overrides.iter().map(|o| o.to_string()).collect();
+    let config = DeviceConfig::load("zn540", &overrides).expect("preset");
+    let path = dir.join("img");
     let model: toml::Table = toml::from_str(&config.to_toml()).expect("model");
     Image::create(&path, StoreKind::File, config.namespace.clone(), Some(model), false).expect("create");
+    path
+}
+
+/// A conventional namespace small enough to age in a test, with room for garbage collection.
+const AGED: [&str; 3] = ["namespace.zones=4", "conventional.capacity=1GiB", "conventional.over-provisioning=0.28"];
+
+#[test]
+fn an_image_keeps_the_conventional_namespace_s_data_and_maps_it_on_reopening() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = zn540_image(dir.path(), &["namespace.zones=4"]);
     let spec = format!("{},ns=1", path.display());
     // 1 MiB, so that the pages read back below lie in whole program units, not in the write buffer.
     let data: Vec<u8> = (0..1u32 << 20).map(|i| (i * 7 % 251) as u8).collect();
@@ -75,12 +85,8 @@ fn random_writes(built: &mut Built, pages: u64, count: u64, from: u64) {
 
 #[test]
 fn an_image_keeps_the_conventional_namespace_s_ftl_state_so_its_steady_state_outlives_the_process() {
-    let overrides = ["namespace.zones=4", "conventional.capacity=1GiB", "conventional.over-provisioning=0.28"];
-    let config = DeviceConfig::load("zn540", &overrides.map(String::from)).expect("preset");
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("img");
-    let model: toml::Table = toml::from_str(&config.to_toml()).expect("model");
-    Image::create(&path, StoreKind::File, config.namespace.clone(), Some(model), false).expect("create");
+    let path = zn540_image(dir.path(), &AGED);
     let spec = format!("{},ns=1", path.display());
     let pages = (1 << 30) / 4096;
     // The image's device and a twin in memory reach the same steady state; the image's closes in between.
@@ -89,7 +95,7 @@ fn an_image_keeps_the_conventional_namespace_s_ftl_state_so_its_steady_state_out
         built.device.precondition_conventional(1, 7).expect("precondition");
     }
     let saved = std::fs::read(path.join("ftl.state")).expect("the closing device saved its FTL state");
-    let twin_spec = format!("preset:zn540,{},ns=1", overrides.join(","));
+    let twin_spec = format!("preset:zn540,{},ns=1", AGED.join(","));
     let mut twin = DeviceBuilder::new(DeviceSpec::parse(&twin_spec))
         .host(HostPath::Spdk)
         .store(StoreChoice::Memory)
@@ -121,12 +127,8 @@ fn an_image_keeps_the_conventional_namespace_s_ftl_state_so_its_steady_state_out
 /// image then keeps; a bad value is refused by name before anything changes.
 #[test]
 fn an_image_spec_preconditions_the_conventional_namespace_and_the_image_keeps_it() {
-    let overrides = ["namespace.zones=4", "conventional.capacity=1GiB", "conventional.over-provisioning=0.28"];
-    let config = DeviceConfig::load("zn540", &overrides.map(String::from)).expect("preset");
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("img");
-    let model: toml::Table = toml::from_str(&config.to_toml()).expect("model");
-    Image::create(&path, StoreKind::File, config.namespace.clone(), Some(model), false).expect("create");
+    let path = zn540_image(dir.path(), &AGED);
     let Err(error) =
         DeviceBuilder::new(DeviceSpec::parse(&format!("{},ns=1,precondition=twice", path.display()))).build()
     else {
