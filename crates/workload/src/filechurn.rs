@@ -19,9 +19,11 @@ use zonelab_logfs::{LogFs, LogFsError, LogFsOptions, LogFsStats, BLOCK};
 use zonelab_media::{EraseSummary, FlashCounters, FlashOp, OpSource};
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, IoData, Simulation};
+use zonelab_zns::MediaStore;
 
 use crate::args::{take, Slot, ToolError, ToolOption};
 use crate::filebench;
+use crate::fio::OperationSpan;
 
 /// Which file workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -68,6 +70,10 @@ pub struct FileChurnSpec {
     /// The host's cores, which the jobs' system calls share (logfs).
     pub cores: u32,
     pub json: bool,
+    /// Write the timed run as a Perfetto trace here: each job's span, with arrows to the commands it submitted,
+    /// and the device's commands and flash operations (`fio::write_device_trace`).
+    #[serde(skip)]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// One millisecond: the spread of thread starts that a benchmark's setup leaves, several writes' worth here.
@@ -92,6 +98,7 @@ impl Default for FileChurnSpec {
             start_jitter_ns: DEFAULT_START_JITTER_NS,
             cores: filebench::PAPER_CORES,
             json: false,
+            trace: None,
         }
     }
 }
@@ -132,6 +139,7 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
             "rounds" => spec.rounds = option.number()?,
             "prefill" => spec.prefill = option.number()?,
             "seed" => spec.seed = option.number()?,
+            "trace" => spec.trace = Some(option.value()?.into()),
             "cores" => spec.cores = option.number()?,
             "start-jitter-us" => {
                 let us = option.number::<f64>()?;
@@ -203,6 +211,48 @@ pub struct FileOps {
     pub deletes: u64,
     /// Zone resets the file system issued.
     pub zone_resets: u64,
+}
+
+/// The jobs of a traced run: each job's span as it ends (job, start, end), and each job's simulation task.
+#[derive(Default)]
+struct JobTrace {
+    spans: RefCell<Vec<(u32, u64, u64)>>,
+    tasks: RefCell<Vec<u32>>,
+}
+
+impl JobTrace {
+    /// Starts tracing the device for the timed run, if `spec` asks for a trace.
+    fn start<S: MediaStore + 'static>(spec: &FileChurnSpec, simulation: &Simulation<S>) -> Rc<JobTrace> {
+        if spec.trace.is_some() {
+            simulation.with_device(|device| device.enable_trace());
+        }
+        Rc::new(JobTrace::default())
+    }
+
+    /// Writes the trace, if `spec` asks for one, once the run is over.
+    fn write<S: MediaStore + 'static>(
+        &self,
+        spec: &FileChurnSpec,
+        simulation: &Simulation<S>,
+    ) -> Result<(), ToolError> {
+        let Some(path) = &spec.trace else { return Ok(()) };
+        let tasks = self.tasks.borrow();
+        let spans: Vec<OperationSpan> = self
+            .spans
+            .borrow()
+            .iter()
+            .map(|&(job, start_ns, end_ns)| OperationSpan {
+                track: "jobs",
+                name: format!("job {job}"),
+                start_ns,
+                end_ns,
+                task: tasks.get(job as usize).copied(),
+            })
+            .collect();
+        simulation
+            .with_device(|device| crate::fio::write_device_trace(path, "file-churn", &spans, device))
+            .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))
+    }
 }
 
 /// Runs the benchmark.
@@ -292,15 +342,18 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     let running = Rc::new(Cell::new(spec.jobs));
     let end = Rc::new(Cell::new(start));
     let cores = Rc::new(filebench::Cores::new(spec.cores));
+    let traced = JobTrace::start(spec, &simulation);
     for job in 0..spec.jobs {
         let (fs, failure, spec, counts, set) =
             (Rc::clone(&fs), Rc::clone(&failure), spec.clone(), Rc::clone(&counts), Rc::clone(&set));
-        let (running, end, cores) = (Rc::clone(&running), Rc::clone(&end), Rc::clone(&cores));
+        let (running, end, cores, trace) =
+            (Rc::clone(&running), Rc::clone(&end), Rc::clone(&cores), Rc::clone(&traced));
         let mut rng = SplitMix64::split(spec.seed, &format!("file-churn job {job}"));
         let host = simulation.host();
         let jitter_ns = rng.below(spec.start_jitter_ns.max(1));
-        simulation.spawn(async move {
+        let task = simulation.spawn(async move {
             host.sleep(jitter_ns).await;
+            let began = host.now_ns();
             let vfs = filebench::Vfs::timed(&fs, &cores);
             let result = match spec.workload {
                 FileWorkload::Fio => {
@@ -321,9 +374,11 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
             if let Err(error) = result {
                 failure.borrow_mut().get_or_insert(ToolError::LogFs { phase: format!("job {job}"), source: error });
             }
+            trace.spans.borrow_mut().push((job, began, host.now_ns()));
             end.set(end.get().max(host.now_ns()));
             running.set(running.get() - 1);
         });
+        traced.tasks.borrow_mut().push(task);
     }
     {
         let (fs, running) = (Rc::clone(&fs), Rc::clone(&running));
@@ -338,6 +393,7 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     if let Some(error) = failure.borrow_mut().take() {
         return Err(error);
     }
+    traced.write(spec, &simulation)?;
     let (flash, wear) = simulation
         .with_device(|device| (device.media().counters().since(&flash_before), device.media().erase_summary()));
     let after = fs.stats();
@@ -424,15 +480,17 @@ fn run_zonefs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     let fs = take(&mounted, "the mount")?;
     let start = simulation.now_ns();
     let failure: Rc<RefCell<Option<ToolError>>> = Rc::new(RefCell::new(None));
+    let traced = JobTrace::start(spec, &simulation);
     for job in 0..spec.jobs {
-        let (fs, failure, spec) = (Rc::clone(&fs), Rc::clone(&failure), spec.clone());
+        let (fs, failure, spec, trace) = (Rc::clone(&fs), Rc::clone(&failure), spec.clone(), Rc::clone(&traced));
         let first = prefilled + job * files_per_job;
         let own: Vec<u32> = (first..first + files_per_job).collect();
         let mut rng = SplitMix64::split(spec.seed, &format!("file-churn job {job}"));
         let host = simulation.host();
         let jitter_ns = rng.below(spec.start_jitter_ns.max(1));
-        simulation.spawn(async move {
+        let task = simulation.spawn(async move {
             host.sleep(jitter_ns).await;
+            let began = host.now_ns();
             let result = match spec.workload {
                 FileWorkload::Fio => write_and_delete(&fs, own[0], &spec).await,
                 FileWorkload::Varmail | FileWorkload::Fileserver => {
@@ -450,7 +508,9 @@ fn run_zonefs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
             if let Err(error) = result {
                 failure.borrow_mut().get_or_insert(ToolError::Fs { job, source: error });
             }
+            trace.spans.borrow_mut().push((job, began, host.now_ns()));
         });
+        traced.tasks.borrow_mut().push(task);
     }
     let wall = Instant::now();
     simulation.run();
@@ -458,6 +518,7 @@ fn run_zonefs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     if let Some(error) = failure.borrow_mut().take() {
         return Err(error);
     }
+    traced.write(spec, &simulation)?;
     let device_time_ns = simulation.now_ns() - start;
     let (flash, wear) =
         simulation.with_device(|device| (device.media().counters().clone(), device.media().erase_summary()));

@@ -83,7 +83,7 @@ fn the_filebench_mixes_delete_files_and_rezns_keeps_their_zones() {
     assert!(parse_args(&["--workload=oltp".to_string()]).expect_err("unknown").to_string().contains("varmail"));
 }
 
-fn on_logfs(args: &str) -> FileChurnResult {
+fn run_with(args: &str) -> FileChurnResult {
     let args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
     run(&parse_args(&args).expect("options")).expect("runs")
 }
@@ -93,7 +93,7 @@ fn on_logfs_the_fio_setup_cleans_and_resets_only_full_zones_so_rezns_erases_as_m
     // 40 zones of 64 MiB, half prefilled; eight 15 MiB files overwritten three times at random fill the rest,
     // so the file system cleans zones and resets them after checkpoints.
     let fio = |policy: &str| {
-        on_logfs(&format!(
+        run_with(&format!(
             "--preset=nvmevirt-rezns,zones=40,media.mapping.policy={policy} --jobs=8 --file-size=15MiB --fsync=16 --rounds=3 --prefill=0.5"
         ))
     };
@@ -112,7 +112,7 @@ fn on_logfs_the_fio_setup_cleans_and_resets_only_full_zones_so_rezns_erases_as_m
 #[test]
 fn on_logfs_filebench_counts_flowops_over_a_shared_fileset_and_is_deterministic() {
     let varmail = |seed: u64| {
-        on_logfs(&format!(
+        run_with(&format!(
             "--workload=varmail --preset=nvmevirt-rezns,zones=40 --jobs=16 --fileset=1000 --runtime=0.5 --prefill=0.25 --seed={seed}"
         ))
     };
@@ -127,7 +127,7 @@ fn on_logfs_filebench_counts_flowops_over_a_shared_fileset_and_is_deterministic(
     assert!(result.device_time_ns >= 500_000_000);
     assert_eq!(varmail(3).files, result.files, "the same seed gives the same run");
     let fileserver = |cores: u32| {
-        on_logfs(&format!(
+        run_with(&format!(
             "--workload=fileserver --preset=nvmevirt-rezns,zones=40 --jobs=50 --fileset=2000 --runtime=0.2 --prefill=0.25 --cores={cores}"
         ))
     };
@@ -137,4 +137,26 @@ fn on_logfs_filebench_counts_flowops_over_a_shared_fileset_and_is_deterministic(
     // It stays in the page cache, so the host's cores bound it: two cores do twice one core's work.
     let ratio = two.files.ops as f64 / one.files.ops as f64;
     assert!((1.8..=2.1).contains(&ratio), "two cores against one: {ratio:.2}x");
+}
+
+/// `--trace`: a span per job on logfs and on zonefs, each with arrows to commands of the device, and the run's
+/// figures the same as without it.
+#[test]
+fn a_traced_run_has_each_job_with_arrows_to_its_commands() {
+    for fs in ["logfs", "zonefs"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("churn.json");
+        let args =
+            format!("--fs={fs} --preset=nvmevirt-rezns,zones=64 --jobs=4 --file-size=15MiB --rounds=1 --prefill=0.2");
+        let plain = run_with(&args);
+        let traced = run_with(&format!("{args} --trace={}", path.display()));
+        assert_eq!((traced.ops_per_s, traced.flash), (plain.ops_per_s, plain.flash), "{fs}: tracing changes nothing");
+        let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("trace")).expect("json");
+        let events = trace["traceEvents"].as_array().expect("events");
+        let jobs: Vec<&serde_json::Value> = events.iter().filter(|e| e["pid"] == 1 && e["ph"] == "X").collect();
+        assert_eq!(jobs.len(), 4, "{fs}: a slice per job");
+        let job_tids: Vec<&serde_json::Value> = jobs.iter().map(|job| &job["tid"]).collect();
+        let arrows = events.iter().filter(|e| e["ph"] == "s" && e["pid"] == 1 && job_tids.contains(&&e["tid"])).count();
+        assert!(arrows >= 4, "{fs}: the jobs' arrows to their commands: {arrows}");
+    }
 }

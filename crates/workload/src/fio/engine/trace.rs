@@ -483,10 +483,10 @@ fn metadata(pid: u32, tid: Option<u64>, kind: &str, name: &str) -> String {
     }
 }
 
-/// The trace of a run of `program` with no I/O tracks of its own: its `operations` on a track per kind (no arrows:
-/// the device does not know which operation a command served), then the device's commands per zone and its flash
-/// operations per plane, with the arrows between them (`wal-bench --trace`, `kv-bench --trace`). The device must
-/// have traced the run (`Device::enable_trace`).
+/// The trace of a run of `program` with no I/O tracks of its own: its `operations` on a track per kind, each with
+/// arrows to the commands its task submitted while it ran, then the device's commands per zone and its flash
+/// operations per plane, with the arrows between them (`wal-bench`, `kv-bench` and `file-churn --trace`). The
+/// device must have traced the run (`Device::enable_trace`).
 pub fn write_device_trace<S: MediaStore>(
     path: &Path,
     program: &str,
