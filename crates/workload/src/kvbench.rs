@@ -365,7 +365,8 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
             let started = queue.now_ns();
             let sst = self.write_sst(queue, 0, self.spec.memtable_bytes).await?;
             self.fs.delete(&wal_name).await?;
-            self.record("flush", format!("flush to L0 ({})", sst.name), started, queue.now_ns());
+            let name = format!("flush to L0 ({})", sst.name);
+            self.record("flush", name, self.flush_task.get(), started, queue.now_ns());
             self.levels.borrow_mut()[0].push(sst);
             self.flushes.set(self.flushes.get() + 1);
             self.immutable.set(self.immutable.get() - 1);
@@ -443,17 +444,13 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
             self.compactions.set(self.compactions.get() + 1);
             self.compaction_bytes_written.set(self.compaction_bytes_written.get() + total);
             let name = format!("compaction into L{level} ({} files, {} KiB)", inputs.len(), total >> 10);
-            self.record("compaction", name, started, queue.now_ns());
+            self.record("compaction", name, self.compaction_task.get(), started, queue.now_ns());
         }
     }
 
-    /// Notes an operation for the trace, when the run is traced.
-    fn record(&self, track: &'static str, name: String, start_ns: u64, end_ns: u64) {
+    /// Notes an operation of simulation task `task` for the trace, when the run is traced.
+    fn record(&self, track: &'static str, name: String, task: Option<u32>, start_ns: u64, end_ns: u64) {
         if let Some(operations) = &self.operations {
-            let task = match track {
-                "flush" => self.flush_task.get(),
-                _ => self.compaction_task.get(),
-            };
             operations.borrow_mut().push(OperationSpan { track, name, start_ns, end_ns, task });
         }
     }

@@ -27,8 +27,8 @@ pub enum ExperimentAction {
         /// number. Real RocksDB runs one at a time whatever this is.
         #[arg(long)]
         jobs: Option<usize>,
-        /// Also write a Perfetto trace of every virtual-time fio, wal-bench and kv-bench run into DIR/ID/traces,
-        /// with traces.tsv naming each file's run; the results are the same bytes.
+        /// Also write a Perfetto trace of every virtual-time run (fio, wal-bench, kv-bench, file-churn) into
+        /// DIR/ID/traces, with traces.tsv naming each file's run; the results are the same bytes.
         #[arg(long)]
         trace: bool,
     },

@@ -357,9 +357,9 @@ pub fn run(id: &str, quick: bool, out: &Path, jobs: usize) -> Result<Outcome, Ex
     run_traced(id, quick, out, jobs, false)
 }
 
-/// `run`; with `trace`, every virtual-time run of fio, wal-bench and kv-bench also writes its Perfetto trace
-/// into `OUT/traces`, named by its tool, a hash of its arguments and fio's seed, and `traces.tsv` there says
-/// which file is which run. The results are the same bytes either way.
+/// `run`; with `trace`, every virtual-time run (fio, wal-bench, kv-bench, file-churn) also writes its Perfetto
+/// trace into `OUT/traces`, named by its tool, a hash of its arguments and fio's seed, and `traces.tsv` there
+/// says which file is which run. The results are the same bytes either way.
 pub fn run_traced(id: &str, quick: bool, out: &Path, jobs: usize, trace: bool) -> Result<Outcome, ExperimentError> {
     let experiment = experiments()
         .into_iter()

@@ -40,11 +40,10 @@ enum Ran {
 }
 
 impl RunKey {
-    /// Runs it; with `traces`, a tool that writes traces (fio, wal-bench, kv-bench) writes one there
-    /// (`trace_file`), which changes none of its figures.
+    /// Runs it; with `traces`, it writes its trace there (`trace_file`), which changes none of its figures.
     fn run(&self, traces: Option<&Path>) -> Result<Ran, String> {
         let text = |error: crate::args::ToolError| error.to_string();
-        let trace = traces.zip(self.trace_file()).map(|(dir, name)| dir.join(name));
+        let trace = traces.map(|dir| dir.join(self.trace_file()));
         Ok(match self {
             RunKey::Fio(args, seed) => {
                 let mut invocation = parse_invocation(args, |_| Err("experiments use no job files".into()))
@@ -62,45 +61,45 @@ impl RunKey {
                 spec.trace = trace;
                 Ran::KvBench(Box::new(crate::kvbench::run(&spec).map_err(text)?))
             }
-            RunKey::FileChurn(args) => Ran::FileChurn(Box::new(
-                crate::filechurn::run(&crate::filechurn::parse_args(args).map_err(text)?).map_err(text)?,
-            )),
+            RunKey::FileChurn(args) => {
+                let mut spec = crate::filechurn::parse_args(args).map_err(text)?;
+                spec.trace = trace;
+                Ran::FileChurn(Box::new(crate::filechurn::run(&spec).map_err(text)?))
+            }
         })
+    }
+
+    /// Its tool's command name, its arguments and fio's seed.
+    fn parts(&self) -> (&'static str, &[String], Option<u64>) {
+        match self {
+            RunKey::Fio(args, seed) => ("fio", args, Some(*seed)),
+            RunKey::WalBench(args) => ("wal-bench", args, None),
+            RunKey::KvBench(args) => ("kv-bench", args, None),
+            RunKey::FileChurn(args) => ("file-churn", args, None),
+        }
+    }
+
+    /// The name of its trace: the tool, a hash of its arguments and fio's seed.
+    fn trace_file(&self) -> String {
+        let (tool, args, seed) = self.parts();
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(args, &mut hasher);
+        let hash = std::hash::Hasher::finish(&hasher);
+        let seed = seed.map(|seed| format!("-seed{seed}")).unwrap_or_default();
+        format!("{tool}-{hash:016x}{seed}.json")
+    }
+
+    /// Its command line, as a line of `traces.tsv` says which run a trace is.
+    fn describe(&self) -> String {
+        let (tool, args, seed) = self.parts();
+        let seed = seed.map(|seed| format!(" (seed {seed})")).unwrap_or_default();
+        format!("zonelab {tool} {}{seed}", args.join(" "))
     }
 }
 
 /// Runs that several points or series read different metrics of: a run in virtual time is deterministic (the
 /// points of a series that reads one job of many, `JOB{x}/...`, share one), and a real program's run is slow
 /// and noisy, so each is run once.
-impl RunKey {
-    /// The name of its trace: the tool, a hash of its arguments and fio's seed (None: the tool writes none).
-    pub fn trace_file(&self) -> Option<String> {
-        let (tool, args, seed) = match self {
-            RunKey::Fio(args, seed) => ("fio", args, Some(seed)),
-            RunKey::WalBench(args) => ("wal-bench", args, None),
-            RunKey::KvBench(args) => ("kv-bench", args, None),
-            RunKey::FileChurn(_) => return None,
-        };
-        let mut hasher = std::hash::DefaultHasher::new();
-        std::hash::Hash::hash(args, &mut hasher);
-        let hash = std::hash::Hasher::finish(&hasher);
-        Some(match seed {
-            Some(seed) => format!("{tool}-{hash:016x}-seed{seed}.json"),
-            None => format!("{tool}-{hash:016x}.json"),
-        })
-    }
-
-    /// Its tool and arguments, as a line of `traces.tsv` says which run a trace is.
-    pub fn describe(&self) -> String {
-        match self {
-            RunKey::Fio(args, seed) => format!("zonelab fio {} (seed {seed})", args.join(" ")),
-            RunKey::WalBench(args) => format!("zonelab wal-bench {}", args.join(" ")),
-            RunKey::KvBench(args) => format!("zonelab kv-bench {}", args.join(" ")),
-            RunKey::FileChurn(args) => format!("zonelab file-churn {}", args.join(" ")),
-        }
-    }
-}
-
 #[derive(Default)]
 pub(super) struct Runs {
     done: HashMap<RunKey, Ran>,
@@ -131,11 +130,8 @@ impl Runs {
     /// Which trace file is which run: a `traces.tsv` of file and run, in file order, beside the traces.
     pub fn write_trace_index(&self) -> std::io::Result<()> {
         let Some(dir) = &self.traces else { return Ok(()) };
-        let mut lines: Vec<String> = self
-            .done
-            .keys()
-            .filter_map(|key| key.trace_file().map(|file| format!("{file}\t{}", key.describe())))
-            .collect();
+        let mut lines: Vec<String> =
+            self.done.keys().map(|key| format!("{}\t{}", key.trace_file(), key.describe())).collect();
         lines.sort();
         std::fs::write(dir.join("traces.tsv"), format!("file\trun\n{}\n", lines.join("\n")))
     }

@@ -451,25 +451,8 @@ fn source_name(source: OpSource) -> &'static str {
 struct Micros(u64);
 
 impl std::fmt::Display for Micros {
-    /// `WHOLE.FFF`, its digits laid out by hand: a trace writes millions, and `write!`'s padding machinery took
-    /// a sixth of a traced run's time.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut digits = [0u8; 24];
-        let mut at = digits.len();
-        let mut rest = self.0;
-        for place in 0.. {
-            if place == 3 {
-                at -= 1;
-                digits[at] = b'.';
-            }
-            at -= 1;
-            digits[at] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 && place >= 3 {
-                break;
-            }
-        }
-        f.write_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"))
+        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
     }
 }
 
