@@ -152,6 +152,8 @@ pub struct Device<S> {
     pub(crate) queue: SubmissionQueue,
     /// The host task of the command running now, for its trace event.
     pub(crate) trace_submitter: Option<u32>,
+    /// The write running now took a place ahead of an outstanding write of its zone (`queue.rs`) and fails.
+    pub(crate) overtaken_write: bool,
     /// The device image this device drives: held exclusively, and given the flash model's and the
     /// conventional namespace's FTL state on drop where they differ from what the device opened with.
     image: Option<OpenedImage>,
@@ -265,6 +267,7 @@ impl<S: MediaStore> Device<S> {
             io_faults: Vec::new(),
             queue: SubmissionQueue::default(),
             trace_submitter: None,
+            overtaken_write: false,
             image: None,
             media_restored,
         }
@@ -421,8 +424,10 @@ impl<S: MediaStore> Device<S> {
         let described = self.trace.is_some().then(|| describe(nsid, &command, self.namespace.geometry().lba_shift));
         self.trace_next_command();
         let changes_mapping = cfg!(debug_assertions) && matches!(command, Command::ZoneManagementSend { .. });
+        let overtaken = std::mem::take(&mut self.overtaken_write);
         let outcome = match self.take_io_fault(&command) {
             Some(status) => Err(status),
+            None if overtaken => Err(Status::ZoneInvalidWrite),
             None => self.scan_for_zombies(now).and_then(|()| self.run(now, command)),
         };
         // The namespace checks its own invariants after every change (debug builds); the mapping of logical

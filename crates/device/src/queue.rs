@@ -1,6 +1,8 @@
 //! The device as an actor: host commands wait in a bounded submission queue until a driver (the virtual-time
 //! executor, or a real-time device thread) asks the device to process them at some instant. NVMe lets commands
-//! that are outstanding together execute in any order; with reordering on, the device picks a seeded order.
+//! that are outstanding together execute in any order; with reordering on, the device picks a seeded order, both
+//! among the commands that reach it at one instant and for a write that reaches it while earlier writes of its
+//! zone are still outstanding (`Overtaking`).
 
 use zonelab_zns::{
     Command, Completion, MediaStore, ReceiveAction, Status, ZoneReport, REPORT_HEADER_BYTES, ZONE_DESCRIPTOR_BYTES,
@@ -21,6 +23,45 @@ pub struct QueueFull(pub QueuedCommand);
 pub(crate) struct SubmissionQueue {
     entries: Vec<Entry>,
     reorder: Option<SplitMix64>,
+    /// With reordering on: where a write that arrives while others of its zone are outstanding runs among them.
+    overtaking: Option<Overtaking>,
+}
+
+/// A write that reaches the device while earlier writes to its zone are still outstanding (submitted, not
+/// completed) is, as NVMe allows, not bound to run after them: the device gives it a seeded place among them,
+/// each place equally likely. A place ahead of an outstanding write means the write met the write pointer that
+/// write found, so it fails with Zone Invalid Write unless it was aimed there (then the order that ran the
+/// earlier write first is the only one consistent with what has completed, and it is kept). Results already
+/// given are never changed, and a zone whose writes are one at a time (mq-deadline's zone write lock) is never
+/// touched: this is why the ZNS study needs mq-deadline for deep writes in a zone, even at one I/O a call.
+#[derive(Debug)]
+struct Overtaking {
+    /// Its own stream, so that the shuffles of commands arriving together draw what they drew before.
+    rng: SplitMix64,
+    /// Writes of the zoned namespace that succeeded and are still outstanding, in the order they ran.
+    outstanding: Vec<OutstandingWrite>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OutstandingWrite {
+    zone: u32,
+    slba: u64,
+    complete_ns: u64,
+}
+
+impl Overtaking {
+    /// Whether a write to `zone` at `slba` arriving at `now` takes a place ahead of an outstanding write of its
+    /// zone that it cannot succeed at, so that it fails.
+    fn fails_ahead(&mut self, zone: u32, slba: u64, now: u64) -> bool {
+        self.outstanding.retain(|write| write.complete_ns > now);
+        let mut same_zone = self.outstanding.iter().filter(|write| write.zone == zone);
+        let ahead = same_zone.clone().count();
+        if ahead == 0 {
+            return false;
+        }
+        let place = self.rng.below(ahead as u64 + 1) as usize;
+        same_zone.nth(place).is_some_and(|overtaken| overtaken.slba != slba)
+    }
 }
 
 #[derive(Debug)]
@@ -36,6 +77,8 @@ impl<S: MediaStore> Device<S> {
     /// Turns seeded reordering of commands outstanding together on (`Some(seed)`) or off.
     pub fn set_reordering(&mut self, seed: Option<u64>) {
         self.queue.reorder = seed.map(|seed| SplitMix64::split(seed, "reorder"));
+        self.queue.overtaking =
+            seed.map(|seed| Overtaking { rng: SplitMix64::split(seed, "overtake"), outstanding: Vec::new() });
     }
 
     /// Queues `command` for the attached namespace under `tag` (the caller's, handed back with its completion).
@@ -81,7 +124,18 @@ impl<S: MediaStore> Device<S> {
             // Work done for the command may be delayed while it is in flight: the flash model names it by its tag.
             self.media.serve(Some(tag));
             self.trace_submitter = submitter;
+            let zoned_write = self.zoned_write(nsid, &command);
+            if let (Some((zone, slba)), Some(overtaking)) = (zoned_write, &mut self.queue.overtaking) {
+                if overtaking.fails_ahead(zone, slba, now) {
+                    self.overtaken_write = true;
+                }
+            }
             let (complete_ns, result) = self.execute_queued_to(nsid, now, command);
+            if let (Some((zone, slba)), Some(overtaking), true) =
+                (zoned_write, &mut self.queue.overtaking, result.is_ok())
+            {
+                overtaking.outstanding.push(OutstandingWrite { zone, slba, complete_ns });
+            }
             complete(tag, complete_ns, result);
         }
         self.media.serve(None);
@@ -90,6 +144,18 @@ impl<S: MediaStore> Device<S> {
         if self.queue.entries.is_empty() {
             self.queue.entries = batch;
         }
+    }
+
+    /// The zone and start of a write (or Write Zeroes) to the zoned namespace.
+    fn zoned_write(&self, nsid: u32, command: &QueuedCommand) -> Option<(u32, u64)> {
+        let slba = match command {
+            QueuedCommand::Write { slba, .. } | QueuedCommand::WriteZeroes { slba, .. } => *slba,
+            _ => return None,
+        };
+        if nsid == 0 || nsid != self.zoned_nsid() {
+            return None;
+        }
+        self.geometry_of(nsid).map(|geometry| (geometry.zone_of(slba), slba))
     }
 
     /// Hands `moved` each queued command whose completion has moved later since it was given, with its new

@@ -167,18 +167,27 @@ fn cpu_figures_follow_the_threads() {
 
 #[test]
 fn schedulers_decide_whether_deep_writes_in_a_zone_fail() {
-    // fio submits one I/O a call by default, and those reach the device one after another, in order; a call
-    // of four hands the device four writes at once, which it may run in any order.
-    let none = fio(&format!(
-        "{DEVICE} --name=w --rw=write --bs=4k --size=1z --ioengine=libaio --iodepth=4 --iodepth_batch_submit=4 --runtime=10ms --time_based --scheduler=none"
-    ))
-    .expect("runs");
-    assert_eq!(none.jobs[0].error, 5, "EIO");
-    assert!(none.jobs[0].error_message.as_deref().expect("message").contains("Zone Invalid Write (0x1bc)"));
-    let deadline = fio(&format!("{DEVICE} --name=w --rw=write --bs=4k --size=1z --ioengine=libaio --iodepth=4 --iodepth_batch_submit=4 --runtime=10ms --time_based --scheduler=mq-deadline")).expect("runs");
-    let job = &deadline.jobs[0];
-    assert_eq!(job.error, 0);
-    assert!(job.scheduler.merged_requests > 0 && job.scheduler.write_commands < job.write.ios, "{:?}", job.scheduler);
+    // Under `none` the device has several writes of the zone outstanding together and may run them in any
+    // order: those that reach it in one call of four, and those submitted one a call (fio's default) while the
+    // earlier ones are still in flight. mq-deadline's zone write lock lets one through at a time.
+    for (batch, seed) in [(4, 3), (1, 1), (1, 2), (1, 3), (1, 4)] {
+        let none = fio(&format!(
+            "{DEVICE} --name=w --rw=write --bs=4k --size=1z --ioengine=libaio --iodepth=4 --iodepth_batch_submit={batch} --runtime=10ms --time_based --scheduler=none --seed={seed}"
+        ))
+        .expect("runs");
+        assert_eq!(none.jobs[0].error, 5, "EIO at batch {batch}, seed {seed}");
+        assert!(none.jobs[0].error_message.as_deref().expect("message").contains("Zone Invalid Write (0x1bc)"));
+    }
+    for batch in [1, 4] {
+        let deadline = fio(&format!("{DEVICE} --name=w --rw=write --bs=4k --size=1z --ioengine=libaio --iodepth=4 --iodepth_batch_submit={batch} --runtime=10ms --time_based --scheduler=mq-deadline")).expect("runs");
+        let job = &deadline.jobs[0];
+        assert_eq!(job.error, 0);
+        assert!(
+            job.scheduler.merged_requests > 0 && job.scheduler.write_commands < job.write.ios,
+            "{:?}",
+            job.scheduler
+        );
+    }
 }
 
 /// `continue_on_error` goes past the failed writes of a job that names it for writes (counting them, as fio's

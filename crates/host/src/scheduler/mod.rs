@@ -2,9 +2,8 @@
 //! name from `SCHEDULERS`; one file each beside this one, with its options and help.
 //!
 //! - `none` (here) hands every command straight to the device. Several writes outstanding in one zone may then
-//!   reach it in any order (the runtime's seeded reordering plays the part of the multi-queue block layer), and a
-//!   write that arrives before its predecessor fails with Zone Invalid Write: the failure seed 000 section 4.3
-//!   warns of.
+//!   run there in any order (the device's seeded reordering, `zonelab_device`'s `queue.rs`), and a write that
+//!   runs before its predecessor fails with Zone Invalid Write: the failure seed 000 section 2.2 warns of.
 //! - `mq-deadline` (`deadline.rs`) keeps Linux's zone write lock, sorting and merging queued writes.
 //! - `zinc` (`zinc.rs`) is mq-deadline with resets and finishes held and let go by an epoch timer, as its authors
 //!   published it.
