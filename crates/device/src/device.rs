@@ -35,9 +35,13 @@ pub struct TraceEvent {
     pub nlb: u64,
     /// NVMe status code, 0 on success.
     pub status: u16,
-    /// The zoned namespace's open and active zones once the command has run.
+    /// The zoned namespace's open, active and EMPTY zones once the command has run.
     pub open_zones: u32,
     pub active_zones: u32,
+    pub empty_zones: u32,
+    /// Host data in the controller's write buffer, not yet absorbed by the flash, once the command has taken
+    /// its own (`FlashModel::write_buffer_bytes` at its arrival).
+    pub write_buffer_bytes: u64,
     /// The host task that submitted it, where the runtime tells (a simulation's task index): what joins a host
     /// operation (a compaction) to the commands it caused.
     pub submitter: Option<u32>,
@@ -538,6 +542,8 @@ impl<S: MediaStore> Device<S> {
                     status,
                     open_zones,
                     active_zones,
+                    empty_zones: self.namespace.empty_zones(),
+                    write_buffer_bytes: self.media.write_buffer_bytes(now),
                     submitter: self.trace_submitter,
                 });
             } else {

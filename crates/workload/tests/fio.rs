@@ -1059,4 +1059,15 @@ fn a_trace_holds_every_flash_operation_and_arrows_forward_in_time() {
     let landing_on_programs = events.iter().filter(|event| event["ph"] == "f" && event["pid"] == 3).count();
     assert!(landing_on_programs > 0, "commands point at their flash operations");
     assert!(tids_of(1).len() >= 2 && !tids_of(2).is_empty() && !tids_of(3).is_empty());
+    // Counters: the writer fills zone 0 of 16 and leaves it open; the write buffer fills while it writes and
+    // never holds more than its size (zn540's `write-drain-buffer-bytes`, 1.5 MiB).
+    let counter = |name: &str, arg: &str| -> Vec<u64> {
+        let of_name = events.iter().filter(|event| event["ph"] == "C" && event["name"] == name);
+        of_name.map(|event| event["args"][arg].as_u64().expect("value")).collect()
+    };
+    let (empty, open) = (counter("zones", "empty"), counter("zones", "open"));
+    assert_eq!((empty.last(), open.last()), (Some(&15), Some(&1)), "{empty:?} {open:?}");
+    let buffered = counter("write buffer", "KiB");
+    let most = buffered.iter().max().copied().expect("a write buffer counter");
+    assert!(most > 0 && most <= 1536, "{buffered:?}");
 }

@@ -108,6 +108,7 @@ pub struct ZonedNamespace<S> {
     zones: Vec<ZoneMeta>,
     nr_open: u32,
     nr_active: u32,
+    nr_empty: u32,
     /// IMPL_OPEN zones by the order they became IMPL_OPEN: the first entry is the auto-close victim.
     implicitly_opened: BTreeMap<u64, u32>,
     next_open_seq: u64,
@@ -153,6 +154,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
             zones,
             nr_open: 0,
             nr_active: 0,
+            nr_empty: geometry.zones,
             implicitly_opened: BTreeMap::new(),
             next_open_seq: 1,
             store,
@@ -179,7 +181,8 @@ impl<S: MediaStore> ZonedNamespace<S> {
                 wp_lba: start + record.wp_offset_lba,
                 open_seq: record.open_seq,
             };
-            namespace.account(zone, None, &meta);
+            let fresh = namespace.zones[zone as usize];
+            namespace.account(zone, &fresh, &meta);
             namespace.zones[zone as usize] = meta;
             namespace.next_open_seq = namespace.next_open_seq.max(record.open_seq + 1);
         }
@@ -214,6 +217,11 @@ impl<S: MediaStore> ZonedNamespace<S> {
     /// Zones holding an active resource (open + CLOSED).
     pub fn active_zones(&self) -> u32 {
         self.nr_active
+    }
+
+    /// EMPTY zones: those a host can open without resetting one first.
+    pub fn empty_zones(&self) -> u32 {
+        self.nr_empty
     }
 
     /// Where a zone's written data ends: its blocks from here on were never written and read as zeros. Unlike a
@@ -560,7 +568,7 @@ impl<S: MediaStore> ZonedNamespace<S> {
         if open_seq == self.next_open_seq {
             self.next_open_seq += 1;
         }
-        self.account(zone, Some(&old), &new);
+        self.account(zone, &old, &new);
         self.zones[zone as usize] = new;
         if old.state != state || cause == TransitionCause::PowerLoss {
             self.effects.push(Effect::Transition { zone, from: old.state, to: state, cause });
@@ -568,21 +576,21 @@ impl<S: MediaStore> ZonedNamespace<S> {
         Ok(())
     }
 
-    /// Moves the resource counts and the implicit-open order from `old` (None: not counted yet) to `new`.
-    fn account(&mut self, zone: u32, old: Option<&ZoneMeta>, new: &ZoneMeta) {
-        if old.is_some_and(|old| (old.state, old.open_seq) == (new.state, new.open_seq)) {
+    /// Moves the resource and EMPTY counts and the implicit-open order from `old` to `new`.
+    fn account(&mut self, zone: u32, old: &ZoneMeta, new: &ZoneMeta) {
+        if (old.state, old.open_seq) == (new.state, new.open_seq) {
             // A write inside an open zone moves only its write pointer: nothing to recount (the common case).
             return;
         }
-        if let Some(old) = old {
-            self.nr_open -= u32::from(old.state.is_open());
-            self.nr_active -= u32::from(old.state.is_active());
-            if old.state == ZoneState::ImplicitlyOpened {
-                self.implicitly_opened.remove(&old.open_seq);
-            }
+        self.nr_open -= u32::from(old.state.is_open());
+        self.nr_active -= u32::from(old.state.is_active());
+        self.nr_empty -= u32::from(old.state == ZoneState::Empty);
+        if old.state == ZoneState::ImplicitlyOpened {
+            self.implicitly_opened.remove(&old.open_seq);
         }
         self.nr_open += u32::from(new.state.is_open());
         self.nr_active += u32::from(new.state.is_active());
+        self.nr_empty += u32::from(new.state == ZoneState::Empty);
         if new.state == ZoneState::ImplicitlyOpened {
             self.implicitly_opened.insert(new.open_seq, zone);
         }
@@ -883,10 +891,11 @@ impl<S: MediaStore> ZonedNamespace<S> {
     pub fn check_invariants(&self) -> Result<(), String> {
         let open = self.zones.iter().filter(|meta| meta.state.is_open()).count() as u32;
         let active = self.zones.iter().filter(|meta| meta.state.is_active()).count() as u32;
-        if (open, active) != (self.nr_open, self.nr_active) {
+        let empty = self.zones.iter().filter(|meta| meta.state == ZoneState::Empty).count() as u32;
+        if (open, active, empty) != (self.nr_open, self.nr_active, self.nr_empty) {
             return Err(format!(
-                "counted {open} open / {active} active zones but the namespace holds {} / {}",
-                self.nr_open, self.nr_active
+                "counted {open} open / {active} active / {empty} empty zones but the namespace holds {} / {} / {}",
+                self.nr_open, self.nr_active, self.nr_empty
             ));
         }
         let limits = &self.geometry;

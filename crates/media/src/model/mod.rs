@@ -166,6 +166,11 @@ impl FlashModel {
         &self.config
     }
 
+    /// Bytes of host writes in the controller's write buffer at `now`, not yet absorbed by the flash.
+    pub fn write_buffer_bytes(&self, now: u64) -> u64 {
+        self.resources.write_budget.held_bytes(now)
+    }
+
     pub fn counters(&self) -> &FlashCounters {
         &self.counters
     }

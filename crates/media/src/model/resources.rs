@@ -150,6 +150,23 @@ impl WriteBudget {
         Drained { in_device_ns: ready.max(at), absorbed_ns: self.free_ns }
     }
 
+    /// Bytes taken that the flash has not absorbed by `now`, at most the buffer's size: how full the write buffer
+    /// is (a range being absorbed counts what its linear drain has left). Without a buffer, none.
+    pub fn held_bytes(&self, now: u64) -> u64 {
+        let left = |range: &Absorbing| {
+            let bytes = range.end_byte - range.first_byte;
+            match now {
+                now if now <= range.start_ns => bytes,
+                now if now >= range.end_ns => 0,
+                now => {
+                    let left_ns = u128::from(range.end_ns - now);
+                    (u128::from(bytes) * left_ns / u128::from(range.end_ns - range.start_ns)) as u64
+                }
+            }
+        };
+        self.absorbing.iter().map(left).sum::<u64>().min(self.buffer_bytes)
+    }
+
     /// When the budget is next free, from `at` on.
     pub fn start(&self, at: u64) -> u64 {
         self.free_ns.max(at)

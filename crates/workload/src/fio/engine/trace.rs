@@ -5,7 +5,8 @@
 //!   (`wal-bench --trace` has the two below only; `kv-bench --trace` has a track of flushes and one of
 //!   compactions instead, `write_device_trace`);
 //! - **device**: a track per zone of the zoned namespace (and one per other namespace), a slice per command
-//!   from its arrival at the controller to its completion, and counters of open and active zones;
+//!   from its arrival at the controller to its completion, and counters of open, active and EMPTY zones and of
+//!   the write buffer's fill;
 //! - **flash**: a track per plane (with its channel), a slice per sense, program or erase, named by its
 //!   source (host write, finish padding, garbage collection...).
 //!
@@ -294,19 +295,37 @@ pub(super) fn write_trace<S: MediaStore>(
             flow(&mut out, &slices[first_command + cause as usize], &slices[first_flash + index])?;
         }
     }
-    // Open and active zones, where they change.
-    let mut last = None;
+    // Open, active and EMPTY zones where they change, and the write buffer's fill where it moves by a 32nd of
+    // the buffer or empties (a step per command would double the file).
+    let buffer_step = (device.media().config().controller.write_drain_buffer_bytes / 32).max(1);
+    let (mut last_zones, mut last_buffer) = (None, None);
     for command in commands {
-        let now = (command.open_zones, command.active_zones);
-        if last != Some(now) {
-            last = Some(now);
+        let zones = (command.open_zones, command.active_zones, command.empty_zones);
+        if last_zones != Some(zones) {
+            last_zones = Some(zones);
             event(
                 &mut out,
                 format_args!(
-                    "{{\"ph\":\"C\",\"pid\":{DEVICE_PID},\"ts\":{},\"name\":\"zones\",\"args\":{{\"open\":{},\"active\":{}}}}}",
+                    "{{\"ph\":\"C\",\"pid\":{DEVICE_PID},\"ts\":{},\"name\":\"zones\",\"args\":{{\"open\":{},\"active\":{},\
+                     \"empty\":{}}}}}",
                     Micros(command.submit_ns),
-                    now.0,
-                    now.1
+                    zones.0,
+                    zones.1,
+                    zones.2
+                ),
+            )?;
+        }
+        let buffered = command.write_buffer_bytes;
+        let moved = last_buffer
+            .is_none_or(|last: u64| last.abs_diff(buffered) >= buffer_step || (buffered == 0) != (last == 0));
+        if moved {
+            last_buffer = Some(buffered);
+            event(
+                &mut out,
+                format_args!(
+                    "{{\"ph\":\"C\",\"pid\":{DEVICE_PID},\"ts\":{},\"name\":\"write buffer\",\"args\":{{\"KiB\":{}}}}}",
+                    Micros(command.submit_ns),
+                    buffered / 1024
                 ),
             )?;
         }
