@@ -13,6 +13,8 @@ mod zonefs;
 
 pub use host_ftl::{host_ftl_geometry, HostFtl, HostFtlCounters, HostFtlError};
 pub use reset_load::{run_reset_load, ResetLoadStats};
-pub use scheduler::{Scheduled, SchedulerCounters, SchedulerInfo, SchedulerKind, ZincConfig, SCHEDULERS};
+pub use scheduler::{
+    QueueSpan, Scheduled, SchedulerCounters, SchedulerInfo, SchedulerKind, SchedulerQueue, ZincConfig, SCHEDULERS,
+};
 pub use wal::{RecoveryStats, Wal, WalConfig, WalDesign, WalError, WalStats, ZoneSource};
 pub use zonefs::{read_files, FileState, FsError, ZoneFs, ZoneFsStats, ZoneLayout};

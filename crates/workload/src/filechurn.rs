@@ -250,7 +250,7 @@ impl JobTrace {
             })
             .collect();
         simulation
-            .with_device(|device| crate::fio::write_device_trace(path, "file-churn", &spans, device))
+            .with_device(|device| crate::fio::write_device_trace(path, "file-churn", &spans, &[], device))
             .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))
     }
 }

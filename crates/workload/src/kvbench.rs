@@ -479,6 +479,9 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
     }
     let mut simulation = Simulation::with_host(device, built.host, Some(spec.seed));
     let queue = Scheduled::new(simulation.host(), spec.scheduler, 1280 << 10);
+    if spec.trace.is_some() {
+        queue.record_queues();
+    }
     let wall = Instant::now();
 
     let opened: Slot<Rc<Db<_>>> = Rc::new(RefCell::new(None));
@@ -562,7 +565,7 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
         simulation
             .with_device(|device| {
                 let operations = db.operations.as_ref().map(|operations| operations.take()).unwrap_or_default();
-                crate::fio::write_device_trace(path, "kv-bench", &operations, device)
+                crate::fio::write_device_trace(path, "kv-bench", &operations, &queue.queue_spans(), device)
             })
             .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))?;
     }

@@ -259,7 +259,7 @@ fn run_on<S: MediaStore + 'static>(
     };
     if let Some(path) = &spec.trace {
         simulation
-            .with_device(|device| crate::fio::write_device_trace(path, "wal-bench", &[], device))
+            .with_device(|device| crate::fio::write_device_trace(path, "wal-bench", &[], &[], device))
             .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))?;
     }
     let seconds = device_time_ns as f64 / 1e9;

@@ -1071,3 +1071,52 @@ fn a_trace_holds_every_flash_operation_and_arrows_forward_in_time() {
     let most = buffered.iter().max().copied().expect("a write buffer counter");
     assert!(most > 0 && most <= 1536, "{buffered:?}");
 }
+
+/// The scheduler's queues in a trace: under ZINC, a reset job's held resets sit on their own track, each named
+/// by the rule that let it go and joined by an arrow to the zone reset it became; the writer's requests that
+/// waited for their zone's lock sit on the zone's write-lock track. The counts agree with the scheduler's.
+#[test]
+fn a_trace_shows_the_schedulers_queues_and_what_left_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("trace.json");
+    let result = fio(&format!(
+        "--filename=preset:zn540,zones=16 --zonemode=zbd --scheduler=zinc \
+         --name=w --rw=write --bs=64k --ioengine=libaio --iodepth=8 --size=8z --runtime=300ms --time_based \
+         --name=t --rw=trim --bs=2048m --offset=8z --size=8z --prefill=full --runtime=300ms --time_based --trace={}",
+        path.display()
+    ))
+    .expect("runs");
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("trace")).expect("JSON");
+    let events = trace["traceEvents"].as_array().expect("events");
+    let queued: Vec<&Value> = events.iter().filter(|event| event["ph"] == "X" && event["pid"] == 4).collect();
+    let on_track = |track: u64| queued.iter().filter(move |slice| slice["tid"].as_u64().expect("tid") / 64 == track);
+    let counters = &result.jobs[0].scheduler;
+    let held: Vec<&&Value> = on_track(0).collect();
+    assert!(!held.is_empty() && held.len() as u64 <= counters.management_held, "{} held, {counters:?}", held.len());
+    let by_rule = |rule: &str| held.iter().filter(|slice| slice["name"] == rule).count() as u64;
+    assert!(by_rule("tokens spent") > 0, "a busy writer spends the tokens: {counters:?}");
+    assert!(by_rule("tokens spent") <= counters.released_by_tokens);
+    // Every held reset's arrow lands on a zone reset of the device, no earlier than the hold ended.
+    let (starts, ends): (Vec<&Value>, Vec<&Value>) =
+        events.iter().filter(|event| event["ph"] == "s" || event["ph"] == "f").partition(|event| event["ph"] == "s");
+    let end_of = |id: &Value| ends.iter().find(|end| end["id"] == *id).expect("each flow lands");
+    let from_held: Vec<&&Value> =
+        starts.iter().filter(|start| start["pid"] == 4 && start["tid"].as_u64().expect("tid") / 64 == 0).collect();
+    assert_eq!(from_held.len(), held.len(), "an arrow from every held reset");
+    let resets: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["ph"] == "X" && event["pid"] == 2 && event["name"] == "zone reset")
+        .collect();
+    for start in from_held {
+        let end = end_of(&start["id"]);
+        assert_eq!(end["pid"], 2);
+        let landed = resets.iter().any(|reset| reset["tid"] == end["tid"] && reset["ts"] == end["ts"]);
+        assert!(landed, "the arrow {start} lands on a zone reset: {end}");
+    }
+    // The writer's waits for zone locks: each dispatched head or merged request, never more than counted.
+    let locked: Vec<&&Value> = on_track(2).collect();
+    let named = |name: &str| locked.iter().filter(|slice| slice["name"] == name).count() as u64;
+    assert!(named("dispatched") > 0 && named("dispatched") <= counters.write_commands, "{counters:?}");
+    assert!(named("merged") > 0 && named("merged") <= counters.merged_requests, "{counters:?}");
+    assert_eq!(named("dispatched") + named("merged"), locked.len() as u64);
+}

@@ -13,7 +13,7 @@ use zonelab_runtime::{CommandQueue, IoData, Output, QueuedCommand};
 use zonelab_zns::Status;
 
 use super::zinc::{write_units, ZincState};
-use super::{merge, SchedulerCounters, SchedulerInfo, SchedulerKind};
+use super::{merge, record, QueueSpan, QueueTrace, SchedulerCounters, SchedulerInfo, SchedulerKind, SchedulerQueue};
 
 pub(super) const INFO: SchedulerInfo = SchedulerInfo {
     name: "mq-deadline",
@@ -25,6 +25,8 @@ pub(super) const INFO: SchedulerInfo = SchedulerInfo {
 /// A queued write, waiting for its zone's lock.
 struct QueuedWrite {
     id: u64,
+    slba: u64,
+    queued_ns: u64,
     blocks: u64,
     data: IoData,
     /// Woken when the write may be dispatched or its merged result is in.
@@ -71,6 +73,7 @@ pub(super) struct LockedWrite<'a, Q> {
     pub inner: &'a Q,
     pub locks: &'a RefCell<ZoneLocks>,
     pub counters: &'a RefCell<SchedulerCounters>,
+    pub queue_trace: &'a QueueTrace,
     pub zinc: Option<&'a Rc<RefCell<ZincState>>>,
     pub zone_shift: u32,
     pub max_blocks: u64,
@@ -87,7 +90,9 @@ impl<Q: CommandQueue> LockedWrite<'_, Q> {
             locks.next_id += 1;
             let id = locks.next_id;
             self.counters.borrow_mut().write_requests += 1;
-            locks.zones.entry(zone).or_default().writes.insert(slba, QueuedWrite { id, blocks, data, waker: None });
+            let queued_ns = self.inner.now_ns();
+            let write = QueuedWrite { id, slba, queued_ns, blocks, data, waker: None };
+            locks.zones.entry(zone).or_default().writes.insert(slba, write);
             id
         };
         // Like the block layer's plug, a request that may dispatch first lets every request submitted at the same
@@ -169,6 +174,12 @@ impl<Q: CommandQueue> LockedWrite<'_, Q> {
         let mut counters = self.counters.borrow_mut();
         counters.write_commands += 1;
         counters.merged_requests += members.len() as u64 - 1;
+        let now = self.inner.now_ns();
+        for (index, member) in members.iter().enumerate() {
+            let left = if index == 0 { "dispatched" } else { "merged" };
+            let (queue, lba, start_ns) = (SchedulerQueue::ZoneWrites(zone), member.slba, member.queued_ns);
+            record(self.queue_trace, QueueSpan { queue, lba, start_ns, end_ns: now, left });
+        }
         members
     }
 }

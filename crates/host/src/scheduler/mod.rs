@@ -104,6 +104,40 @@ pub struct SchedulerCounters {
     pub held_ns: u64,
 }
 
+/// One of the scheduler's queues, as a trace draws it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SchedulerQueue {
+    /// mq-deadline's queue of writes waiting for the zone's write lock.
+    ZoneWrites(u64),
+    /// ZINC's held resets, and its held finishes.
+    Resets,
+    Finishes,
+}
+
+/// A request's wait in one of the scheduler's queues, and how it left: `dispatched` (the head of a zone's queue
+/// when its lock came free), `merged` (carried by the head's command), or the ZINC rule that let a held command
+/// go (`few in flight`, `tokens spent`, `most holds`). Requests that left at the instant they came are not kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueSpan {
+    pub queue: SchedulerQueue,
+    pub lba: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub left: &'static str,
+}
+
+/// Where a traced scheduler keeps its requests' waits: None until `Scheduled::record_queues`.
+type QueueTrace = Rc<RefCell<Option<Vec<QueueSpan>>>>;
+
+/// Keeps `span` if the queues are traced and it lasted.
+fn record(trace: &QueueTrace, span: QueueSpan) {
+    if span.end_ns > span.start_ns {
+        if let Some(spans) = trace.borrow_mut().as_mut() {
+            spans.push(span);
+        }
+    }
+}
+
 /// A `CommandQueue` with a scheduler in front of `inner`.
 pub struct Scheduled<Q> {
     inner: Q,
@@ -115,6 +149,7 @@ pub struct Scheduled<Q> {
     locks: Rc<RefCell<ZoneLocks>>,
     zinc: Option<Rc<RefCell<ZincState>>>,
     counters: Rc<RefCell<SchedulerCounters>>,
+    queue_trace: QueueTrace,
 }
 
 impl<Q: Clone> Clone for Scheduled<Q> {
@@ -128,6 +163,7 @@ impl<Q: Clone> Clone for Scheduled<Q> {
             locks: Rc::clone(&self.locks),
             zinc: self.zinc.clone(),
             counters: Rc::clone(&self.counters),
+            queue_trace: Rc::clone(&self.queue_trace),
         }
     }
 }
@@ -151,7 +187,18 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
             locks: Rc::default(),
             zinc,
             counters: Rc::default(),
+            queue_trace: Rc::default(),
         }
+    }
+
+    /// Keeps every request's wait in the scheduler's queues from now on, for a trace (`queue_spans`).
+    pub fn record_queues(&self) {
+        self.queue_trace.borrow_mut().get_or_insert_with(Vec::new);
+    }
+
+    /// The waits kept since `record_queues`, in the order they ended.
+    pub fn queue_spans(&self) -> Vec<QueueSpan> {
+        self.queue_trace.borrow().clone().unwrap_or_default()
     }
 
     pub fn kind(&self) -> SchedulerKind {
@@ -165,15 +212,15 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
     /// ZINC runs at every insert and completion.
     fn zinc_dispatch(&self) {
         if let Some(zinc) = &self.zinc {
-            zinc.borrow_mut().dispatch(self.inner.now_ns(), &mut self.counters.borrow_mut());
+            zinc.borrow_mut().dispatch(self.inner.now_ns(), &mut self.counters.borrow_mut(), &self.queue_trace);
         }
     }
 
     async fn submit_scheduled(self, command: QueuedCommand) -> Result<Output, Status> {
         let zinc = self.zinc.clone();
         let management = match &command {
-            QueuedCommand::ZoneSend { action: ZoneSendAction::Reset, .. } => Some(Class::Reset),
-            QueuedCommand::ZoneSend { action: ZoneSendAction::Finish, .. } => Some(Class::Finish),
+            QueuedCommand::ZoneSend { action: ZoneSendAction::Reset, slba, .. } => Some((Class::Reset, *slba)),
+            QueuedCommand::ZoneSend { action: ZoneSendAction::Finish, slba, .. } => Some((Class::Finish, *slba)),
             _ => None,
         };
         let result = match (command, zinc.as_ref(), management) {
@@ -182,6 +229,7 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
                     inner: &self.inner,
                     locks: &self.locks,
                     counters: &self.counters,
+                    queue_trace: &self.queue_trace,
                     zinc,
                     zone_shift: self.zone_shift,
                     max_blocks: self.max_request_blocks,
@@ -189,8 +237,8 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
                 self.zinc_dispatch();
                 locked.write(slba, data).await
             }
-            (command, Some(zinc), Some(class)) => {
-                ZincState::hold(zinc, &self.counters, &self.inner, class).await;
+            (command, Some(zinc), Some((class, slba))) => {
+                ZincState::hold(zinc, &self.counters, &self.queue_trace, &self.inner, class, slba).await;
                 let result = self.inner.submit(command).await;
                 zinc.borrow_mut().management_completed(class);
                 result

@@ -27,7 +27,7 @@ use std::task::{Poll, Waker};
 use serde::Serialize;
 use zonelab_runtime::CommandQueue;
 
-use super::{SchedulerCounters, SchedulerInfo, SchedulerKind};
+use super::{record, QueueSpan, QueueTrace, SchedulerCounters, SchedulerInfo, SchedulerKind, SchedulerQueue};
 
 pub(super) const INFO: SchedulerInfo = SchedulerInfo {
     name: "zinc",
@@ -76,6 +76,7 @@ pub(super) enum Class {
 /// A held reset or finish.
 struct Held {
     id: u64,
+    slba: u64,
     holds: u32,
     since_ns: u64,
     waker: Option<Waker>,
@@ -136,24 +137,24 @@ impl ZincState {
 
     /// The scheduler runs at `now` (an insert, a completion, or an epoch's end): marks both queues fired if an
     /// epoch ended since it last ran, and lets a fired queue's head go if one of ZINC's three rules allows.
-    pub fn dispatch(&mut self, now: u64, counters: &mut SchedulerCounters) {
+    pub fn dispatch(&mut self, now: u64, counters: &mut SchedulerCounters, trace: &QueueTrace) {
         let epoch = now / self.config.epoch_ns;
         if epoch > self.epoch {
             self.epoch = epoch;
             self.queues.iter_mut().for_each(|queue| queue.fired = true);
         }
         let (few, config) = (self.few_in_flight(), self.config);
-        for queue in &mut self.queues {
+        for (queue, traced_as) in self.queues.iter_mut().zip([SchedulerQueue::Resets, SchedulerQueue::Finishes]) {
             if !std::mem::take(&mut queue.fired) {
                 continue;
             }
             let Some(head) = queue.held.front() else { continue };
-            let counter = if few {
-                &mut counters.released_few_in_flight
+            let (counter, left) = if few {
+                (&mut counters.released_few_in_flight, "few in flight")
             } else if queue.tokens_used > u64::from(config.tokens) {
-                &mut counters.released_by_tokens
+                (&mut counters.released_by_tokens, "tokens spent")
             } else if head.holds >= config.max_holds {
-                &mut counters.released_by_holds
+                (&mut counters.released_by_holds, "most holds")
             } else {
                 queue.held.iter_mut().for_each(|held| held.holds += 1);
                 continue;
@@ -161,6 +162,8 @@ impl ZincState {
             *counter += 1;
             let released = queue.held.pop_front().expect("a head");
             counters.held_ns += now - released.since_ns;
+            let (lba, start_ns) = (released.slba, released.since_ns);
+            record(trace, QueueSpan { queue: traced_as, lba, start_ns, end_ns: now, left });
             queue.tokens_used = 0;
             if let Some(waker) = released.waker {
                 waker.wake();
@@ -168,12 +171,14 @@ impl ZincState {
         }
     }
 
-    /// Holds a reset or finish of `class` until ZINC lets it go.
+    /// Holds a reset or finish of `class` of the zone at `slba` until ZINC lets it go.
     pub async fn hold<Q: CommandQueue>(
         state: &Rc<RefCell<ZincState>>,
         counters: &RefCell<SchedulerCounters>,
+        trace: &QueueTrace,
         queue: &Q,
         class: Class,
+        slba: u64,
     ) {
         let id = {
             let mut zinc = state.borrow_mut();
@@ -181,10 +186,10 @@ impl ZincState {
             let id = zinc.next_id;
             let few = zinc.few_in_flight();
             let held = zinc.queue(class);
-            held.held.push_front(Held { id, holds: 0, since_ns: queue.now_ns(), waker: None });
+            held.held.push_front(Held { id, slba, holds: 0, since_ns: queue.now_ns(), waker: None });
             held.fired |= few;
             counters.borrow_mut().management_held += 1;
-            zinc.dispatch(queue.now_ns(), &mut counters.borrow_mut());
+            zinc.dispatch(queue.now_ns(), &mut counters.borrow_mut(), trace);
             id
         };
         loop {
@@ -204,7 +209,7 @@ impl ZincState {
             if released {
                 return;
             }
-            state.borrow_mut().dispatch(queue.now_ns(), &mut counters.borrow_mut());
+            state.borrow_mut().dispatch(queue.now_ns(), &mut counters.borrow_mut(), trace);
         }
     }
 }

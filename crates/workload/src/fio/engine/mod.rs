@@ -293,7 +293,11 @@ pub fn run_reporting(
     let mut targets = Vec::new();
     for ((index, &nsid), checked) in nsids.iter().enumerate().zip(checked) {
         let mut target_notes = Vec::new();
-        targets.push(target(&simulation, nsid, &jobs_on(index), checked, verifies, &mut target_notes)?);
+        let target = target(&simulation, nsid, &jobs_on(index), checked, verifies, &mut target_notes)?;
+        if invocation.trace.is_some() {
+            target.scheduled.record_queues();
+        }
+        targets.push(target);
         // Jobs on several namespaces: each note says which one it is about.
         let prefix = if nsids.len() > 1 { format!("namespace {nsid}: ") } else { String::new() };
         notes.extend(target_notes.into_iter().map(|note| format!("{prefix}{note}")));
@@ -372,8 +376,9 @@ pub fn run_reporting(
         ));
     }
     if let (Some(path), Some(spans)) = (&invocation.trace, &run.spans) {
+        let queued: Vec<_> = run.targets.iter().flat_map(|target| target.scheduled.queue_spans()).collect();
         run.simulation
-            .with_device(|device| trace::write_trace(path, "fio", spans, &[], device))
+            .with_device(|device| trace::write_trace(path, "fio", spans, &[], &queued, device))
             .map_err(|error| FioError::Trace { path: path.display().to_string(), message: error.to_string() })?;
     }
     let wear = run.simulation.with_device(|device| device.media().erase_summary());

@@ -8,7 +8,10 @@
 //!   from its arrival at the controller to its completion, and counters of open, active and EMPTY zones and of
 //!   the write buffer's fill;
 //! - **flash**: a track per plane (with its channel), a slice per sense, program or erase, named by its
-//!   source (host write, finish padding, garbage collection...).
+//!   source (host write, finish padding, garbage collection...);
+//! - **scheduler**: a track per queue of the host's scheduler (mq-deadline's writes waiting for a zone's lock,
+//!   ZINC's held resets and finishes), a slice per request that waited there, named by how it left, with an
+//!   arrow to the command it became.
 //!
 //! Flow arrows join an I/O to the commands it became (a command of its kind within its range, arrived while the
 //! I/O was in flight), a program's operation to the commands its task submitted while it ran (a compaction to its
@@ -21,6 +24,7 @@ use std::io::Write;
 use std::path::Path;
 
 use zonelab_device::{Device, TraceEvent, TRACE_LIMIT};
+use zonelab_host::{QueueSpan, SchedulerQueue};
 use zonelab_media::{FlashOp, OpSource};
 
 use super::*;
@@ -54,6 +58,7 @@ pub struct OperationSpan {
 const FIO_PID: u32 = 1;
 const DEVICE_PID: u32 = 2;
 const FLASH_PID: u32 = 3;
+const SCHEDULER_PID: u32 = 4;
 
 /// Lanes a track may take: thread ids are `track * LANES + lane`.
 const LANES: u64 = 64;
@@ -76,6 +81,7 @@ enum What {
     Operation(usize),
     Command(usize),
     Flash(usize),
+    Queued(usize),
 }
 
 impl Slice {
@@ -84,13 +90,23 @@ impl Slice {
     }
 }
 
+/// A scheduler queue's track: ZINC's two, then a zone's write queue by its number.
+fn queue_track(queue: SchedulerQueue) -> u64 {
+    match queue {
+        SchedulerQueue::Resets => 0,
+        SchedulerQueue::Finishes => 1,
+        SchedulerQueue::ZoneWrites(zone) => 2 + zone,
+    }
+}
+
 /// Writes the trace of a run of `program` (fio, wal-bench...): the jobs' I/Os by thread name (none for a
-/// program other than fio), and the device's commands and flash operations.
+/// program other than fio), the scheduler's queues, and the device's commands and flash operations.
 pub(super) fn write_trace<S: MediaStore>(
     path: &Path,
     program: &str,
     jobs: &[(String, Vec<IoSpan>)],
     operations: &[OperationSpan],
+    queued: &[QueueSpan],
     device: &Device<S>,
 ) -> std::io::Result<()> {
     let commands = device.trace();
@@ -149,6 +165,12 @@ pub(super) fn write_trace<S: MediaStore>(
         let (track, what) = (u64::from(event.plane), What::Flash(index));
         slices.push(Slice { pid: FLASH_PID, track, start_ns: event.start_ns, end_ns: event.end_ns, what, lane: 0 });
     }
+    let first_queued = slices.len();
+    for (index, span) in queued.iter().enumerate().filter(|(_, span)| span.start_ns <= until_ns) {
+        let (track, what) = (queue_track(span.queue), What::Queued(index));
+        slices.push(Slice { pid: SCHEDULER_PID, track, start_ns: span.start_ns, end_ns: span.end_ns, what, lane: 0 });
+    }
+    let queued_slices = slices.len() - first_queued;
     assign_lanes(&mut slices);
 
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -172,7 +194,9 @@ pub(super) fn write_trace<S: MediaStore>(
             }
             out.write_fmt(text)
         };
-    for (pid, name) in [(FIO_PID, program), (DEVICE_PID, "device commands"), (FLASH_PID, "flash")] {
+    let processes =
+        [(FIO_PID, program), (DEVICE_PID, "device commands"), (FLASH_PID, "flash"), (SCHEDULER_PID, "scheduler")];
+    for (pid, name) in processes {
         event(&mut out, format_args!("{}", metadata(pid, None, "process_name", name)))?;
     }
     // Each lane's name, once.
@@ -188,6 +212,11 @@ pub(super) fn write_trace<S: MediaStore>(
             },
             DEVICE_PID if slice.track < u64::from(geometry.zones) => format!("zone {}", slice.track),
             DEVICE_PID => format!("namespace {}", slice.track - u64::from(geometry.zones)),
+            SCHEDULER_PID => match slice.track {
+                0 => "held resets (ZINC)".to_string(),
+                1 => "held finishes (ZINC)".to_string(),
+                track => format!("zone {} write lock", track - 2),
+            },
             // A plane's track, named with the channel that reaches it (its operations carry both).
             _ => match slice.what {
                 What::Flash(index) => format!("plane {} (channel {})", slice.track, flash[index].channel),
@@ -232,6 +261,10 @@ pub(super) fn write_trace<S: MediaStore>(
                     command.nlb,
                     command.status
                 )?
+            }
+            What::Queued(index) => {
+                let span = &queued[index];
+                write!(out, "\"name\":\"{}\",\"args\":{{\"lba\":{}}}}}", span.left, span.lba)?
             }
             What::Flash(index) => {
                 let op = &flash[index];
@@ -288,6 +321,28 @@ pub(super) fn write_trace<S: MediaStore>(
             .filter(|(_, command)| command.submitter == Some(task));
         for (offset, _) in caused {
             flow(&mut out, &slices[slice], &slices[first_command + first + offset])?;
+        }
+    }
+    // Each wait that ended in a dispatch to the command it became: the first of its kind at its LBA submitted
+    // from its end on (a merged request's arrow is its I/O's).
+    for offset in 0..queued_slices {
+        let slice = &slices[first_queued + offset];
+        let What::Queued(index) = slice.what else { continue };
+        let span = &queued[index];
+        let wanted = |command: &TraceEvent| match span.queue {
+            SchedulerQueue::ZoneWrites(_) => command.opcode == 0x01,
+            SchedulerQueue::Resets => command.opcode == 0x79 && command.action == 0x04,
+            SchedulerQueue::Finishes => command.opcode == 0x79 && command.action == 0x02,
+        };
+        if span.left == "merged" {
+            continue;
+        }
+        let first = commands.partition_point(|command| command.submit_ns < span.end_ns);
+        // It reaches the device within the host path's latency, a few commands later at most.
+        let mut candidates = commands[first..].iter().take(1024);
+        let became = candidates.position(|command| command.slba == span.lba && wanted(command));
+        if let Some(command) = became {
+            flow(&mut out, slice, &slices[first_command + first + command])?;
         }
     }
     for (index, op) in flash.iter().enumerate() {
@@ -493,9 +548,10 @@ pub fn write_device_trace<S: MediaStore>(
     path: &Path,
     program: &str,
     operations: &[OperationSpan],
+    queued: &[QueueSpan],
     device: &Device<S>,
 ) -> std::io::Result<()> {
-    write_trace(path, program, &[], operations, device)
+    write_trace(path, program, &[], operations, queued, device)
 }
 
 #[cfg(test)]
