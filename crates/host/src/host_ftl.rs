@@ -566,6 +566,10 @@ impl<Q: CommandQueue + Clone + 'static> CommandQueue for HostFtl<Q> {
         self.state.borrow().exported
     }
 
+    fn task(&self) -> Option<u32> {
+        self.inner.task()
+    }
+
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {
         self.inner.sleep(duration_ns)
     }

@@ -21,5 +21,5 @@ mod fs;
 mod segments;
 
 pub use format::BLOCK;
-pub use fs::{FileStat, LogFs, LogFsError, LogFsOptions, LogFsSpace, LogFsStats, MountReport};
+pub use fs::{FileStat, FsActivity, LogFs, LogFsError, LogFsOptions, LogFsSpace, LogFsStats, MountReport};
 pub use segments::Victim;

@@ -17,6 +17,12 @@ pub trait CommandQueue {
     fn geometry(&self) -> Geometry;
     /// Resolves `duration_ns` of device time from now.
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()>;
+    /// The simulation task running now, which a device trace names as the submitter of its commands
+    /// (`TraceEvent::submitter`), so that an operation a host layer traces is joined to the commands it caused;
+    /// None where the runtime does not say (real time).
+    fn task(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// The commands by name, on any `CommandQueue`.

@@ -313,6 +313,10 @@ impl<S: MediaStore + 'static> CommandQueue for Host<S> {
     fn geometry(&self) -> zonelab_zns::Geometry {
         self.shared.borrow().device.geometry_of(self.nsid).expect("a host's namespace exists")
     }
+
+    fn task(&self) -> Option<u32> {
+        self.shared.borrow().polling.map(index32)
+    }
 }
 
 /// A deterministic simulation of one device and the host tasks that drive it.

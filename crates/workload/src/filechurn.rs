@@ -15,7 +15,7 @@ use std::time::Instant;
 use serde::Serialize;
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath};
 use zonelab_host::{FsError, ZoneFs};
-use zonelab_logfs::{LogFs, LogFsError, LogFsOptions, LogFsStats, BLOCK};
+use zonelab_logfs::{FsActivity, LogFs, LogFsError, LogFsOptions, LogFsStats, BLOCK};
 use zonelab_media::{EraseSummary, FlashCounters, FlashOp, OpSource};
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, IoData, Simulation};
@@ -229,26 +229,38 @@ impl JobTrace {
         Rc::new(JobTrace::default())
     }
 
-    /// Writes the trace, if `spec` asks for one, once the run is over.
+    /// Writes the trace, if `spec` asks for one, once the run is over: the jobs, then the file system's
+    /// checkpoints and cleanings (logfs's `activity`) on a track of each kind.
     fn write<S: MediaStore + 'static>(
         &self,
         spec: &FileChurnSpec,
         simulation: &Simulation<S>,
+        activity: &[FsActivity],
     ) -> Result<(), ToolError> {
         let Some(path) = &spec.trace else { return Ok(()) };
         let tasks = self.tasks.borrow();
-        let spans: Vec<OperationSpan> = self
-            .spans
-            .borrow()
-            .iter()
-            .map(|&(job, start_ns, end_ns)| OperationSpan {
-                track: "jobs",
-                name: format!("job {job}"),
-                start_ns,
-                end_ns,
-                task: tasks.get(job as usize).copied(),
-            })
-            .collect();
+        let jobs = self.spans.borrow();
+        let jobs = jobs.iter().map(|&(job, start_ns, end_ns)| OperationSpan {
+            track: "jobs",
+            name: format!("job {job}"),
+            start_ns,
+            end_ns,
+            task: tasks.get(job as usize).copied(),
+        });
+        let fs = activity.iter().map(|done| OperationSpan {
+            track: match done.kind {
+                "checkpoint" => "checkpoints",
+                _ => "cleaning",
+            },
+            name: match done.zone {
+                Some(zone) => format!("{} zone {zone}", done.kind),
+                None => done.kind.to_string(),
+            },
+            start_ns: done.start_ns,
+            end_ns: done.end_ns,
+            task: done.task,
+        });
+        let spans: Vec<OperationSpan> = jobs.chain(fs).collect();
         simulation
             .with_device(|device| crate::fio::write_device_trace(path, "file-churn", &spans, &[], device))
             .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))
@@ -343,6 +355,9 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     let end = Rc::new(Cell::new(start));
     let cores = Rc::new(filebench::Cores::new(spec.cores));
     let traced = JobTrace::start(spec, &simulation);
+    if spec.trace.is_some() {
+        fs.record_activity();
+    }
     for job in 0..spec.jobs {
         let (fs, failure, spec, counts, set) =
             (Rc::clone(&fs), Rc::clone(&failure), spec.clone(), Rc::clone(&counts), Rc::clone(&set));
@@ -393,7 +408,7 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     if let Some(error) = failure.borrow_mut().take() {
         return Err(error);
     }
-    traced.write(spec, &simulation)?;
+    traced.write(spec, &simulation, &fs.activity())?;
     let (flash, wear) = simulation
         .with_device(|device| (device.media().counters().since(&flash_before), device.media().erase_summary()));
     let after = fs.stats();
@@ -518,7 +533,7 @@ fn run_zonefs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     if let Some(error) = failure.borrow_mut().take() {
         return Err(error);
     }
-    traced.write(spec, &simulation)?;
+    traced.write(spec, &simulation, &[])?;
     let device_time_ns = simulation.now_ns() - start;
     let (flash, wear) =
         simulation.with_device(|device| (device.media().counters().clone(), device.media().erase_summary()));

@@ -160,3 +160,35 @@ fn a_traced_run_has_each_job_with_arrows_to_its_commands() {
         assert!(arrows >= 4, "{fs}: the jobs' arrows to their commands: {arrows}");
     }
 }
+
+/// `--trace` on logfs: every checkpoint and cleaning of the timed run on a track of its kind, as many as the
+/// file system counted, each with arrows to the commands its task submitted while it ran.
+#[test]
+fn a_traced_logfs_run_shows_its_checkpoints_and_cleanings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("varmail.json");
+    let result = run_with(&format!(
+        "--fs=logfs --workload=varmail --preset=nvmevirt-rezns,zones=64 --runtime=1 --fileset=200 --prefill=0.8 \
+         --trace={}",
+        path.display()
+    ));
+    let stats = result.logfs.expect("logfs figures");
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("trace")).expect("json");
+    let events = trace["traceEvents"].as_array().expect("events");
+    let slices = |prefix: &str| -> Vec<&serde_json::Value> {
+        let of_kind = events.iter().filter(|e| e["pid"] == 1 && e["ph"] == "X");
+        of_kind.filter(|e| e["name"].as_str().expect("name").starts_with(prefix)).collect()
+    };
+    let (checkpoints, cleanings) = (slices("checkpoint"), slices("cleaning zone "));
+    assert!(stats.checkpoints > 0 && stats.foreground_cleanings + stats.background_cleanings > 0, "{stats:?}");
+    assert_eq!(checkpoints.len() as u64, stats.checkpoints);
+    assert_eq!(cleanings.len() as u64, stats.foreground_cleanings + stats.background_cleanings);
+    for (name, slices) in [("checkpoint", &checkpoints), ("cleaning", &cleanings)] {
+        let tids: Vec<&serde_json::Value> = slices.iter().map(|slice| &slice["tid"]).collect();
+        let track = events.iter().find(|e| e["ph"] == "M" && e["pid"] == 1 && tids.contains(&&e["tid"]));
+        let track = track.expect("a named track")["args"]["name"].as_str().expect("name").to_string();
+        assert!(track.starts_with(if name == "checkpoint" { "checkpoints" } else { "cleaning" }), "{track}");
+        let arrows = events.iter().filter(|e| e["ph"] == "s" && e["pid"] == 1 && tids.contains(&&e["tid"])).count();
+        assert!(arrows > 0, "{name}: arrows to the commands it caused");
+    }
+}

@@ -298,4 +298,8 @@ impl<Q: CommandQueue + Clone + 'static> CommandQueue for Scheduled<Q> {
     fn geometry(&self) -> zonelab_zns::Geometry {
         self.inner.geometry()
     }
+
+    fn task(&self) -> Option<u32> {
+        self.inner.task()
+    }
 }

@@ -53,7 +53,7 @@ impl<Q: CommandQueue> LogFs<Q> {
                 break;
             };
             let _op = self.checkpoint_lock.read().await;
-            self.clean_zone(victim).await?;
+            self.traced("cleaning", Some(victim), self.clean_zone(victim)).await?;
             self.stats.borrow_mut().foreground_cleanings += 1;
         }
         if self.excess_prefree() || self.checkpoint_due() {
@@ -118,6 +118,11 @@ impl<Q: CommandQueue> LogFs<Q> {
     /// Takes a checkpoint, then resets the zones that were prefree.
     pub async fn checkpoint(&self) -> Result<(), LogFsError> {
         let _all = self.checkpoint_lock.write().await;
+        self.traced("checkpoint", None, self.checkpoint_locked()).await
+    }
+
+    /// The checkpoint's work, under the checkpoint lock held alone.
+    async fn checkpoint_locked(&self) -> Result<(), LogFsError> {
         let buckets: Vec<Payload> = {
             let mut state = self.state.borrow_mut();
             let state = &mut *state;
@@ -264,7 +269,7 @@ impl<Q: CommandQueue> LogFs<Q> {
             let victim = self.state.borrow().segments.victim(self.options.background_victim, now_s);
             if let Some(zone) = victim {
                 let _op = self.checkpoint_lock.read().await;
-                self.clean_zone(zone).await?;
+                self.traced("cleaning", Some(zone), self.clean_zone(zone)).await?;
                 self.stats.borrow_mut().background_cleanings += 1;
             }
         }

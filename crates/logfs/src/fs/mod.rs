@@ -329,6 +329,21 @@ pub struct LogFs<Q> {
     stats: RefCell<LogFsStats>,
     /// Device commands in flight, for the background cleaner's idle test.
     inflight: Cell<u32>,
+    /// Checkpoints and cleanings kept for a trace, once `record_activity` asks.
+    activity: RefCell<Option<Vec<FsActivity>>>,
+}
+
+/// A checkpoint or the cleaning of a zone, as a trace draws it: when it ran, and the simulation task that ran it
+/// (`CommandQueue::task`), whose commands meanwhile are the ones it caused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FsActivity {
+    /// `checkpoint`, or `cleaning` (foreground or background).
+    pub kind: &'static str,
+    /// The zone cleaned.
+    pub zone: Option<u32>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub task: Option<u32>,
 }
 
 fn check_name(name: &str) -> Result<(), LogFsError> {
@@ -350,6 +365,26 @@ impl<Q: CommandQueue> LogFs<Q> {
 
     pub fn stats(&self) -> LogFsStats {
         self.stats.borrow().clone()
+    }
+
+    /// Keeps every checkpoint and cleaning from now on (`activity`), for a trace.
+    pub fn record_activity(&self) {
+        self.activity.borrow_mut().get_or_insert_with(Vec::new);
+    }
+
+    /// The checkpoints and cleanings kept since `record_activity`, in the order they ended.
+    pub fn activity(&self) -> Vec<FsActivity> {
+        self.activity.borrow().clone().unwrap_or_default()
+    }
+
+    /// Runs `work`, keeping it as a `kind` activity when they are recorded.
+    async fn traced<T>(&self, kind: &'static str, zone: Option<u32>, work: impl std::future::Future<Output = T>) -> T {
+        let (start_ns, task) = (self.queue.now_ns(), self.queue.task());
+        let result = work.await;
+        if let Some(activity) = self.activity.borrow_mut().as_mut() {
+            activity.push(FsActivity { kind, zone, start_ns, end_ns: self.queue.now_ns(), task });
+        }
+        result
     }
 
     pub fn space(&self) -> LogFsSpace {

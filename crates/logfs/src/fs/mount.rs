@@ -83,6 +83,7 @@ impl<Q: CommandQueue> LogFs<Q> {
             writeback_done: Notify::new(),
             stats: RefCell::default(),
             inflight: Cell::new(0),
+            activity: RefCell::new(None),
         })
     }
 

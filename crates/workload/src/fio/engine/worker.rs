@@ -188,6 +188,13 @@ impl<S: MediaStore + 'static> CommandQueue for JobQueue<S> {
         }
     }
 
+    fn task(&self) -> Option<u32> {
+        match self {
+            JobQueue::Direct(queue) => queue.task(),
+            JobQueue::HostFtl(ftl) => ftl.task(),
+        }
+    }
+
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {
         let queue = self.clone();
         async move {
