@@ -104,7 +104,12 @@ pub(crate) enum Page {
 
 impl Page {
     fn from_bytes(bytes: &[u8]) -> Page {
-        if bytes.iter().all(|&b| b == 0) {
+        // OR-ed 64 bytes at a time, which compiles to vector instructions: a byte-at-a-time test with its early
+        // exit was half of what cleaning a zone cost.
+        let mut chunks = bytes.chunks_exact(64);
+        let zeros = chunks.all(|chunk| chunk.iter().fold(0, |any, &byte| any | byte) == 0)
+            && chunks.remainder().iter().all(|&byte| byte == 0);
+        if zeros {
             Page::Zeros
         } else {
             Page::Bytes(bytes.into())
