@@ -18,6 +18,7 @@ pub mod realdb;
 pub mod sweep;
 pub mod walbench;
 pub mod zonemap;
+pub mod zonetimeline;
 
 pub use args::ToolError;
 pub use closed_loop::{run_closed_loop, LoopSpec, LoopStats, Operation};

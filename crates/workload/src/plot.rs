@@ -328,3 +328,50 @@ pub fn plot_zone_map(path: &Path, title: &str, strips: &[ZoneStrip], owners: &[S
     }
     root.present().map_err(|e| format!("{}: {e}", path.display()))
 }
+
+/// One zone of a zone timeline: its name, the share of its capacity written at the end of each interval, and
+/// the resets in each.
+pub struct TimelineRow {
+    pub label: String,
+    pub fill: Vec<f64>,
+    pub resets: Vec<u32>,
+}
+
+/// Zones over time into `path`: a strip per zone, a column per interval of the `span_s` seconds, from white
+/// (empty) to dark blue (full), with a red mark in an interval where the zone was reset.
+pub fn plot_zone_timeline(path: &Path, title: &str, span_s: f64, rows: &[TimelineRow]) -> Result<(), String> {
+    font()?;
+    const ROW: u32 = 12;
+    const LEFT: i32 = 90;
+    const WIDTH: i32 = 900;
+    let shown = &rows[..rows.len().min(ZONE_MAP_ROWS)];
+    let height = 60 + ROW * shown.len() as u32 + 40;
+    let root = BitMapBackend::new(path, (LEFT as u32 + WIDTH as u32 + 20, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let text = |size| ("sans-serif", size).into_font().color(&BLACK);
+    let drawn = |result: Result<(), DrawingAreaErrorKind<_>>| result.map_err(|e| e.to_string());
+    drawn(root.draw(&Text::new(title.to_string(), (10, 10), text(16))))?;
+    for (row, zone) in shown.iter().enumerate() {
+        let top = 40 + row as i32 * ROW as i32;
+        drawn(root.draw(&Text::new(zone.label.clone(), (8, top), text(11))))?;
+        let columns = zone.fill.len().max(1);
+        let x = |column: usize| LEFT + (column as f64 / columns as f64 * f64::from(WIDTH)).round() as i32;
+        for (column, (&fill, &resets)) in zone.fill.iter().zip(&zone.resets).enumerate() {
+            let shade = |full: u8| (255.0 - (255.0 - f64::from(full)) * fill.clamp(0.0, 1.0)).round() as u8;
+            let colour = RGBColor(shade(20), shade(60), shade(160));
+            let (from, to) = (x(column), x(column + 1).max(x(column) + 1));
+            drawn(root.draw(&Rectangle::new([(from, top), (to, top + ROW as i32 - 2)], colour.filled())))?;
+            if resets > 0 {
+                drawn(root.draw(&Rectangle::new([(from, top), (from + 2, top + ROW as i32 - 2)], RED.filled())))?;
+            }
+        }
+    }
+    let bottom = 40 + ROW as i32 * shown.len() as i32 + 6;
+    if rows.len() > shown.len() {
+        let note = format!("{} more zones not drawn", rows.len() - shown.len());
+        drawn(root.draw(&Text::new(note, (LEFT + 200, bottom), text(12))))?;
+    }
+    drawn(root.draw(&Text::new("0 s".to_string(), (LEFT, bottom), text(12))))?;
+    drawn(root.draw(&Text::new(format!("{span_s:.3} s"), (LEFT + WIDTH - 50, bottom), text(12))))?;
+    root.present().map_err(|e| format!("{}: {e}", path.display()))
+}

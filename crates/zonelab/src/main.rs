@@ -123,6 +123,10 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Zones over time from a `--trace` file (fio, kv-bench, file-churn, wal-bench, experiments): a strip per zone
+    /// of how full it is, interval by interval, with a red mark where it was reset (PNG), the same as a table
+    /// (--tsv), and a line per zone on standard output. Example: zonelab zone-timeline run.json --png zones.png
+    ZoneTimeline(ZoneTimelineArgs),
     /// List the device presets.
     Presets,
     /// Replay a preset's reference measurements in virtual time and print model against measurement.
@@ -298,6 +302,21 @@ struct AppendArgs {
 }
 
 #[derive(Args)]
+struct ZoneTimelineArgs {
+    /// A trace written by `--trace=FILE`.
+    trace: PathBuf,
+    /// Draw the timeline into this PNG.
+    #[arg(long, value_name = "FILE")]
+    png: Option<PathBuf>,
+    /// Write a row per zone and interval (zone, start_s, written_bytes, fill, resets).
+    #[arg(long, value_name = "FILE")]
+    tsv: Option<PathBuf>,
+    /// Intervals the trace's span is cut into.
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    intervals: u32,
+}
+
+#[derive(Args)]
 struct ReadArgs {
     image: PathBuf,
     #[arg(long)]
@@ -432,6 +451,28 @@ fn tool_help(command: &Command) -> Option<String> {
     })
 }
 
+/// `zonelab zone-timeline`: the zones of a trace over time.
+fn zone_timeline(args: ZoneTimelineArgs, out: &mut impl Write) -> Result<(), CliError> {
+    let text = fs::read(&args.trace).map_err(|error| CliError::Io(args.trace.clone(), error))?;
+    let trace: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|error| CliError::Usage(format!("{}: not a trace's JSON: {error}", args.trace.display())))?;
+    let timeline = zonelab_workload::zonetimeline::zone_timeline(&trace, args.intervals as usize)
+        .map_err(|error| CliError::Usage(format!("{}: {error}", args.trace.display())))?;
+    if let Some(path) = &args.tsv {
+        fs::write(path, timeline.tsv()).map_err(|error| CliError::Io(path.clone(), error))?;
+    }
+    if let Some(path) = &args.png {
+        timeline.draw(path).map_err(CliError::Failed)?;
+    }
+    writeln!(out, "zone\tbytes_written\tresets\tfill_at_end").map_err(stdout_error)?;
+    for zone in &timeline.zones {
+        let end = zone.written_bytes.last().copied().unwrap_or(0) as f64 / timeline.zone_cap_bytes.max(1) as f64;
+        let resets: u32 = zone.resets.iter().sum();
+        writeln!(out, "{}\t{}\t{resets}\t{end:.4}", zone.zone, zone.bytes_written_total).map_err(stdout_error)?;
+    }
+    Ok(())
+}
+
 fn run(command: Command) -> Result<(), CliError> {
     let mut stdout = io::stdout().lock();
     if let Some(help) = tool_help(&command) {
@@ -444,6 +485,7 @@ fn run(command: Command) -> Result<(), CliError> {
             format::info(&image, json, &mut stdout).map_err(stdout_error)
         }
         Command::Report(args) => report(args, &mut stdout),
+        Command::ZoneTimeline(args) => zone_timeline(args, &mut stdout),
         Command::Open(args) => zone_action(args, ZoneSendAction::Open),
         Command::Close(args) => zone_action(args, ZoneSendAction::Close),
         Command::Finish(args) => zone_action(args, ZoneSendAction::Finish),

@@ -147,3 +147,35 @@ fn reads_past_the_written_data_are_named_in_a_note() {
     assert!((430..540).contains(&count), "{note}");
     assert_eq!(unwritten_note("zbd"), None, "zbd reads only written blocks");
 }
+
+/// `zonelab zone-timeline`: a traced run's zones, a line each, and its picture and table; a file that is not a
+/// trace is refused by name.
+#[test]
+fn zone_timeline_draws_a_traced_runs_zones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (trace, png, tsv) = (dir.path().join("t.json"), dir.path().join("z.png"), dir.path().join("z.tsv"));
+    let s = |path: &std::path::Path| path.to_str().expect("utf-8").to_string();
+    let trace_arg = format!("--trace={}", s(&trace));
+    ok(&[
+        "fio",
+        "--filename=preset:nvmevirt-rezns,zones=8",
+        "--zonemode=zbd",
+        "--name=w",
+        "--rw=write",
+        "--bs=128k",
+        "--size=3z",
+        &trace_arg,
+    ]);
+    let out = ok(&["zone-timeline", &s(&trace), "--png", &s(&png), "--tsv", &s(&tsv), "--intervals", "5"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "zone\tbytes_written\tresets\tfill_at_end");
+    assert_eq!(
+        lines[1..].iter().map(|line| line.split('\t').next().expect("zone")).collect::<Vec<_>>(),
+        ["0", "1", "2"]
+    );
+    assert!(lines[1..].iter().all(|line| line.ends_with("\t0\t1.0000")), "three full zones, no reset: {out}");
+    assert_eq!(std::fs::read_to_string(&tsv).expect("tsv").lines().count(), 1 + 3 * 5);
+    assert!(std::fs::metadata(&png).expect("png").len() > 1000);
+    std::fs::write(&trace, "{\"traceEvents\":[]}").expect("write");
+    usage_error(&["zone-timeline", &s(&trace)], "otherData has no zones");
+}

@@ -179,10 +179,15 @@ pub(super) fn write_trace<S: MediaStore>(
         out,
         "\"zonelab\":\"a {program} run in virtual time: ts in microseconds of device time; past the limit of commands \
          or flash operations the trace ends (until_us), and what it left out is counted\",\"limit\":{TRACE_LIMIT},\
-         \"dropped_commands\":{},\"dropped_flash_operations\":{},\"until_us\":{}",
+         \"dropped_commands\":{},\"dropped_flash_operations\":{},\"until_us\":{},\"zoned_nsid\":{zoned_nsid},\
+         \"zones\":{},\"zone_size_lba\":{},\"zone_cap_lba\":{},\"lba_bytes\":{}",
         device.trace_dropped(),
         flash_dropped,
-        if until_ns == u64::MAX { "null".to_string() } else { Line::default().micros(until_ns).text().to_string() }
+        if until_ns == u64::MAX { "null".to_string() } else { Line::default().micros(until_ns).text().to_string() },
+        geometry.zones,
+        geometry.zone_size_lba,
+        geometry.zone_cap_lba,
+        geometry.lba_size
     )?;
     write!(out, "}},\"traceEvents\":[")?;
     let mut first = true;
