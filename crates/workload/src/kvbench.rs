@@ -14,7 +14,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use serde::Serialize;
-use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice, TRACE_LIMIT};
 
 use crate::fio::OperationSpan;
 use crate::zonemap::{draw, summarize, zone_map, MapSummary};
@@ -306,6 +306,8 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
     /// the records of every put queued so far (RocksDB's write group), and syncs them if asked.
     async fn put(&self, queue: &Q) -> Result<(), ToolError> {
         let spec = &self.spec;
+        let (started, task) = (queue.now_ns(), queue.task());
+        let mut logged = None;
         queue.sleep(spec.put_cost_ns).await;
         self.wal_pending_bytes
             .set(self.wal_pending_bytes.get() + spec.key_bytes + spec.value_bytes + WAL_RECORD_OVERHEAD_BYTES);
@@ -319,6 +321,7 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
             if spec.sync {
                 self.fs.sync(active.wal).await?;
             }
+            logged = Some((group - self.puts_logged.get(), bytes));
             self.puts_logged.set(group);
         }
         active.bytes += spec.key_bytes + spec.value_bytes;
@@ -334,6 +337,14 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
             self.fs.close(full.wal).await?;
             self.immutable.set(self.immutable.get() + 1);
             let _ = self.flush_jobs.send(full.wal_name).await;
+        }
+        // The puts of the trace's window (it ends at the device's bound of commands, which so many puts pass).
+        if self.operations.as_ref().is_some_and(|operations| operations.borrow().len() < TRACE_LIMIT) {
+            let name = match logged {
+                Some((puts, bytes)) => format!("put, appending {puts} puts to the WAL ({bytes} B)"),
+                None => "put".to_string(),
+            };
+            self.record("puts", name, task, started, queue.now_ns());
         }
         Ok(())
     }

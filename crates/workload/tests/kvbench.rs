@@ -144,6 +144,21 @@ fn a_trace_holds_every_command_of_the_run_and_changes_nothing() {
         .filter_map(|e| e["args"]["name"].as_str())
         .collect();
     assert!(tracks.contains(&"flush") && tracks.contains(&"compaction"), "{tracks:?}");
+    // A slice per put, and arrows from the puts whose WAL append reached the device to its commands.
+    assert!(traced.puts < 100_000, "the test's puts fit the trace's window");
+    // The run counts the puts that ended within its runtime; each writer's last may end after it.
+    let put_slices = named("put") as u64;
+    assert!((traced.puts..=traced.puts + u64::from(traced.spec.writers)).contains(&put_slices), "{put_slices}");
+    let put_tids: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["pid"] == 1 && e["name"] == "thread_name")
+        .filter(|e| e["args"]["name"].as_str().is_some_and(|name| name.starts_with("puts")))
+        .map(|e| &e["tid"])
+        .collect();
+    // zonedfs buffers the WAL's appends: only the puts whose append filled the buffer wrote to the device.
+    let group_appends = named("put, appending ");
+    let from_puts = events.iter().filter(|e| e["ph"] == "s" && e["pid"] == 1 && put_tids.contains(&&e["tid"])).count();
+    assert!(from_puts > 0 && from_puts <= group_appends * 4, "{group_appends} WAL appends, {from_puts} arrows");
     // Arrows from each compaction to the commands its thread submitted while it ran: among them the zone resets
     // that deleting its input files caused, and nothing before the compaction began.
     let thread_of = |name: &str| {
@@ -154,18 +169,25 @@ fn a_trace_holds_every_command_of_the_run_and_changes_nothing() {
             .expect("the track")
     };
     let compaction_tid = thread_of("compaction");
+    // Slices by track and arrows' ends by id, looked up once each: the trace holds a slice per put.
+    let mut by_track: std::collections::HashMap<(u64, u64), Vec<&serde_json::Value>> = Default::default();
+    for slice in events.iter().filter(|e| e["ph"] == "X") {
+        let track = (slice["pid"].as_u64().expect("pid"), slice["tid"].as_u64().expect("tid"));
+        by_track.entry(track).or_default().push(slice);
+    }
+    let ends: std::collections::HashMap<u64, &serde_json::Value> =
+        events.iter().filter(|e| e["ph"] == "f").map(|e| (e["id"].as_u64().expect("id"), e)).collect();
     let slice_at = |pid: u64, tid: &serde_json::Value, ts: f64| {
-        events.iter().find(|e| {
-            e["ph"] == "X"
-                && e["pid"] == pid
-                && e["tid"] == *tid
-                && e["ts"].as_f64().is_some_and(|start| start <= ts + 1e-3)
-                && e["ts"].as_f64().zip(e["dur"].as_f64()).is_some_and(|(start, dur)| ts <= start + dur + 1e-3)
+        by_track.get(&(pid, tid.as_u64().expect("tid"))).and_then(|slices| {
+            slices.iter().copied().find(|e| {
+                e["ts"].as_f64().is_some_and(|start| start <= ts + 1e-3)
+                    && e["ts"].as_f64().zip(e["dur"].as_f64()).is_some_and(|(start, dur)| ts <= start + dur + 1e-3)
+            })
         })
     };
     let mut caused = Vec::new();
     for start in events.iter().filter(|e| e["ph"] == "s" && e["pid"] == 1 && e["tid"] == compaction_tid) {
-        let end = events.iter().find(|e| e["ph"] == "f" && e["id"] == start["id"]).expect("the arrow lands");
+        let end = ends.get(&start["id"].as_u64().expect("id")).expect("the arrow lands");
         assert_eq!(end["pid"], 2, "a compaction's arrows go to device commands");
         let ts = end["ts"].as_f64().expect("ts");
         let command = slice_at(2, &end["tid"], ts).expect("the command the arrow lands on");
