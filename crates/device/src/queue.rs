@@ -124,7 +124,8 @@ impl<S: MediaStore> Device<S> {
             // Work done for the command may be delayed while it is in flight: the flash model names it by its tag.
             self.media.serve(Some(tag));
             self.trace_submitter = submitter;
-            let zoned_write = self.zoned_write(nsid, &command);
+            // Only a reordering device keeps its outstanding writes.
+            let zoned_write = self.queue.overtaking.is_some().then(|| self.zoned_write(nsid, &command)).flatten();
             if let (Some((zone, slba)), Some(overtaking)) = (zoned_write, &mut self.queue.overtaking) {
                 if overtaking.fails_ahead(zone, slba, now) {
                     self.overtaken_write = true;
