@@ -14,13 +14,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_host::trace::{split_trace_option, HostTrace, OperationSpan};
 use zonelab_host::{run_reset_load, ResetLoadStats, Scheduled, SchedulerKind, WalDesign};
 use zonelab_runtime::{
     block_on, CommandQueue, HostThread, Output, Pending, Placement, QueuedCommand, RealTime, RealTimeHost,
 };
 use zonelab_zonedfs::{FsOptions, OpenMode, ReadPlan, ZonedFs, ZonedFsError};
 
-use crate::{copy_c_string, failed, forget_queue_pair, guard, lock, queue_pair, NEXT_HANDLE};
+use crate::{copy_c_string, failed, forget_queue_pair, guard, lock, queue_pair, thread_track, NEXT_HANDLE};
 
 type Fs = ZonedFs<Scheduled<RealTimeHost>>;
 
@@ -46,6 +47,8 @@ struct Mounted {
     block_bytes: u64,
     reset_generation: Arc<AtomicU64>,
     plans: Mutex<HashMap<u64, Arc<ReadPlan>>>,
+    /// Where the trace goes and the calls it draws, when the spec asked for one (`trace=FILE`).
+    tracing: Option<(std::path::PathBuf, Arc<HostTrace>)>,
 }
 
 static MOUNTS: Mutex<Option<HashMap<u64, Arc<Mounted>>>> = Mutex::new(None);
@@ -66,13 +69,29 @@ fn text<'a>(pointer: *const c_char) -> Result<&'a str, i32> {
     unsafe { CStr::from_ptr(pointer) }.to_str().map_err(|_| failed(libc::EINVAL, "a string argument is not UTF-8"))
 }
 
-/// Runs `op` on the mounted file system and maps its error.
+/// Runs `op` (the call `name` says) on the mounted file system and maps its error; a traced mount draws it on
+/// the calling thread's track, joined to the commands its task submitted.
 fn on_fs<R: Send + 'static, F: std::future::Future<Output = Result<R, ZonedFsError>> + 'static>(
     handle: u64,
+    name: &'static str,
     op: impl FnOnce(Fs) -> F + Send + 'static,
 ) -> Result<R, i32> {
     let mount = mounted(handle)?;
-    mount.host.call(move |context| op(context.fs.clone())).map_err(|error| fs_error(&error))
+    let result = match mount.tracing.as_ref() {
+        None => mount.host.call(move |context| op(context.fs.clone())),
+        Some((_, trace)) => {
+            let (trace, track) = (Arc::clone(trace), thread_track());
+            mount.host.call(move |context| async move {
+                let queue = context.fs.queue().clone();
+                let start_ns = queue.now_ns();
+                let result = op(context.fs.clone()).await;
+                let (task, end_ns) = (queue.task(), queue.now_ns());
+                trace.operation(OperationSpan { track: track.into(), name: name.into(), start_ns, end_ns, task });
+                result
+            })
+        }
+    };
+    result.map_err(|error| fs_error(&error))
 }
 
 fn status_of(result: Result<(), i32>) -> i32 {
@@ -166,7 +185,8 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
             if handle.is_null() {
                 return Err(failed(libc::EINVAL, "handle is null"));
             }
-            let (spec, placement) = Placement::split_spec(spec).map_err(|message| failed(libc::EINVAL, &message))?;
+            let (spec, trace_path) = split_trace_option(spec);
+            let (spec, placement) = Placement::split_spec(&spec).map_err(|message| failed(libc::EINVAL, &message))?;
             let (mount_options, fs_options) =
                 parse_options(options, placement).map_err(|message| failed(libc::EINVAL, &message))?;
             let builder = DeviceBuilder::new(DeviceSpec::parse(&spec))
@@ -176,6 +196,10 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
             let scheduler = mount_options.scheduler.unwrap_or(SchedulerKind::linux_default(mount_options.host));
             let runtime = RealTime::start_placed(builder, mount_options.placement)
                 .map_err(|error| failed(libc::ENODEV, error.to_string()))?;
+            let traced = trace_path.is_some();
+            if traced {
+                runtime.enable_trace();
+            }
             let device = runtime.host();
             let epoch_s = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -184,6 +208,9 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
             let for_host = device.clone();
             let host = HostThread::start("zonelab-fs", move || async move {
                 let queue = Scheduled::new(for_host, scheduler, MAX_REQUEST_BYTES);
+                if traced {
+                    queue.record_queues();
+                }
                 let fs = ZonedFs::mount(queue, FsOptions { epoch_s, ..fs_options }).await?;
                 Ok(Context { fs, reset_load: Rc::default(), running: Rc::new(Cell::new(true)) })
             })
@@ -207,6 +234,7 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
                 device,
                 reset_generation,
                 plans: Mutex::new(HashMap::new()),
+                tracing: trace_path.map(|path| (path, Arc::default())),
             });
             lock(&MOUNTS).get_or_insert_with(HashMap::new).insert(id, mount);
             // SAFETY: checked non-null above; the caller passes a writable uint64_t.
@@ -225,22 +253,31 @@ pub extern "C" fn zlfs_unmount(handle: u64) -> i32 {
             return failed(libc::EBADF, "no such mount");
         };
         forget_queue_pair(handle);
-        let synced = mount.host.call(|context| async move {
+        let (synced, queued) = mount.host.call(|context| async move {
             context.running.set(false);
-            context.fs.unmount().await
+            (context.fs.unmount().await, context.fs.queue().queue_spans())
         });
         let Ok(mount) = Arc::try_unwrap(mount) else {
             return failed(libc::EBUSY, "the mount is in use by another call");
         };
         let runtime = lock(&mount.runtime).take();
         drop(mount.host);
-        let stopped = runtime.map(RealTime::stop);
-        if let Some(warning) = stopped.as_ref().and_then(|stopped| stopped.pacing.summary().warning()) {
+        let tracing = mount.tracing;
+        let stopped = runtime.map(|runtime| {
+            runtime.stop_then(|device| match &tracing {
+                Some((path, trace)) => trace.write(path, "RocksDB plugin", &queued, device).map_err(|error| {
+                    failed(libc::EIO, format!("the trace could not be written to {}: {error}", path.display()))
+                }),
+                None => Ok(()),
+            })
+        });
+        if let Some(warning) = stopped.as_ref().and_then(|(stopped, _)| stopped.pacing.summary().warning()) {
             eprintln!("zonelab: {warning}");
         }
-        match (synced, stopped.map(|stopped| stopped.flushed)) {
+        match (synced, stopped.map(|(stopped, written)| (stopped.flushed, written))) {
             (Err(error), _) => fs_error(&error),
-            (Ok(()), Some(Err(status))) => failed(libc::EIO, format!("the device's last flush failed: {status}")),
+            (Ok(()), Some((Err(status), _))) => failed(libc::EIO, format!("the device's last flush failed: {status}")),
+            (Ok(()), Some((Ok(()), Err(errno)))) => errno,
             _ => 0,
         }
     })
@@ -272,7 +309,8 @@ pub unsafe extern "C" fn zlfs_open_write(
                 _ => return Err(failed(libc::EINVAL, format!("append={append}: not 0 (truncate) or 1 (append)"))),
             };
             let lifetime = lifetime_hint(lifetime)?;
-            let id = on_fs(handle, move |fs| async move { fs.open_write(&name, lifetime, mode).await })?;
+            let id =
+                on_fs(handle, "open for writing", move |fs| async move { fs.open_write(&name, lifetime, mode).await })?;
             // SAFETY: checked non-null above.
             unsafe { *file = id };
             Ok(())
@@ -291,10 +329,9 @@ fn lifetime_hint(lifetime: u32) -> Result<u8, i32> {
 #[no_mangle]
 pub extern "C" fn zlfs_set_lifetime(handle: u64, file: u64, lifetime: u32) -> i32 {
     guard(|| {
-        status_of(
-            lifetime_hint(lifetime)
-                .and_then(|lifetime| on_fs(handle, move |fs| async move { fs.set_lifetime(file, lifetime) })),
-        )
+        status_of(lifetime_hint(lifetime).and_then(|lifetime| {
+            on_fs(handle, "set lifetime", move |fs| async move { fs.set_lifetime(file, lifetime) })
+        }))
     })
 }
 
@@ -310,7 +347,7 @@ pub unsafe extern "C" fn zlfs_open_read(handle: u64, name: *const c_char, file: 
             if file.is_null() {
                 return Err(failed(libc::EINVAL, "file is null"));
             }
-            let (id, plan) = on_fs(handle, move |fs| async move {
+            let (id, plan) = on_fs(handle, "open for reading", move |fs| async move {
                 let id = fs.open_read(&name)?;
                 Ok((id, fs.read_plan(id)))
             })?;
@@ -341,14 +378,14 @@ pub unsafe extern "C" fn zlfs_append(handle: u64, file: u64, buf: *const u8, len
             // SAFETY: the caller passes `len` readable bytes.
             unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()
         };
-        status_of(on_fs(handle, move |fs| async move { fs.append(file, &data).await }))
+        status_of(on_fs(handle, "append", move |fs| async move { fs.append(file, &data).await }))
     })
 }
 
 /// Makes everything appended to the file durable.
 #[no_mangle]
 pub extern "C" fn zlfs_sync(handle: u64, file: u64) -> i32 {
-    guard(|| status_of(on_fs(handle, move |fs| async move { fs.sync(file).await })))
+    guard(|| status_of(on_fs(handle, "sync", move |fs| async move { fs.sync(file).await })))
 }
 
 /// Closes a file id (a writer is synced first).
@@ -358,7 +395,7 @@ pub extern "C" fn zlfs_close(handle: u64, file: u64) -> i32 {
         if let Ok(mount) = mounted(handle) {
             lock(&mount.plans).remove(&file);
         }
-        status_of(on_fs(handle, move |fs| async move { fs.close(file).await }))
+        status_of(on_fs(handle, "close", move |fs| async move { fs.close(file).await }))
     })
 }
 
@@ -381,6 +418,7 @@ fn read_directly(handle: u64, file: u64, offset: u64, len: u64) -> Option<Vec<u8
     let mount = mounted(handle).ok()?;
     let plan = lock(&mount.plans).get(&file).cloned()?;
     let queue = queue_pair(handle, &mount.runtime, &mount.device);
+    let start_ns = queue.now_ns();
     let mut out = Vec::with_capacity(len.min(plan.size_bytes.saturating_sub(offset)) as usize);
     for (lba, blocks, skip, take) in plan.pieces(offset, len, mount.block_bytes) {
         let pending = queue.submit_pending(QueuedCommand::Read { slba: lba, nlb: blocks, keep: true });
@@ -397,6 +435,10 @@ fn read_directly(handle: u64, file: u64, offset: u64, len: u64) -> Option<Vec<u8
             None => lock(&mount.plans).remove(&file),
         };
         return None;
+    }
+    if let Some((_, trace)) = &mount.tracing {
+        let (track, task, end_ns) = (thread_track().into(), queue.task(), queue.now_ns());
+        trace.operation(OperationSpan { track, name: "read".into(), start_ns, end_ns, task });
     }
     Some(out)
 }
@@ -420,7 +462,7 @@ pub unsafe extern "C" fn zlfs_read(
         }
         let data = match read_directly(handle, file, offset, len as u64) {
             Some(data) => Ok(data),
-            None => on_fs(handle, move |fs| async move { fs.read(file, offset, len as u64).await }),
+            None => on_fs(handle, "read", move |fs| async move { fs.read(file, offset, len as u64).await }),
         };
         match data {
             Ok(data) => {
@@ -444,7 +486,7 @@ pub unsafe extern "C" fn zlfs_read(
 pub unsafe extern "C" fn zlfs_delete(handle: u64, name: *const c_char) -> i32 {
     guard(|| {
         let result = text(name).map(str::to_string);
-        status_of(result.and_then(|name| on_fs(handle, move |fs| async move { fs.delete(&name).await })))
+        status_of(result.and_then(|name| on_fs(handle, "delete", move |fs| async move { fs.delete(&name).await })))
     })
 }
 
@@ -456,7 +498,9 @@ pub unsafe extern "C" fn zlfs_delete(handle: u64, name: *const c_char) -> i32 {
 pub unsafe extern "C" fn zlfs_rename(handle: u64, from: *const c_char, to: *const c_char) -> i32 {
     guard(|| {
         let result = text(from).and_then(|from| Ok((from.to_string(), text(to)?.to_string())));
-        status_of(result.and_then(|(from, to)| on_fs(handle, move |fs| async move { fs.rename(&from, &to).await })))
+        status_of(
+            result.and_then(|(from, to)| on_fs(handle, "rename", move |fs| async move { fs.rename(&from, &to).await })),
+        )
     })
 }
 
@@ -468,7 +512,7 @@ pub unsafe extern "C" fn zlfs_rename(handle: u64, from: *const c_char, to: *cons
 pub unsafe extern "C" fn zlfs_mkdir(handle: u64, path: *const c_char) -> i32 {
     guard(|| {
         let result = text(path).map(str::to_string);
-        status_of(result.and_then(|path| on_fs(handle, move |fs| async move { fs.mkdir(&path).await })))
+        status_of(result.and_then(|path| on_fs(handle, "mkdir", move |fs| async move { fs.mkdir(&path).await })))
     })
 }
 
@@ -480,7 +524,7 @@ pub unsafe extern "C" fn zlfs_mkdir(handle: u64, path: *const c_char) -> i32 {
 pub unsafe extern "C" fn zlfs_rmdir(handle: u64, path: *const c_char) -> i32 {
     guard(|| {
         let result = text(path).map(str::to_string);
-        status_of(result.and_then(|path| on_fs(handle, move |fs| async move { fs.rmdir(&path).await })))
+        status_of(result.and_then(|path| on_fs(handle, "rmdir", move |fs| async move { fs.rmdir(&path).await })))
     })
 }
 
@@ -503,7 +547,7 @@ pub unsafe extern "C" fn zlfs_stat(
             if kind.is_null() {
                 return Err(failed(libc::EINVAL, "kind is null"));
             }
-            let found = on_fs(handle, move |fs| async move {
+            let found = on_fs(handle, "stat", move |fs| async move {
                 Ok(match fs.stat(&path) {
                     Ok(info) => (1u32, info.size_bytes, info.mtime_s),
                     Err(_) if fs.is_dir(&path) => (2, 0, 0),
@@ -546,7 +590,7 @@ pub unsafe extern "C" fn zlfs_list(
             if needed.is_null() || (buf.is_null() && len != 0) {
                 return Err(failed(libc::EINVAL, "buf or needed is null"));
             }
-            let names = on_fs(handle, move |fs| async move { fs.list(&dir) })?;
+            let names = on_fs(handle, "list", move |fs| async move { fs.list(&dir) })?;
             let mut bytes = Vec::new();
             for name in names {
                 bytes.extend_from_slice(name.as_bytes());
@@ -575,7 +619,7 @@ pub unsafe extern "C" fn zlfs_free_space(handle: u64, free_bytes: *mut u64) -> i
         if free_bytes.is_null() {
             return failed(libc::EINVAL, "free_bytes is null");
         }
-        match on_fs(handle, |fs| async move { Ok(fs.space().free_bytes) }) {
+        match on_fs(handle, "free space", |fs| async move { Ok(fs.space().free_bytes) }) {
             Ok(free) => {
                 // SAFETY: checked non-null above.
                 unsafe { *free_bytes = free };

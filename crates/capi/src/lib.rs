@@ -21,12 +21,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_host::trace::{split_trace_option, HostTrace, IoKind, IoSpan};
 use zonelab_runtime::{
     block_on, CommandQueue, IoData, Output, Placement, QueuedCommand, RealTime, RealTimeHost, Simulation,
 };
 use zonelab_zns::{Geometry, MediaStore, NamespaceKind, ReportFilter, Status, ZoneSendAction};
 
 mod fs;
+
+pub use fs::*;
 
 /// Success.
 pub const ZL_OK: i32 = 0;
@@ -153,12 +156,72 @@ pub struct zl_completion {
 }
 
 /// A submitted command waiting to be polled: its tag, where a read's data goes, the thread that submitted it,
-/// and its result or future.
+/// what a trace draws of it, and its result or future.
 struct Inflight<F> {
     tag: u64,
     read_into: Option<usize>,
     submitter: std::thread::ThreadId,
+    traced: Option<TracedIo>,
     pending: F,
+}
+
+/// A command of a traced device as its submitting thread's I/O: kind, blocks, when it was submitted and (in
+/// virtual time, where the task that waits sees it) when it completed.
+#[derive(Clone, Copy)]
+struct TracedIo {
+    kind: IoKind,
+    lba: u64,
+    blocks: u64,
+    start_ns: u64,
+    end_ns: Option<u64>,
+}
+
+/// Where a traced device's trace goes and what its host side did (`trace=FILE` in the spec).
+struct Tracing {
+    path: std::path::PathBuf,
+    host: HostTrace,
+}
+
+impl Tracing {
+    /// Notes `io` of the calling thread, ended at `end_ns`.
+    fn record(&self, io: TracedIo, end_ns: u64, ok: bool) {
+        let TracedIo { kind, lba, blocks, start_ns, .. } = io;
+        let end_ns = io.end_ns.unwrap_or(end_ns);
+        self.host.io(&thread_track(), IoSpan { kind, lba, blocks, start_ns, issued_ns: start_ns, end_ns, ok });
+    }
+}
+
+/// The calling thread's track in a trace: its number, after its name (Rust's, or the one the system has for a
+/// thread the program started: RocksDB's `rocksdb:high`...) when it has one.
+fn thread_track() -> String {
+    thread_local! {
+        static TRACK: String = {
+            let thread = std::thread::current();
+            let number = format!("{:?}", thread.id()).replace("ThreadId(", "thread ").replace(')', "");
+            match thread.name().map(str::to_string).or_else(system_thread_name) {
+                Some(name) => format!("{name} ({number})"),
+                None => number,
+            }
+        };
+    }
+    TRACK.with(String::clone)
+}
+
+/// The calling thread's name as the system has it (`pthread_setname_np`), if it has one.
+fn system_thread_name() -> Option<String> {
+    let mut name = [0 as c_char; 64];
+    // SAFETY: the buffer has room for the name and its NUL (at most 16 bytes on Linux).
+    let found = unsafe { libc::pthread_getname_np(libc::pthread_self(), name.as_mut_ptr(), name.len()) } == 0;
+    // SAFETY: on success the buffer holds a NUL-terminated string.
+    let name = found.then(|| unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned());
+    name.filter(|name| !name.is_empty())
+}
+
+/// What a traced device's trace draws of `command`, submitted now.
+fn traced_io(tracing: Option<&Tracing>, command: &QueuedCommand, lba_shift: u32, now_ns: u64) -> Option<TracedIo> {
+    tracing?;
+    let (kind, lba, blocks) = IoKind::of(command, lba_shift)?;
+    Some(TracedIo { kind, lba, blocks, start_ns: now_ns, end_ns: None })
 }
 
 type PendingCommand = std::pin::Pin<Box<zonelab_runtime::Pending>>;
@@ -169,6 +232,7 @@ struct RealDevice {
     runtime: Mutex<Option<RealTime>>,
     host: RealTimeHost,
     inflight: Mutex<Vec<Inflight<PendingCommand>>>,
+    tracing: Option<Tracing>,
 }
 
 /// A virtual-time device: it lives on the thread that opened it.
@@ -176,6 +240,7 @@ struct VirtualDevice {
     simulation: Simulation<Box<dyn MediaStore>>,
     /// Results of submitted commands, as their tasks finish.
     done: Rc<RefCell<Vec<Completed>>>,
+    tracing: Option<Tracing>,
 }
 
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
@@ -222,20 +287,32 @@ fn status_code(status: Status) -> i32 {
 /// Runs one command on the device behind `handle`.
 fn execute(handle: u64, command: QueuedCommand) -> Result<Output, i32> {
     if let Some(device) = real(handle) {
-        return block_on(queue_pair(handle, &device.runtime, &device.host).submit(command)).map_err(status_code);
+        let host = queue_pair(handle, &device.runtime, &device.host);
+        let lba_shift = device.host.geometry().lba_shift;
+        let traced = traced_io(device.tracing.as_ref(), &command, lba_shift, host.now_ns());
+        let result = block_on(host.submit(command));
+        if let (Some(tracing), Some(io)) = (&device.tracing, traced) {
+            tracing.record(io, host.now_ns(), result.is_ok());
+        }
+        return result.map_err(status_code);
     }
     VIRTUAL.with(|devices| {
         let mut devices = devices.borrow_mut();
         let device = devices.get_mut(&handle).ok_or(ZL_EHANDLE)?;
         let host = device.simulation.host();
+        let traced = traced_io(device.tracing.as_ref(), &command, host.geometry().lba_shift, host.now_ns());
         let slot = Rc::new(RefCell::new(None));
         let result = Rc::clone(&slot);
+        let for_task = host.clone();
         device.simulation.spawn(async move {
-            *result.borrow_mut() = Some(host.submit(command).await);
+            *result.borrow_mut() = Some(for_task.submit(command).await);
         });
         device.simulation.run();
-        let outcome = slot.borrow_mut().take();
-        outcome.ok_or(ZL_EINTERNAL)?.map_err(status_code)
+        let outcome = slot.borrow_mut().take().ok_or(ZL_EINTERNAL)?;
+        if let (Some(tracing), Some(io)) = (&device.tracing, traced) {
+            tracing.record(io, host.now_ns(), outcome.is_ok());
+        }
+        outcome.map_err(status_code)
     })
 }
 
@@ -267,10 +344,12 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
         let Ok(spec) = unsafe { CStr::from_ptr(spec) }.to_str() else {
             return failed(ZL_EINVAL, "the device spec is not UTF-8");
         };
-        let (spec, placement) = match Placement::split_spec(spec) {
+        let (spec, trace_path) = split_trace_option(spec);
+        let (spec, placement) = match Placement::split_spec(&spec) {
             Ok(split) => split,
             Err(error) => return failed(ZL_EINVAL, error),
         };
+        let tracing = trace_path.map(|path| Tracing { path, host: HostTrace::default() });
         let builder = DeviceBuilder::new(DeviceSpec::parse(&spec)).host(HostPath::Spdk).store(StoreChoice::Memory);
         let id = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
         match mode {
@@ -279,9 +358,12 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
                     Ok(runtime) => runtime,
                     Err(error) => return failed(ZL_EOPEN, error),
                 };
+                if tracing.is_some() {
+                    runtime.enable_trace();
+                }
                 let host = runtime.host();
-                let device =
-                    Arc::new(RealDevice { runtime: Mutex::new(Some(runtime)), host, inflight: Mutex::new(Vec::new()) });
+                let runtime = Mutex::new(Some(runtime));
+                let device = Arc::new(RealDevice { runtime, host, inflight: Mutex::new(Vec::new()), tracing });
                 lock(&REAL).get_or_insert_with(HashMap::new).insert(id, device);
             }
             ZL_MODE_VIRTUAL => {
@@ -290,7 +372,10 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
                     Err(error) => return failed(ZL_EOPEN, error),
                 };
                 let simulation = Simulation::over(built, None);
-                let device = VirtualDevice { simulation, done: Rc::default() };
+                if tracing.is_some() {
+                    simulation.with_device(|device| device.enable_trace());
+                }
+                let device = VirtualDevice { simulation, done: Rc::default(), tracing };
                 VIRTUAL.with(|devices| devices.borrow_mut().insert(id, device));
             }
             _ => return failed(ZL_EINVAL, format!("mode {mode}: not ZL_MODE_VIRTUAL (0) or ZL_MODE_REALTIME (1)")),
@@ -310,22 +395,33 @@ pub extern "C" fn zl_close(handle: u64) -> i32 {
         forget_queue_pair(handle);
         if let Some(device) = removed {
             let runtime = device.runtime.lock().unwrap_or_else(PoisonError::into_inner).take();
-            return match runtime.map(RealTime::stop) {
-                Some(stopped) => {
-                    if let Some(warning) = stopped.pacing.summary().warning() {
-                        eprintln!("zonelab: {warning}");
-                    }
-                    stopped.flushed.map_or_else(status_code, |()| ZL_OK)
-                }
-                None => ZL_EHANDLE,
+            let Some(runtime) = runtime else { return ZL_EHANDLE };
+            let (stopped, written) = runtime.stop_then(|stopped| write_trace(device.tracing.as_ref(), stopped));
+            if let Some(warning) = stopped.pacing.summary().warning() {
+                eprintln!("zonelab: {warning}");
+            }
+            return match (written, stopped.flushed) {
+                (Err(code), _) => code,
+                (Ok(()), flushed) => flushed.map_or_else(status_code, |()| ZL_OK),
             };
         }
         let flushed = execute(handle, QueuedCommand::Flush);
         if flushed == Err(ZL_EHANDLE) {
             return ZL_EHANDLE;
         }
-        VIRTUAL.with(|devices| devices.borrow_mut().remove(&handle));
-        flushed.map_or_else(|code| code, |_| ZL_OK)
+        let device = VIRTUAL.with(|devices| devices.borrow_mut().remove(&handle));
+        let written = device.map_or(Ok(()), |device| {
+            device.simulation.with_device(|stopped| write_trace(device.tracing.as_ref(), stopped))
+        });
+        written.and(flushed).map_or_else(|code| code, |_| ZL_OK)
+    })
+}
+
+/// Writes a traced device's trace (`trace=FILE` in its spec): its threads' I/Os, commands and flash operations.
+fn write_trace(tracing: Option<&Tracing>, device: &zonelab_device::Device<Box<dyn MediaStore>>) -> Result<(), i32> {
+    let Some(tracing) = tracing else { return Ok(()) };
+    tracing.host.write(&tracing.path, "C library", &[], device).map_err(|error| {
+        failed(ZL_EINVAL, format!("the trace could not be written to {}: {error}", tracing.path.display()))
     })
 }
 
@@ -554,20 +650,23 @@ pub unsafe extern "C" fn zl_submit(handle: u64, io: *const zl_io, tag: u64) -> i
             Ok(found) => found,
             Err(code) => return code,
         };
+        let submitter = std::thread::current().id();
         if let Some(device) = real(handle) {
-            let pending = Box::pin(queue_pair(handle, &device.runtime, &device.host).submit_pending(command));
-            let submitter = std::thread::current().id();
-            lock(&device.inflight).push(Inflight { tag, read_into, submitter, pending });
+            let host = queue_pair(handle, &device.runtime, &device.host);
+            let traced = traced_io(device.tracing.as_ref(), &command, device.host.geometry().lba_shift, host.now_ns());
+            let pending = Box::pin(host.submit_pending(command));
+            lock(&device.inflight).push(Inflight { tag, read_into, submitter, traced, pending });
             return ZL_OK;
         }
         VIRTUAL.with(|devices| {
             let devices = devices.borrow();
             let Some(device) = devices.get(&handle) else { return ZL_EHANDLE };
             let (host, done) = (device.simulation.host(), Rc::clone(&device.done));
-            let submitter = std::thread::current().id();
+            let traced = traced_io(device.tracing.as_ref(), &command, host.geometry().lba_shift, host.now_ns());
             device.simulation.host().spawn(async move {
                 let pending = host.submit(command).await;
-                done.borrow_mut().push(Inflight { tag, read_into, submitter, pending });
+                let traced = traced.map(|io| TracedIo { end_ns: Some(host.now_ns()), ..io });
+                done.borrow_mut().push(Inflight { tag, read_into, submitter, traced, pending });
             });
             ZL_OK
         })
@@ -722,8 +821,11 @@ fn take_completed(
             match outcome {
                 Some(result) => {
                     let done = inflight.remove(index);
-                    let (tag, read_into, submitter) = (done.tag, done.read_into, done.submitter);
-                    ready.push(Inflight { tag, read_into, submitter, pending: result });
+                    if let (Some(tracing), Some(io)) = (&device.tracing, done.traced) {
+                        tracing.record(io, device.host.now_ns(), result.is_ok());
+                    }
+                    let (tag, read_into, submitter, traced) = (done.tag, done.read_into, done.submitter, done.traced);
+                    ready.push(Inflight { tag, read_into, submitter, traced, pending: result });
                 }
                 None => {
                     index += 1;
@@ -740,7 +842,13 @@ fn take_completed(
         device.simulation.run();
         let mut done = device.done.borrow_mut();
         let take = done.len().min(max);
-        Ok((done.drain(..take).collect(), done.len()))
+        let ready: Vec<Completed> = done.drain(..take).collect();
+        if let Some(tracing) = &device.tracing {
+            for (io, completed) in ready.iter().filter_map(|completed| Some((completed.traced?, completed))) {
+                tracing.record(io, 0, completed.pending.is_ok());
+            }
+        }
+        Ok((ready, done.len()))
     })
 }
 

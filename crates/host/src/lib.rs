@@ -8,6 +8,7 @@
 mod host_ftl;
 mod reset_load;
 mod scheduler;
+pub mod trace;
 pub mod wal;
 mod zonefs;
 

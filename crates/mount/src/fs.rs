@@ -13,8 +13,9 @@ use fuser::{
     OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
     ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
+use zonelab_host::trace::{HostTrace, IoKind, IoSpan};
 use zonelab_host::{FileState, FsError, ZoneLayout};
-use zonelab_runtime::{IoData, Output, Pending, QueuedCommand, RealTimeHost};
+use zonelab_runtime::{CommandQueue, IoData, Output, Pending, QueuedCommand, RealTimeHost};
 use zonelab_zns::{Geometry, ReportFilter, Status, ZoneSendAction, ZoneState};
 
 use crate::cnv::{ConventionalFile, CNV_DIR, CNV_FILE};
@@ -88,6 +89,8 @@ struct Shared {
     mounted_at: SystemTime,
     /// `cnv/0`, when the device has a conventional namespace.
     conventional: Option<ConventionalFile>,
+    /// The requests of a traced mount (`trace=`).
+    trace: Option<Arc<HostTrace>>,
 }
 
 impl Shared {
@@ -279,6 +282,17 @@ pub(crate) async fn all_done(pendings: Vec<Pending>) -> Result<Vec<Output>, Stat
     failed.map_or(Ok(outputs), Err)
 }
 
+/// A request's commands as one I/O of a trace, begun now: the first command's kind and block, and the blocks
+/// of all of them (a write's chunks follow each other; a truncate's reset and open name one zone).
+fn request_io(host: &RealTimeHost, commands: &[QueuedCommand]) -> Option<IoSpan> {
+    let lba_shift = host.geometry().lba_shift;
+    let (kind, lba, _) = IoKind::of(commands.first()?, lba_shift)?;
+    let blocks =
+        commands.iter().filter_map(|command| IoKind::of(command, lba_shift)).map(|(_, _, blocks)| blocks).sum();
+    let now = host.now_ns();
+    Some(IoSpan { kind, lba, blocks, start_ns: now, issued_ns: now, end_ns: now, ok: true })
+}
+
 /// The zonefs-compatible file system on a real-time device.
 pub(crate) struct ZonefsMount {
     shared: Arc<Shared>,
@@ -293,6 +307,7 @@ impl ZonefsMount {
         files: Vec<FileState>,
         conventional: Option<RealTimeHost>,
         options: MountOptions,
+        trace: Option<Arc<HostTrace>>,
     ) -> ZonefsMount {
         let geometry = zonelab_runtime::CommandQueue::geometry(&host);
         let entries = files
@@ -321,6 +336,7 @@ impl ZonefsMount {
             explicitly_open: AtomicU32::new(0),
             mounted_at: SystemTime::now(),
             conventional,
+            trace,
         };
         ZonefsMount { shared: Arc::new(shared), completions: Completions::default() }
     }
@@ -350,10 +366,16 @@ impl ZonefsMount {
         F: FnOnce(Arc<Shared>, Result<Vec<Output>, Status>) -> Done + Send + 'static,
         Done: std::future::Future<Output = ()> + Send + 'static,
     {
+        let traced = self.shared.trace.as_ref().and_then(|_| request_io(host, &commands));
         let pendings: Vec<Pending> = commands.into_iter().map(|command| host.submit_pending(command)).collect();
         let shared = Arc::clone(&self.shared);
+        let clock = host.clone();
         self.completions.spawn(async move {
             let result = all_done(pendings).await;
+            if let (Some(trace), Some(span)) = (&shared.trace, traced) {
+                let end_ns = clock.now_ns();
+                trace.io("FUSE requests", IoSpan { end_ns, ok: result.is_ok(), ..span });
+            }
             finish(shared, result).await;
         });
     }

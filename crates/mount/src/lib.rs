@@ -24,11 +24,13 @@ mod control;
 mod fs;
 mod options;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use control::{control_request, from_hex, to_hex, ControlReply};
 pub use options::{ErrorsPolicy, MountOptions, OptionError};
 use zonelab_device::DeviceBuilder;
+use zonelab_host::trace::HostTrace;
 use zonelab_runtime::{block_on, Placement, RealTime, StartError, Stopped};
 use zonelab_zns::Status;
 
@@ -71,6 +73,8 @@ pub struct Mounted {
     control: Option<control::ControlChannel>,
     files: u32,
     conventional_bytes: Option<u64>,
+    /// Where a traced mount's trace goes, and its requests.
+    trace: Option<(PathBuf, Arc<HostTrace>)>,
 }
 
 /// Unmounts a mount from another thread (a signal handler's, say).
@@ -95,6 +99,10 @@ impl Mounted {
     ) -> Result<Mounted, MountError> {
         check_mountpoint(mountpoint, options.nonempty)?;
         let device = RealTime::start_placed(builder, placement)?;
+        let trace = options.trace.clone().map(|path| {
+            device.enable_trace();
+            (path, Arc::new(HostTrace::default()))
+        });
         let host = device.host();
         let files = block_on(zonelab_host::read_files(&host)).map_err(MountError::Report)?;
         let conventional = host.stats().and_then(|stats| host.on_namespace(stats.conventional?.nsid));
@@ -123,7 +131,8 @@ impl Mounted {
             ),
             None => None,
         };
-        let filesystem = fs::ZonefsMount::new(host, files, conventional, options);
+        let requests = trace.as_ref().map(|(_, requests)| Arc::clone(requests));
+        let filesystem = fs::ZonefsMount::new(host, files, conventional, options, requests);
         let fuse_error = |source| MountError::Fuse { mountpoint: mountpoint.display().to_string(), source };
         let before = fuse_descriptors().map_err(fuse_error)?;
         let session = fuser::Session::new(filesystem, mountpoint, &config).map_err(fuse_error)?;
@@ -132,7 +141,7 @@ impl Mounted {
                 set_nonblocking(*fd).map_err(fuse_error)?;
             }
         }
-        Ok(Mounted { session, device, control, files: count, conventional_bytes })
+        Ok(Mounted { session, device, control, files: count, conventional_bytes, trace })
     }
 
     /// How many files `seq/` holds.
@@ -150,12 +159,22 @@ impl Mounted {
     }
 
     /// Serves the kernel's requests until the file system is unmounted, then lets every command in flight
-    /// complete, stops the device and flushes it: every completed write is durable in an image.
+    /// complete, stops the device and flushes it: every completed write is durable in an image. A traced mount
+    /// then writes its trace.
     pub fn run(self) -> std::io::Result<Stopped> {
         let served = self.session.run();
         drop(self.control);
-        let stopped = self.device.stop();
-        served.map(|()| stopped)
+        let trace = self.trace;
+        let (stopped, written) = self.device.stop_then(|device| match &trace {
+            Some((path, requests)) => requests.write(path, "zonefs mount", &[], device).map_err(|error| {
+                std::io::Error::new(
+                    error.kind(),
+                    format!("the trace could not be written to {}: {error}", path.display()),
+                )
+            }),
+            None => Ok(()),
+        });
+        served.and(written).map(|()| stopped)
     }
 }
 

@@ -42,6 +42,9 @@ pub struct MountOptions {
     /// zonelab's own (`control=PATH`): the Unix socket of the mount's control channel (`control.rs`), through which
     /// faults and raw writes reach the live device.
     pub control: Option<std::path::PathBuf>,
+    /// zonelab's own (`trace=PATH`, or `trace=` in the device spec): write the mount's requests, the device's
+    /// commands and its flash operations as a Perfetto trace at unmount (`zonelab_host::trace`).
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl Default for MountOptions {
@@ -57,6 +60,7 @@ impl Default for MountOptions {
             nonempty: false,
             async_dio: false,
             control: None,
+            trace: None,
         }
     }
 }
@@ -74,7 +78,7 @@ impl FromStr for MountOptions {
 
     /// Reads a comma-separated list, as `mount -o` takes it: `errors=remount-ro|zone-ro|zone-offline|repair`,
     /// `explicit-open`, `uid=N`, `gid=N`, `perm=OCTAL`, `ro`, `rw`, and zonelab's `poll`, `nonempty`,
-    /// `async-dio` and `control=PATH`.
+    /// `async-dio`, `control=PATH` and `trace=PATH`.
     fn from_str(text: &str) -> Result<MountOptions, OptionError> {
         let mut options = MountOptions::default();
         for option in text.split(',').filter(|option| !option.is_empty()) {
@@ -108,10 +112,11 @@ impl FromStr for MountOptions {
                 ("nonempty", None) => options.nonempty = true,
                 ("async-dio", None) => options.async_dio = true,
                 ("control", Some(path)) if !path.is_empty() => options.control = Some(path.into()),
+                ("trace", Some(path)) if !path.is_empty() => options.trace = Some(path.into()),
                 _ => {
                     return Err(error(
                         "unknown; zonefs's options are errors=, explicit-open, uid=, gid=, perm=, ro, rw (and zonelab's poll, \
-                         nonempty, async-dio, control=)",
+                         nonempty, async-dio, control=, trace=)",
                     ))
                 }
             }
@@ -127,7 +132,7 @@ mod tests {
     #[test]
     fn options_read_as_zonefs_names_them_and_bad_ones_are_named() {
         let options: MountOptions =
-            "errors=zone-offline,explicit-open,uid=7,perm=600,ro,poll,nonempty,async-dio,control=/run/c.sock"
+            "errors=zone-offline,explicit-open,uid=7,perm=600,ro,poll,nonempty,async-dio,control=/run/c.sock,trace=t.json"
                 .parse()
                 .expect("options");
         assert_eq!(
@@ -143,6 +148,7 @@ mod tests {
                 nonempty: true,
                 async_dio: true,
                 control: Some("/run/c.sock".into()),
+                trace: Some("t.json".into()),
             }
         );
         assert_eq!("".parse::<MountOptions>(), Ok(MountOptions::default()));

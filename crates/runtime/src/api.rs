@@ -19,7 +19,7 @@ pub trait CommandQueue {
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()>;
     /// The simulation task running now, which a device trace names as the submitter of its commands
     /// (`TraceEvent::submitter`), so that an operation a host layer traces is joined to the commands it caused;
-    /// None where the runtime does not say (real time).
+    /// in real time, the host thread's task or the queue pair that submits.
     fn task(&self) -> Option<u32> {
         None
     }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Wake, Waker};
 use std::thread::{JoinHandle, Thread};
 
-use crate::realtime::block_on;
+use crate::realtime::{as_task, block_on, new_submitter};
 
 type LocalTask = Pin<Box<dyn Future<Output = ()>>>;
 type Job<C> = Box<dyn FnOnce(Rc<C>) -> LocalTask + Send>;
@@ -130,7 +130,8 @@ impl<C: 'static> Drop for HostThread<C> {
 /// The host thread's executor: jobs become tasks; a task is polled when its waker says so.
 fn run<C: 'static>(shared: &Arc<Shared<C>>, context: Rc<C>) {
     let thread = std::thread::current();
-    let mut tasks: Vec<Option<LocalTask>> = Vec::new();
+    // Each task with the number a device trace names it by.
+    let mut tasks: Vec<Option<(LocalTask, u32)>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut live = 0usize;
     loop {
@@ -141,16 +142,16 @@ fn run<C: 'static>(shared: &Arc<Shared<C>>, context: Rc<C>) {
                 tasks.push(None);
                 tasks.len() - 1
             });
-            tasks[slot] = Some(task);
+            tasks[slot] = Some((task, new_submitter()));
             live += 1;
             lock(&shared.ready).push_back(slot);
         }
         let ready: Vec<usize> = lock(&shared.ready).drain(..).collect();
         for slot in &ready {
-            let Some(task) = tasks[*slot].as_mut() else { continue };
+            let Some((task, id)) = tasks[*slot].as_mut() else { continue };
             let waker =
                 Waker::from(Arc::new(TaskWaker { task: *slot, shared: Arc::clone(shared), thread: thread.clone() }));
-            if task.as_mut().poll(&mut Context::from_waker(&waker)).is_ready() {
+            if as_task(*id, || task.as_mut().poll(&mut Context::from_waker(&waker))).is_ready() {
                 tasks[*slot] = None;
                 free.push(*slot);
                 live -= 1;

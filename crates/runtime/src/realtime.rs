@@ -15,7 +15,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{JoinHandle, Thread};
@@ -100,8 +100,8 @@ fn wake_each(wakers: &mut Vec<Waker>) {
 
 /// What a host thread hands the device thread.
 enum Request {
-    /// A command for a namespace.
-    Command(QueuedCommand, u32, Arc<Cell>),
+    /// A command for a namespace, from a submitter (`CommandQueue::task`).
+    Command(QueuedCommand, u32, u32, Arc<Cell>),
     /// Wake the cell at this model time.
     Sleep(u64, Arc<Cell>),
     /// Send the device's statistics back at once.
@@ -111,9 +111,37 @@ enum Request {
 }
 
 /// One submission queue; the device thread drains it.
-#[derive(Default)]
 struct QueuePair {
     submissions: Mutex<VecDeque<Request>>,
+    /// What a device trace names as the submitter of its commands when no host thread's task is running.
+    submitter: u32,
+}
+
+impl QueuePair {
+    fn new() -> QueuePair {
+        QueuePair { submissions: Mutex::new(VecDeque::new()), submitter: new_submitter() }
+    }
+}
+
+/// Submitters of a real-time device's commands, as its trace names them: queue pairs and host threads' tasks
+/// draw from one count, so that no two share a number.
+static NEXT_SUBMITTER: AtomicU32 = AtomicU32::new(0);
+
+pub(crate) fn new_submitter() -> u32 {
+    NEXT_SUBMITTER.fetch_add(1, Ordering::Relaxed)
+}
+
+thread_local! {
+    /// The host thread's task being polled on this thread (`HostThread`), which submits in its own name.
+    static RUNNING_TASK: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `poll` as task `task` of a host thread: the commands it submits name it in a device trace.
+pub(crate) fn as_task<R>(task: u32, poll: impl FnOnce() -> R) -> R {
+    let outer = RUNNING_TASK.replace(Some(task));
+    let result = poll();
+    RUNNING_TASK.set(outer);
+    result
 }
 
 /// How far delivered completions were from their modelled times.
@@ -239,6 +267,7 @@ impl Engine {
         &mut self,
         now: u64,
         nsid: u32,
+        submitter: u32,
         command: QueuedCommand,
         cell: &Arc<Cell>,
     ) -> Option<Result<Output, Status>> {
@@ -246,7 +275,7 @@ impl Engine {
         let arrival = self.host.arrival_ns(now);
         let tag = self.next_tag;
         self.next_tag += 1;
-        let queued = self.device.enqueue_to(tag, nsid, command);
+        let queued = self.device.enqueue_from(tag, nsid, command, Some(submitter));
         debug_assert!(queued.is_ok(), "the queue is empty");
         let mut outcome = None;
         self.device.process_queue(arrival, |_, device_ns, result| outcome = Some((device_ns, result)));
@@ -378,7 +407,7 @@ impl RealTime {
 
     /// A handle with a queue pair of its own: give each submitting thread one.
     pub fn host(&self) -> RealTimeHost {
-        let pair = Arc::new(QueuePair::default());
+        let pair = Arc::new(QueuePair::new());
         lock(&self.shared.pairs).push(Arc::clone(&pair));
         let nsid = lock(&self.shared.engine).device.attached_nsid();
         RealTimeHost { shared: Arc::clone(&self.shared), pair, nsid, geometry: self.shared.geometry }
@@ -389,12 +418,25 @@ impl RealTime {
         self.shared.now_ns()
     }
 
+    /// Has the device keep a trace of its commands and flash operations from now on (`Device::enable_trace`),
+    /// which `stop_then` can write.
+    pub fn enable_trace(&self) {
+        lock(&self.shared.engine).device.enable_trace();
+    }
+
     /// Stops the device thread once the commands submitted so far have completed, flushing the device.
-    pub fn stop(mut self) -> Stopped {
+    pub fn stop(self) -> Stopped {
+        self.stop_then(|_| ()).0
+    }
+
+    /// `stop`, then `then` with the stopped device (to write its trace).
+    pub fn stop_then<R>(mut self, then: impl FnOnce(&Device<Box<dyn MediaStore>>) -> R) -> (Stopped, R) {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.ring_doorbell();
         let thread = self.thread.take().expect("stopped once");
-        thread.join().ok().flatten().expect("the device thread ran to its end")
+        let stopped = thread.join().ok().flatten().expect("the device thread ran to its end");
+        let after = then(&lock(&self.shared.engine).device);
+        (stopped, after)
     }
 }
 
@@ -439,7 +481,7 @@ fn device_loop(shared: &Shared, wait: Wait) -> Stopped {
         let now = shared.now_ns();
         for request in batch.drain(..) {
             match request {
-                Request::Command(command, nsid, cell) => {
+                Request::Command(command, nsid, submitter, cell) => {
                     if !host.carries(&command) {
                         let arrival = host.arrival_ns(now);
                         let result = Err(Status::InvalidOpcode);
@@ -452,7 +494,7 @@ fn device_loop(shared: &Shared, wait: Wait) -> Stopped {
                         process(device, host, now, cells, *next_tag, moved, due);
                     }
                     cells.push(Some(cell));
-                    let queued = device.enqueue_to(*next_tag, nsid, command);
+                    let queued = device.enqueue_from(*next_tag, nsid, command, Some(submitter));
                     *next_tag += 1;
                     debug_assert!(queued.is_ok(), "the submission queue was just emptied");
                 }
@@ -653,7 +695,7 @@ impl RealTimeHost {
     pub fn submit_pending(&self, command: QueuedCommand) -> Pending {
         let cell = Arc::new(Cell::default());
         if let Err(command) = self.execute_here(command, &cell) {
-            self.request(Request::Command(command, self.nsid, Arc::clone(&cell)));
+            self.request(Request::Command(command, self.nsid, self.submitter(), Arc::clone(&cell)));
         }
         Pending { cell }
     }
@@ -669,7 +711,7 @@ impl RealTimeHost {
         }
         let now = self.shared.now_ns();
         self.shared.last_executed_here_ns.store(now, Ordering::Relaxed);
-        match engine.execute_now(now, self.nsid, command, cell) {
+        match engine.execute_now(now, self.nsid, self.submitter(), command, cell) {
             Some(result) => {
                 let waker = cell.complete(result);
                 debug_assert!(waker.is_none(), "nobody waits on a cell before its command is submitted");
@@ -686,6 +728,11 @@ impl RealTimeHost {
         Ok(())
     }
 
+    /// The submitter of a command submitted now: the host thread's task running here, else this queue pair.
+    fn submitter(&self) -> u32 {
+        RUNNING_TASK.get().unwrap_or(self.pair.submitter)
+    }
+
     /// The device's statistics now (commands, flash operations and energy, wear), from the device thread.
     pub fn stats(&self) -> Option<DeviceStats> {
         let (reply, answer) = std::sync::mpsc::channel();
@@ -696,7 +743,7 @@ impl RealTimeHost {
     /// A handle with a queue pair of its own on namespace `nsid` of the same device; None if it has none.
     pub fn on_namespace(&self, nsid: u32) -> Option<RealTimeHost> {
         let geometry = lock(&self.shared.engine).device.geometry_of(nsid)?;
-        let pair = Arc::new(QueuePair::default());
+        let pair = Arc::new(QueuePair::new());
         lock(&self.shared.pairs).push(Arc::clone(&pair));
         Some(RealTimeHost { shared: Arc::clone(&self.shared), pair, nsid, geometry })
     }
@@ -760,6 +807,10 @@ impl CommandQueue for RealTimeHost {
 
     fn geometry(&self) -> Geometry {
         self.geometry
+    }
+
+    fn task(&self) -> Option<u32> {
+        Some(self.submitter())
     }
 
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {

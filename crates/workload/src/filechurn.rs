@@ -23,7 +23,7 @@ use zonelab_zns::MediaStore;
 
 use crate::args::{take, Slot, ToolError, ToolOption};
 use crate::filebench;
-use crate::fio::OperationSpan;
+use zonelab_host::trace::{write_device_trace, OperationSpan};
 
 /// Which file workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -71,7 +71,7 @@ pub struct FileChurnSpec {
     pub cores: u32,
     pub json: bool,
     /// Write the timed run as a Perfetto trace here: each job's span, with arrows to the commands it submitted,
-    /// and the device's commands and flash operations (`fio::write_device_trace`).
+    /// and the device's commands and flash operations (`zonelab_host::trace::write_device_trace`).
     #[serde(skip)]
     pub trace: Option<std::path::PathBuf>,
 }
@@ -241,7 +241,7 @@ impl JobTrace {
         let tasks = self.tasks.borrow();
         let jobs = self.spans.borrow();
         let jobs = jobs.iter().map(|&(job, start_ns, end_ns)| OperationSpan {
-            track: "jobs",
+            track: "jobs".into(),
             name: format!("job {job}"),
             start_ns,
             end_ns,
@@ -251,7 +251,8 @@ impl JobTrace {
             track: match done.kind {
                 "checkpoint" => "checkpoints",
                 _ => "cleaning",
-            },
+            }
+            .into(),
             name: match done.zone {
                 Some(zone) => format!("{} zone {zone}", done.kind),
                 None => done.kind.to_string(),
@@ -262,7 +263,7 @@ impl JobTrace {
         });
         let spans: Vec<OperationSpan> = jobs.chain(fs).collect();
         simulation
-            .with_device(|device| crate::fio::write_device_trace(path, "file-churn", &spans, &[], device))
+            .with_device(|device| write_device_trace(path, "file-churn", &spans, &[], device))
             .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))
     }
 }

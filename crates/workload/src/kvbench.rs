@@ -16,8 +16,8 @@ use std::time::Instant;
 use serde::Serialize;
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice, TRACE_LIMIT};
 
-use crate::fio::OperationSpan;
 use crate::zonemap::{draw, summarize, zone_map, MapSummary};
+use zonelab_host::trace::{write_device_trace, OperationSpan};
 use zonelab_host::{run_reset_load, ResetLoadStats, Scheduled, SchedulerKind};
 use zonelab_runtime::sync::{Channel, Mutex, Notify};
 use zonelab_runtime::{CommandQueue, Simulation};
@@ -77,7 +77,7 @@ pub struct KvBenchSpec {
     pub lifetime_hints: bool,
     /// Draw the zone-utilization map at the end into this PNG.
     pub map: Option<std::path::PathBuf>,
-    /// Write the device's commands and flash operations as a Perfetto trace here (`fio::write_device_trace`).
+    /// Write the device's commands and flash operations as a Perfetto trace here (`zonelab_host::trace::write_device_trace`).
     #[serde(skip)]
     pub trace: Option<std::path::PathBuf>,
 }
@@ -462,7 +462,7 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
     /// Notes an operation of simulation task `task` for the trace, when the run is traced.
     fn record(&self, track: &'static str, name: String, task: Option<u32>, start_ns: u64, end_ns: u64) {
         if let Some(operations) = &self.operations {
-            operations.borrow_mut().push(OperationSpan { track, name, start_ns, end_ns, task });
+            operations.borrow_mut().push(OperationSpan { track: track.into(), name, start_ns, end_ns, task });
         }
     }
 }
@@ -576,7 +576,7 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
         simulation
             .with_device(|device| {
                 let operations = db.operations.as_ref().map(|operations| operations.take()).unwrap_or_default();
-                crate::fio::write_device_trace(path, "kv-bench", &operations, &queue.queue_spans(), device)
+                write_device_trace(path, "kv-bench", &operations, &queue.queue_spans(), device)
             })
             .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))?;
     }

@@ -9,6 +9,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::json;
 use zonelab_device::{Device, DeviceBuilder, DeviceSpec, HostPath, HostSide, StoreChoice};
+use zonelab_host::trace::write_device_trace;
 use zonelab_host::{RecoveryStats, Wal, WalConfig, WalDesign, WalStats};
 use zonelab_runtime::{CommandQueue, Simulation};
 use zonelab_zns::{ByteSize, MediaStore};
@@ -49,7 +50,7 @@ pub struct WalBenchSpec {
     pub store: Option<StoreChoice>,
     pub json: bool,
     pub seed: u64,
-    /// Write the device's commands and flash operations as a Perfetto trace here (`fio::write_device_trace`).
+    /// Write the device's commands and flash operations as a Perfetto trace here (`zonelab_host::trace::write_device_trace`).
     #[serde(skip)]
     pub trace: Option<std::path::PathBuf>,
 }
@@ -259,7 +260,7 @@ fn run_on<S: MediaStore + 'static>(
     };
     if let Some(path) = &spec.trace {
         simulation
-            .with_device(|device| crate::fio::write_device_trace(path, "wal-bench", &[], &[], device))
+            .with_device(|device| write_device_trace(path, "wal-bench", &[], &[], device))
             .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))?;
     }
     let seconds = device_time_ns as f64 / 1e9;

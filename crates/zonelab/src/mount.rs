@@ -33,7 +33,8 @@ pub struct MountArgs {
 pub(crate) const CONTROL_SOCKET: &str = "control.sock";
 
 pub fn run(args: &MountArgs) -> Result<(), CliError> {
-    let (spec, mut placement) = Placement::split_spec(&args.device).map_err(CliError::Usage)?;
+    let (spec, trace) = zonelab_host::trace::split_trace_option(&args.device);
+    let (spec, mut placement) = Placement::split_spec(&spec).map_err(CliError::Usage)?;
     let mut zonefs_options = Vec::new();
     for option in args.options.split(',').filter(|option| !option.is_empty()) {
         let taken = match option.split_once('=') {
@@ -48,6 +49,7 @@ pub fn run(args: &MountArgs) -> Result<(), CliError> {
         .join(",")
         .parse()
         .map_err(|error: zonelab_mount::OptionError| CliError::Usage(error.to_string()))?;
+    options.trace = options.trace.or(trace);
     let device = DeviceSpec::parse(&spec);
     // An image's control channel is found beside its files: `zonelab inject IMAGE` and `zonelab write IMAGE`
     // reach the mounted device through it.

@@ -115,21 +115,35 @@ fn errno_of(result: std::io::Result<impl Sized>) -> Option<i32> {
     result.err().and_then(|error| error.raw_os_error())
 }
 
+/// Runs `f` on a zeroed buffer of `len` bytes aligned as O_DIRECT wants.
+fn with_aligned<T>(len: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
+    let layout = std::alloc::Layout::from_size_align(len.max(4096), 4096).expect("layout");
+    // SAFETY: the layout has a non-zero size; the buffer is freed below with the same layout.
+    let buffer = unsafe { std::alloc::alloc_zeroed(layout) };
+    // SAFETY: `buffer` holds at least `len` bytes.
+    let result = f(unsafe { std::slice::from_raw_parts_mut(buffer, len) });
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(buffer, layout) };
+    result
+}
+
 fn direct_write(path: &Path, append: bool, data: &[u8]) -> std::io::Result<usize> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).append(append).custom_flags(libc::O_DIRECT);
     let mut file = options.open(path)?;
-    // O_DIRECT wants an aligned buffer.
-    let layout = std::alloc::Layout::from_size_align(data.len().max(4096), 4096).expect("layout");
-    // SAFETY: the layout has a non-zero size; the buffer is freed below with the same layout.
-    let buffer = unsafe { std::alloc::alloc_zeroed(layout) };
-    // SAFETY: `buffer` holds at least `data.len()` bytes.
-    let slice = unsafe { std::slice::from_raw_parts_mut(buffer, data.len()) };
-    slice.copy_from_slice(data);
-    let result = file.write(slice);
-    // SAFETY: allocated above with this layout.
-    unsafe { std::alloc::dealloc(buffer, layout) };
-    result
+    with_aligned(data.len(), |buffer| {
+        buffer.copy_from_slice(data);
+        file.write(buffer)
+    })
+}
+
+/// Reads up to `len` bytes from the start of `path` with O_DIRECT.
+fn direct_read(path: &Path, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path)?;
+    with_aligned(len, |buffer| {
+        let read = std::io::Read::read(&mut file, buffer)?;
+        Ok(buffer[..read].to_vec())
+    })
 }
 
 const DEVICE: &str = "preset:instant,namespace.zones=4,namespace.zone-size=\"1MiB\",namespace.zone-cap=\"768KiB\"";
@@ -639,4 +653,58 @@ fn run_text(program: &str, args: &[&str]) -> String {
     let output = Command::new(program).args(args).output().expect(program);
     assert!(output.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `trace=FILE` in the device spec: at unmount the mount writes its FUSE requests on a track of their own, each
+/// joined by an arrow to the commands it became (a write to its writes, a read to its reads, a truncate to 0 to
+/// its zone reset), beside the device's commands per zone.
+#[test]
+fn a_traced_mount_draws_its_requests_joined_to_their_commands() {
+    if !have(&["truncate"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("mount.json");
+    let mount = Mount::start(&format!("{DEVICE},trace={}", path.display()), &dir.path().join("mnt"), "");
+    assert_eq!(direct_write(&mount.file(1), false, &[3; 16384]).expect("write"), 16384);
+    assert_eq!(direct_read(&mount.file(1), 16384).expect("read"), [3; 16384]);
+    let reset = Command::new("truncate").arg("-s").arg("0").arg(mount.file(1)).status().expect("truncate");
+    assert!(reset.success());
+    mount.unmount();
+
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("written at unmount")).expect("JSON");
+    let events = trace["traceEvents"].as_array().expect("events");
+    let named = |pid: u64, name: &str| {
+        events.iter().any(|event| event["ph"] == "M" && event["pid"] == pid && event["args"]["name"] == name)
+    };
+    assert!(named(1, "zonefs mount") && named(1, "FUSE requests") && named(2, "zone 1"));
+    let requests: Vec<&serde_json::Value> =
+        events.iter().filter(|event| event["ph"] == "X" && event["pid"] == 1).collect();
+    let kinds = |name: &str| requests.iter().filter(|slice| slice["name"] == name).count();
+    assert!(kinds("write") >= 1 && kinds("read") >= 1 && kinds("trim") == 1, "{requests:?}");
+    // Arrows from the requests land on the device's commands of their kinds.
+    let landed: std::collections::HashMap<u64, &serde_json::Value> = events
+        .iter()
+        .filter(|event| event["ph"] == "f" && event["pid"] == 2)
+        .map(|event| (event["id"].as_u64().expect("id"), event))
+        .collect();
+    let from_requests = events.iter().filter(|event| event["ph"] == "s" && event["pid"] == 1);
+    let on_commands: std::collections::HashSet<&str> = from_requests
+        .filter_map(|start| landed.get(&start["id"].as_u64().expect("id")))
+        .filter_map(|end| {
+            let at = end["ts"].as_f64().expect("ts");
+            events.iter().find(|slice| {
+                slice["ph"] == "X"
+                    && slice["pid"] == 2
+                    && slice["tid"] == end["tid"]
+                    && slice["ts"].as_f64().is_some_and(|ts| ts <= at + 1e-3)
+                    && at <= slice["ts"].as_f64().unwrap_or(0.0) + slice["dur"].as_f64().unwrap_or(0.0) + 1e-3
+            })
+        })
+        .filter_map(|slice| slice["name"].as_str())
+        .collect();
+    for command in ["write", "read", "zone reset"] {
+        assert!(on_commands.contains(command), "a request's arrow lands on a {command}: {on_commands:?}");
+    }
 }

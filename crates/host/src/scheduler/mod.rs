@@ -132,7 +132,8 @@ type QueueTrace = Rc<RefCell<Option<Vec<QueueSpan>>>>;
 /// Keeps `span` if the queues are traced and it lasted.
 fn record(trace: &QueueTrace, span: QueueSpan) {
     if span.end_ns > span.start_ns {
-        if let Some(spans) = trace.borrow_mut().as_mut() {
+        // As many as the device traces commands (a real-time mount may run for hours).
+        if let Some(spans) = trace.borrow_mut().as_mut().filter(|spans| spans.len() < zonelab_device::TRACE_LIMIT) {
             spans.push(span);
         }
     }

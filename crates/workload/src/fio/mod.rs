@@ -11,10 +11,7 @@ mod options;
 mod report;
 mod verify;
 
-pub use engine::{
-    run, run_reporting, write_device_trace, DirectionStats, FioResult, GroupResult, IoDistribution, JobResult,
-    OperationSpan, Progress,
-};
+pub use engine::{run, run_reporting, DirectionStats, FioResult, GroupResult, IoDistribution, JobResult, Progress};
 pub use histogram::{Histogram, LatencyStats};
 pub use logs::{write_logs, IoLog, LogEntry};
 pub use options::{

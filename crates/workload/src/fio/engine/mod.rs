@@ -34,9 +34,6 @@ mod group;
 mod job;
 mod targets;
 mod thread;
-mod trace;
-
-pub use trace::{write_device_trace, OperationSpan};
 mod worker;
 mod zones;
 
@@ -45,8 +42,8 @@ use group::*;
 use job::*;
 use targets::*;
 use thread::*;
-use trace::IoSpan;
 use worker::*;
+use zonelab_host::trace::{self, IoKind, IoSpan};
 use zones::*;
 
 /// Statistics of one direction (read, write or trim) of a job.

@@ -305,7 +305,13 @@ pub(super) async fn worker<S: MediaStore + 'static>(
         let blocks = io.bytes(&job.geometry) >> lba_shift;
         if let Some(spans) = job.spans.as_mut() {
             let (start_ns, issued_ns, ok) = (times.prepared_ns, times.issued_ns, result.is_ok());
-            spans.push(IoSpan { direction, lba, blocks, start_ns, issued_ns, end_ns: completed, ok });
+            let kind = match direction {
+                Direction::Read => IoKind::Read,
+                Direction::Write => IoKind::Write,
+                Direction::Trim => IoKind::Trim,
+                Direction::Sync => IoKind::Sync,
+            };
+            spans.push(IoSpan { kind, lba, blocks, start_ns, issued_ns, end_ns: completed, ok });
         }
         let (backlog, batch) = (job.options.verify_backlog, job.options.verify_batch);
         if let (Some(piece), Some(verifier)) = (logged_write, job.verify.as_mut()) {

@@ -1,9 +1,10 @@
-//! `zonelab fio --trace FILE`: the run as a cross-layer trace in the Chrome trace-event JSON format, which
-//! Perfetto's UI (ui.perfetto.dev) and chrome://tracing open as is. Three processes hold the tracks:
+//! A run as a cross-layer trace in the Chrome trace-event JSON format, which Perfetto's UI (ui.perfetto.dev) and
+//! chrome://tracing open as is (`--trace FILE` of zonelab's tools in virtual time; `trace=FILE` in the spec of a
+//! real-time device: the mount, the C library, the RocksDB plugin). Four processes hold the tracks:
 //!
-//! - **fio**: a track per job instance, a slice per I/O from when fio began preparing it to its completion
-//!   (`wal-bench --trace` has the two below only; `kv-bench --trace` has a track of flushes and one of
-//!   compactions instead, `write_device_trace`);
+//! - **the program**: a track per fio job instance or host thread, a slice per I/O from when it was prepared to
+//!   its completion, and a track per kind of a program's operations (kv-bench's flushes and compactions, the
+//!   RocksDB plugin's file calls by thread);
 //! - **device**: a track per zone of the zoned namespace (and one per other namespace), a slice per command
 //!   from its arrival at the controller to its completion, and counters of open, active and EMPTY zones and of
 //!   the write buffer's fill;
@@ -23,16 +24,51 @@
 use std::io::Write;
 use std::path::Path;
 
+use std::borrow::Cow;
+
 use zonelab_device::{Device, TraceEvent, TRACE_LIMIT};
-use zonelab_host::{QueueSpan, SchedulerQueue};
 use zonelab_media::{FlashOp, OpSource};
+use zonelab_runtime::{IoData, QueuedCommand};
+use zonelab_zns::{MediaStore, ZoneSendAction};
 
-use super::*;
+use crate::{QueueSpan, SchedulerQueue};
 
-/// One I/O of a job, as the trace draws it.
+/// What an I/O asked for, which names its slice and says which commands it may have become.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoKind {
+    Read,
+    /// A write or a zone append.
+    Write,
+    /// A deallocate or a zone reset.
+    Trim,
+    /// A flush.
+    Sync,
+    /// A zone open, close or finish.
+    Zone,
+}
+
+impl IoKind {
+    /// What `command` is as an I/O of a host thread: its kind, first block and blocks (none for a report).
+    pub fn of(command: &QueuedCommand, lba_shift: u32) -> Option<(IoKind, u64, u64)> {
+        let blocks = |data: &IoData| data.len() >> lba_shift;
+        Some(match command {
+            QueuedCommand::Read { slba, nlb, .. } => (IoKind::Read, *slba, *nlb),
+            QueuedCommand::Write { slba, data } => (IoKind::Write, *slba, blocks(data)),
+            QueuedCommand::WriteZeroes { slba, nlb } => (IoKind::Write, *slba, *nlb),
+            QueuedCommand::Append { zslba, data } => (IoKind::Write, *zslba, blocks(data)),
+            QueuedCommand::Flush => (IoKind::Sync, 0, 0),
+            QueuedCommand::Deallocate { slba, nlb } => (IoKind::Trim, *slba, *nlb),
+            QueuedCommand::ZoneSend { slba, action: ZoneSendAction::Reset, .. } => (IoKind::Trim, *slba, 1),
+            QueuedCommand::ZoneSend { slba, .. } => (IoKind::Zone, *slba, 1),
+            QueuedCommand::Report { .. } => return None,
+        })
+    }
+}
+
+/// One I/O of a job or host thread, as the trace draws it.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct IoSpan {
-    pub direction: Direction,
+pub struct IoSpan {
+    pub kind: IoKind,
     pub lba: u64,
     pub blocks: u64,
     /// When fio began preparing it, when it was issued, and when it completed, in device time.
@@ -45,7 +81,7 @@ pub(super) struct IoSpan {
 /// An operation of a program other than fio (kv-bench's flushes and compactions), on a track of its kind.
 #[derive(Clone, Debug)]
 pub struct OperationSpan {
-    pub track: &'static str,
+    pub track: Cow<'static, str>,
     pub name: String,
     pub start_ns: u64,
     pub end_ns: u64,
@@ -101,7 +137,7 @@ fn queue_track(queue: SchedulerQueue) -> u64 {
 
 /// Writes the trace of a run of `program` (fio, wal-bench...): the jobs' I/Os by thread name (none for a
 /// program other than fio), the scheduler's queues, and the device's commands and flash operations.
-pub(super) fn write_trace<S: MediaStore>(
+pub fn write_trace<S: MediaStore>(
     path: &Path,
     program: &str,
     jobs: &[(String, Vec<IoSpan>)],
@@ -136,7 +172,7 @@ pub(super) fn write_trace<S: MediaStore>(
         let kind = match kinds.iter().position(|&kind| kind == operation.track) {
             Some(kind) => kind,
             None => {
-                kinds.push(operation.track);
+                kinds.push(&operation.track);
                 kinds.len() - 1
             }
         };
@@ -177,8 +213,9 @@ pub(super) fn write_trace<S: MediaStore>(
     write!(out, "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{")?;
     write!(
         out,
-        "\"zonelab\":\"a {program} run in virtual time: ts in microseconds of device time; past the limit of commands \
-         or flash operations the trace ends (until_us), and what it left out is counted\",\"limit\":{TRACE_LIMIT},\
+        "\"zonelab\":\"a {program} run: ts in microseconds of device time (virtual, or since the device opened in \
+         real time); past the limit of commands or flash operations the trace ends (until_us), and what it left out \
+         is counted\",\"limit\":{TRACE_LIMIT},\
          \"dropped_commands\":{},\"dropped_flash_operations\":{},\"until_us\":{},\"zoned_nsid\":{zoned_nsid},\
          \"zones\":{},\"zone_size_lba\":{},\"zone_cap_lba\":{},\"lba_bytes\":{}",
         device.trace_dropped(),
@@ -247,7 +284,7 @@ pub(super) fn write_trace<S: MediaStore>(
             .str(",\"name\":");
         match slice.what {
             What::Io(span) => {
-                line.str("\"").str(direction_name(span.direction)).str("\",\"args\":{\"lba\":").num(span.lba);
+                line.str("\"").str(kind_name(span.kind)).str("\",\"args\":{\"lba\":").num(span.lba);
                 line.str(",\"blocks\":").num(span.blocks).str(",\"issued_us\":").micros(span.issued_ns);
                 line.str(",\"ok\":").str(if span.ok { "true}}" } else { "false}}" });
             }
@@ -433,7 +470,7 @@ fn join_ios_to_commands(jobs: &[(String, Vec<IoSpan>)], until_ns: u64, commands:
     for (_, spans) in jobs {
         for span in spans.iter().filter(|span| span.start_ns <= until_ns) {
             let end = span.lba + span.blocks.max(1);
-            for &opcode in opcodes_of(span.direction) {
+            for &opcode in opcodes_of(span.kind) {
                 let from = (opcode, span.lba.saturating_sub(longest[usize::from(opcode)]));
                 let first = by_start.partition_point(|&(op, slba, _)| (op, slba) < from);
                 for &(_, slba, index) in
@@ -452,22 +489,24 @@ fn join_ios_to_commands(jobs: &[(String, Vec<IoSpan>)], until_ns: u64, commands:
     pairs
 }
 
-/// The NVMe opcodes an I/O of `direction` may become.
-fn opcodes_of(direction: Direction) -> &'static [u8] {
-    match direction {
-        Direction::Read => &[0x02],
-        Direction::Write => &[0x01, 0x7d],
-        Direction::Trim => &[0x79, 0x09],
-        Direction::Sync => &[0x00],
+/// The NVMe opcodes an I/O of `kind` may become.
+fn opcodes_of(kind: IoKind) -> &'static [u8] {
+    match kind {
+        IoKind::Read => &[0x02],
+        IoKind::Write => &[0x01, 0x7d, 0x08],
+        IoKind::Trim => &[0x79, 0x09],
+        IoKind::Sync => &[0x00],
+        IoKind::Zone => &[0x79],
     }
 }
 
-fn direction_name(direction: Direction) -> &'static str {
-    match direction {
-        Direction::Read => "read",
-        Direction::Write => "write",
-        Direction::Trim => "trim",
-        Direction::Sync => "sync",
+fn kind_name(kind: IoKind) -> &'static str {
+    match kind {
+        IoKind::Read => "read",
+        IoKind::Write => "write",
+        IoKind::Trim => "trim",
+        IoKind::Sync => "sync",
+        IoKind::Zone => "zone management",
     }
 }
 
@@ -591,9 +630,84 @@ pub fn write_device_trace<S: MediaStore>(
     write_trace(path, program, &[], operations, queued, device)
 }
 
+/// What the host side of a real-time device did, recorded from any thread while it runs and written with the
+/// device's commands at its end (`write`): each thread's I/Os on a track of its own (the C library's calls, the
+/// mount's requests) and operations joined to their commands by the task that ran them (the RocksDB plugin's file
+/// calls). At most `TRACE_LIMIT` of each are kept, as the device keeps commands; the file says how many were not.
+#[derive(Default)]
+pub struct HostTrace {
+    recorded: std::sync::Mutex<Recorded>,
+}
+
+#[derive(Default)]
+struct Recorded {
+    ios: Vec<(String, Vec<IoSpan>)>,
+    io_count: usize,
+    operations: Vec<OperationSpan>,
+}
+
+impl HostTrace {
+    /// Records `span` on the track named `track` (made on its first I/O).
+    pub fn io(&self, track: &str, span: IoSpan) {
+        let mut recorded = self.recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if recorded.io_count >= TRACE_LIMIT {
+            return;
+        }
+        recorded.io_count += 1;
+        match recorded.ios.iter_mut().find(|(name, _)| name == track) {
+            Some((_, spans)) => spans.push(span),
+            None => recorded.ios.push((track.to_string(), vec![span])),
+        }
+    }
+
+    /// Records an operation, joined to the commands its task submitted while it ran.
+    pub fn operation(&self, span: OperationSpan) {
+        let mut recorded = self.recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if recorded.operations.len() < TRACE_LIMIT {
+            recorded.operations.push(span);
+        }
+    }
+
+    /// Writes what was recorded with the device's commands, flash operations and the scheduler's `queued` spans;
+    /// the device must have traced the run (`Device::enable_trace`).
+    pub fn write<S: MediaStore>(
+        &self,
+        path: &Path,
+        program: &str,
+        queued: &[QueueSpan],
+        device: &Device<S>,
+    ) -> std::io::Result<()> {
+        let recorded = self.recorded.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        write_trace(path, program, &recorded.ios, &recorded.operations, queued, device)
+    }
+}
+
+/// Takes `trace=FILE` out of a device spec (`preset:zn540,trace=/tmp/run.json`): where a real-time front end
+/// writes its trace when the device stops. The rest of the spec is for the device builder.
+pub fn split_trace_option(spec: &str) -> (String, Option<std::path::PathBuf>) {
+    let mut parts = spec.split(',');
+    let mut kept: Vec<&str> = parts.next().into_iter().collect();
+    let mut trace = None;
+    for part in parts {
+        match part.strip_prefix("trace=") {
+            Some(path) => trace = Some(std::path::PathBuf::from(path)),
+            None => kept.push(part),
+        }
+    }
+    (kept.join(","), trace)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Line;
+    use super::{split_trace_option, Line};
+
+    #[test]
+    fn a_spec_gives_up_its_trace_option_and_keeps_the_rest() {
+        let (spec, trace) = split_trace_option("preset:zn540,zones=8,trace=/tmp/run.json,device-cpu=0");
+        assert_eq!(spec, "preset:zn540,zones=8,device-cpu=0");
+        assert_eq!(trace.as_deref(), Some(std::path::Path::new("/tmp/run.json")));
+        assert_eq!(split_trace_option("/images/a.zl,ns=1"), ("/images/a.zl,ns=1".to_string(), None));
+    }
 
     #[test]
     fn microseconds_print_with_three_decimals() {
