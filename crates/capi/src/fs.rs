@@ -212,6 +212,9 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
                     queue.record_queues();
                 }
                 let fs = ZonedFs::mount(queue, FsOptions { epoch_s, ..fs_options }).await?;
+                if traced {
+                    fs.record_activity();
+                }
                 Ok(Context { fs, reset_load: Rc::default(), running: Rc::new(Cell::new(true)) })
             })
             .map_err(|error| fs_error(&error))?;
@@ -253,9 +256,9 @@ pub extern "C" fn zlfs_unmount(handle: u64) -> i32 {
             return failed(libc::EBADF, "no such mount");
         };
         forget_queue_pair(handle);
-        let (synced, queued) = mount.host.call(|context| async move {
+        let (synced, queued, activity) = mount.host.call(|context| async move {
             context.running.set(false);
-            (context.fs.unmount().await, context.fs.queue().queue_spans())
+            (context.fs.unmount().await, context.fs.queue().queue_spans(), context.fs.activity())
         });
         let Ok(mount) = Arc::try_unwrap(mount) else {
             return failed(libc::EBUSY, "the mount is in use by another call");
@@ -263,6 +266,9 @@ pub extern "C" fn zlfs_unmount(handle: u64) -> i32 {
         let runtime = lock(&mount.runtime).take();
         drop(mount.host);
         let tracing = mount.tracing;
+        if let Some((_, trace)) = &tracing {
+            activity.into_iter().for_each(|span| trace.operation(span));
+        }
         let stopped = runtime.map(|runtime| {
             runtime.stop_then(|device| match &tracing {
                 Some((path, trace)) => trace.write(path, "RocksDB plugin", &queued, device).map_err(|error| {

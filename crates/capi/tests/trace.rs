@@ -154,8 +154,11 @@ fn a_traced_file_system_draws_its_calls_and_the_writes_they_caused() {
     let calls: Vec<&Value> = events.iter().filter(|event| event["ph"] == "X" && event["pid"] == 1).collect();
     let count = |name: &str| calls.iter().filter(|slice| slice["name"] == name).count();
     assert_eq!((count("open for writing"), count("append"), count("sync"), count("close")), (1, 4, 4, 1));
-    let tracks: HashSet<&String> =
-        calls.iter().map(|slice| &names[&(1, slice["tid"].as_u64().expect("tid"))]).collect();
+    let tracks: HashSet<&String> = calls
+        .iter()
+        .filter(|slice| slice["name"].as_str().is_some_and(|name| !name.starts_with("commit of ")))
+        .map(|slice| &names[&(1, slice["tid"].as_u64().expect("tid"))])
+        .collect();
     assert_eq!(tracks.len(), 1, "one calling thread: {tracks:?}");
     // The syncs wrote the data: their arrows land on write commands of the device.
     let from_calls: Vec<Arrow> = arrows(&events).into_iter().filter(|((pid, ..), _)| *pid == 1).collect();
@@ -166,4 +169,9 @@ fn a_traced_file_system_draws_its_calls_and_the_writes_they_caused() {
         .collect();
     assert_eq!(syncs_writing.len(), 4, "each sync's arrows reach the writes of its data: {from_calls:?}");
     assert!(events.iter().any(|event| event["ph"] == "M" && event["args"]["name"] == "RocksDB plugin"));
+    // zonedfs's journal commits (the creation, each sync's extents) on a track of their own.
+    let commits =
+        calls.iter().filter(|slice| slice["name"].as_str().is_some_and(|name| name.starts_with("commit of ")));
+    let tracks: HashSet<&String> = commits.map(|slice| &names[&(1, slice["tid"].as_u64().expect("tid"))]).collect();
+    assert_eq!(tracks.into_iter().collect::<Vec<_>>(), [&"zonedfs journal".to_string()]);
 }

@@ -26,7 +26,8 @@ use std::path::Path;
 
 use std::borrow::Cow;
 
-use zonelab_device::{Device, TraceEvent, TRACE_LIMIT};
+pub use zonelab_device::TRACE_LIMIT;
+use zonelab_device::{Device, TraceEvent};
 use zonelab_media::{FlashOp, OpSource};
 use zonelab_runtime::{IoData, QueuedCommand};
 use zonelab_zns::{MediaStore, ZoneSendAction};

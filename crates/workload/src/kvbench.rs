@@ -255,6 +255,9 @@ impl<Q: CommandQueue + Clone + 'static> Db<Q> {
     async fn open(queue: Q, options: FsOptions, spec: KvBenchSpec) -> Result<Rc<Db<Q>>, ToolError> {
         let traced = spec.trace.is_some();
         let fs = ZonedFs::format(queue, options).await?;
+        if traced {
+            fs.record_activity();
+        }
         fs.mkdir("/db").await?;
         let wal_name = "/db/000000.log".to_string();
         let wal = fs.open_write(&wal_name, spec.hint(LIFETIME_SHORT), OpenMode::Truncate).await?;
@@ -575,7 +578,8 @@ pub fn run(spec: &KvBenchSpec) -> Result<KvBenchResult, ToolError> {
     if let Some(path) = &spec.trace {
         simulation
             .with_device(|device| {
-                let operations = db.operations.as_ref().map(|operations| operations.take()).unwrap_or_default();
+                let mut operations = db.operations.as_ref().map(|operations| operations.take()).unwrap_or_default();
+                operations.extend(db.fs.activity());
                 write_device_trace(path, "kv-bench", &operations, &queue.queue_spans(), device)
             })
             .map_err(|error| ToolError::Usage(format!("option trace: {}: {error}", path.display())))?;

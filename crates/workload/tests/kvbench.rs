@@ -144,6 +144,11 @@ fn a_trace_holds_every_command_of_the_run_and_changes_nothing() {
         .filter_map(|e| e["args"]["name"].as_str())
         .collect();
     assert!(tracks.contains(&"flush") && tracks.contains(&"compaction"), "{tracks:?}");
+    // zonedfs's own work: a slice per journal commit and per garbage collection, as many as it counted.
+    assert!(tracks.contains(&"zonedfs journal"), "{tracks:?}");
+    let (commits, collections) = (named("commit of "), named("GC of zone "));
+    assert_eq!((commits as u64, collections as u64), (traced.fs.journal_commits, traced.fs.gc_runs));
+    assert!(commits > 0);
     // A slice per put, and arrows from the puts whose WAL append reached the device to its commands.
     assert!(traced.puts < 100_000, "the test's puts fit the trace's window");
     // The run counts the puts that ended within its runtime; each writer's last may end after it.

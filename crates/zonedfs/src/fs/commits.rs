@@ -219,6 +219,12 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
         if records.is_empty() {
             return Ok(());
         }
+        let count = records.len();
+        let name = || format!("commit of {count} records");
+        self.traced("zonedfs journal", name, self.commit_now(records)).await
+    }
+
+    async fn commit_now(&self, records: Vec<Record>) -> Result<()> {
         let _journal = self.inner.journal_lock.lock().await;
         self.inner.queue.flush().await?;
         let block = self.inner.block_bytes;

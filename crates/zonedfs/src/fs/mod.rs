@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde::Serialize;
+use zonelab_host::trace::{OperationSpan, TRACE_LIMIT};
 use zonelab_host::{Wal, WalDesign};
 use zonelab_runtime::sync::{Mutex, Notify};
 use zonelab_runtime::{CommandQueue, HostExt};
@@ -384,6 +385,8 @@ struct Inner<Q> {
     reset_generation: Arc<AtomicU64>,
     /// The logs of WAL files, by file id, from their first append (or the mount) until their zones are reset.
     wals: RefCell<BTreeMap<u64, SharedWal<Q>>>,
+    /// Journal commits and garbage collections kept for a trace, once `record_activity` asks.
+    activity: RefCell<Option<Vec<OperationSpan>>>,
 }
 
 /// A mounted file system on the device behind `Q`. Clones share it.
@@ -607,6 +610,7 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
                 zones_changed: Notify::new(),
                 reset_generation: Arc::new(AtomicU64::new(0)),
                 wals: RefCell::new(BTreeMap::new()),
+                activity: RefCell::new(None),
             }),
         })
     }
@@ -1093,6 +1097,34 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
 
     pub fn geometry(&self) -> Geometry {
         self.inner.geometry
+    }
+
+    /// Keeps every journal commit and garbage collection from now on (`activity`), for a trace (up to
+    /// `TRACE_LIMIT`).
+    pub fn record_activity(&self) {
+        self.inner.activity.borrow_mut().get_or_insert_with(Vec::new);
+    }
+
+    /// The journal commits (track `zonedfs journal`) and garbage collections (`zonedfs GC`) kept since
+    /// `record_activity`, in the order they ended, each with the task that ran it.
+    pub fn activity(&self) -> Vec<OperationSpan> {
+        self.inner.activity.borrow().clone().unwrap_or_default()
+    }
+
+    /// Runs `work`, keeping it on `track` under the name `name` gives when activity is recorded.
+    async fn traced<T>(
+        &self,
+        track: &'static str,
+        name: impl FnOnce() -> String,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        let (start_ns, task) = (self.inner.queue.now_ns(), self.inner.queue.task());
+        let result = work.await;
+        if let Some(activity) = self.inner.activity.borrow_mut().as_mut().filter(|kept| kept.len() < TRACE_LIMIT) {
+            let end_ns = self.inner.queue.now_ns();
+            activity.push(OperationSpan { track: track.into(), name: name(), start_ns, end_ns, task });
+        }
+        result
     }
 
     /// The device the file system runs on.

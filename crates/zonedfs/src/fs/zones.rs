@@ -297,16 +297,17 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             state.zones[victim as usize].held = true;
             victim
         };
-        match self.move_live_extents(victim).await {
-            Ok(()) => {
-                self.reset_held(victim).await?;
-                Ok(true)
+        let name = || format!("GC of zone {victim}");
+        let reclaim = async {
+            match self.move_live_extents(victim).await {
+                Ok(()) => self.reset_held(victim).await.map(|()| true),
+                Err(error) => {
+                    self.release(victim);
+                    Err(error)
+                }
             }
-            Err(error) => {
-                self.release(victim);
-                Err(error)
-            }
-        }
+        };
+        self.traced("zonedfs GC", name, reclaim).await
     }
 
     /// Copies the live extents of the held `victim` elsewhere and journals their new places.
