@@ -1,11 +1,12 @@
 //! The file system: its state, the POSIX-like calls, and the page cache they go through.
 
+mod cache;
 mod clean;
 mod log;
 mod mount;
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use zonelab_runtime::sync::{Mutex, Notify, RwLock};
 use zonelab_runtime::{CommandQueue, HostExt, IoData};
@@ -13,6 +14,8 @@ use zonelab_zns::Status;
 
 use crate::format::{node_of, nodes_for, Addr, BLOCK, NULL_ADDR};
 use crate::segments::{SegmentTable, Victim};
+
+use cache::PageCache;
 
 pub use mount::MountReport;
 
@@ -166,49 +169,6 @@ impl Inode {
 
     fn dirty_node_of(&mut self, block: u64) {
         self.dirty_nodes.insert(node_of(block).0);
-    }
-}
-
-/// Clean pages, least recently used first out.
-#[derive(Default)]
-pub(crate) struct PageCache {
-    pages: HashMap<(u32, u64), (u64, Page)>,
-    order: BTreeMap<u64, (u32, u64)>,
-    next: u64,
-    limit_pages: usize,
-}
-
-impl PageCache {
-    fn get(&mut self, ino: u32, block: u64) -> Option<Page> {
-        let (stamp, page) = self.pages.get_mut(&(ino, block))?;
-        self.order.remove(stamp);
-        self.next += 1;
-        *stamp = self.next;
-        self.order.insert(self.next, (ino, block));
-        Some(page.clone())
-    }
-
-    /// Caches a page; returns the pages evicted to make room (their inodes forget them).
-    fn insert(&mut self, ino: u32, block: u64, page: Page) -> Vec<(u32, u64)> {
-        self.next += 1;
-        // One lookup: a page cached before gives its place in the order up.
-        if let Some((stamp, _)) = self.pages.insert((ino, block), (self.next, page)) {
-            self.order.remove(&stamp);
-        }
-        self.order.insert(self.next, (ino, block));
-        let mut evicted = Vec::new();
-        while self.pages.len() > self.limit_pages {
-            let (_, key) = self.order.pop_first().expect("pages and order agree");
-            self.pages.remove(&key);
-            evicted.push(key);
-        }
-        evicted
-    }
-
-    fn remove(&mut self, ino: u32, block: u64) {
-        if let Some((stamp, _)) = self.pages.remove(&(ino, block)) {
-            self.order.remove(&stamp);
-        }
     }
 }
 

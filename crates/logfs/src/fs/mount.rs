@@ -62,7 +62,7 @@ impl<Q: CommandQueue> LogFs<Q> {
             dirty_buckets: BTreeSet::new(),
             bucket_bytes: vec![0],
             segments: SegmentTable::new(geo.zones, CHECKPOINT_ZONES, geo.blocks_per_zone),
-            cache: PageCache { limit_pages: (options.cache_bytes / BLOCK) as usize, ..PageCache::default() },
+            cache: PageCache::new((options.cache_bytes / BLOCK) as usize),
             dirty_bytes: 0,
             writeback_blocks: 0,
             next_ino: ROOT_INO + 1,
