@@ -145,6 +145,56 @@ impl PageCache {
     }
 }
 
+/// The blocks of one inode that the cache holds, a bit each by block number: a page read or written back sets
+/// its bit and an eviction clears it, in any order, where an ordered set rebalanced a tree each time.
+#[derive(Debug, Default)]
+pub(crate) struct CachedBlocks {
+    words: Vec<u64>,
+}
+
+impl CachedBlocks {
+    pub(crate) fn insert(&mut self, block: u64) {
+        let word = (block / 64) as usize;
+        if self.words.len() <= word {
+            self.words.resize(word + 1, 0);
+        }
+        self.words[word] |= 1 << (block % 64);
+    }
+
+    /// Clears `block`; whether it was set.
+    pub(crate) fn remove(&mut self, block: u64) -> bool {
+        let Some(word) = self.words.get_mut((block / 64) as usize) else { return false };
+        let bit = 1 << (block % 64);
+        let was = *word & bit != 0;
+        *word &= !bit;
+        was
+    }
+
+    /// The blocks set, in ascending order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.words.iter().enumerate().flat_map(|(index, &word)| {
+            let mut left = word;
+            std::iter::from_fn(move || {
+                (left != 0).then(|| {
+                    let bit = u64::from(left.trailing_zeros());
+                    left &= left - 1;
+                    index as u64 * 64 + bit
+                })
+            })
+        })
+    }
+
+    /// Clears every block from `first` on and returns them, in ascending order.
+    pub(crate) fn split_off(&mut self, first: u64) -> Vec<u64> {
+        let dropped: Vec<u64> = self.iter().filter(|&block| block >= first).collect();
+        for &block in &dropped {
+            self.remove(block);
+        }
+        self.words.truncate(first.div_ceil(64) as usize);
+        dropped
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +222,17 @@ mod tests {
         assert!(cache.insert(3, 0, page(5)).is_empty());
         assert_eq!(cache.insert(3, 1, page(6)), [(2, 0)]);
         assert_eq!(cache.entries.len(), 4, "the slab holds at most one entry past the limit");
+    }
+
+    #[test]
+    fn cached_blocks_are_set_cleared_and_cut_in_order() {
+        let mut blocks = CachedBlocks::default();
+        for block in [130, 3, 64, 63, 0] {
+            blocks.insert(block);
+        }
+        assert!(blocks.remove(3) && !blocks.remove(3) && !blocks.remove(10_000));
+        assert_eq!(blocks.iter().collect::<Vec<_>>(), [0, 63, 64, 130]);
+        assert_eq!(blocks.split_off(64), [64, 130]);
+        assert_eq!(blocks.iter().collect::<Vec<_>>(), [0, 63]);
     }
 }

@@ -147,7 +147,7 @@ impl<Q: CommandQueue> LogFs<Q> {
         }
         for (ino, block) in evictions {
             if let Some(inode) = state.inodes.get_mut(&ino) {
-                inode.cached.remove(&block);
+                inode.cached.remove(block);
             }
         }
         drop(stats);

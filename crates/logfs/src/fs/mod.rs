@@ -15,7 +15,7 @@ use zonelab_zns::Status;
 use crate::format::{node_of, nodes_for, Addr, BLOCK, NULL_ADDR};
 use crate::segments::{SegmentTable, Victim};
 
-use cache::PageCache;
+use cache::{CachedBlocks, PageCache};
 
 pub use mount::MountReport;
 
@@ -142,7 +142,7 @@ pub(crate) struct Inode {
     pub dirty_pages: BTreeMap<u64, Page>,
     /// Pages on their way to the device: reads see them until the write completes.
     pub writeback: BTreeMap<u64, Page>,
-    pub cached: BTreeSet<u64>,
+    pub cached: CachedBlocks,
     /// Its directory entry is in a checkpoint (else its fsync carries FLAG_DENTRY).
     pub dentry_checkpointed: bool,
     /// Renamed since the last checkpoint: its fsync checkpoints, as F2FS's does for a moved inode.
@@ -449,7 +449,7 @@ impl<Q: CommandQueue> LogFs<Q> {
                 state.segments.invalidate(addr);
             }
         }
-        for block in inode.cached {
+        for block in inode.cached.iter() {
             state.cache.remove(ino, block);
         }
     }
@@ -539,7 +539,7 @@ impl<Q: CommandQueue> LogFs<Q> {
                 if inode.dirty_pages.insert(block, page).is_none() {
                     added_dirty += 1;
                 }
-                if inode.cached.remove(&block) {
+                if inode.cached.remove(block) {
                     state.cache.remove(ino, block);
                 }
             }
@@ -592,7 +592,7 @@ impl<Q: CommandQueue> LogFs<Q> {
         inode.cached.insert(block);
         for (evicted_ino, evicted) in state.cache.insert(ino, block, page) {
             if let Some(owner) = state.inodes.get_mut(&evicted_ino) {
-                owner.cached.remove(&evicted);
+                owner.cached.remove(evicted);
             }
         }
     }
@@ -702,7 +702,7 @@ impl<Q: CommandQueue> LogFs<Q> {
             inode.blocks.truncate(keep as usize);
             let dropped = inode.dirty_pages.split_off(&keep);
             state.dirty_bytes -= dropped.len() as u64 * BLOCK;
-            for block in inode.cached.split_off(&keep) {
+            for block in inode.cached.split_off(keep) {
                 state.cache.remove(ino, block);
             }
             let nodes = nodes_for(keep) as usize;
@@ -718,7 +718,7 @@ impl<Q: CommandQueue> LogFs<Q> {
                 if inode.dirty_pages.insert(block, Page::from_bytes(&bytes)).is_none() {
                     state.dirty_bytes += BLOCK;
                 }
-                if inode.cached.remove(&block) {
+                if inode.cached.remove(block) {
                     state.cache.remove(ino, block);
                 }
             }
