@@ -21,5 +21,8 @@ mod fs;
 mod segments;
 
 pub use format::BLOCK;
-pub use fs::{FileStat, FsActivity, LogFs, LogFsError, LogFsOptions, LogFsSpace, LogFsStats, MountReport};
+pub use fs::{
+    FileStat, FsActivity, LogFs, LogFsError, LogFsFile, LogFsOptions, LogFsPlacement, LogFsSpace, LogFsStats,
+    LogFsZone, MountReport,
+};
 pub use segments::Victim;

@@ -158,3 +158,35 @@ fn an_unformatted_device_is_refused_by_name() {
     let error = result.expect_err("no checkpoint");
     assert!(error.contains("no valid checkpoint"), "{error}");
 }
+
+/// `placement`: every written block is accounted for. A file's data runs cover its blocks; each run lies in a zone
+/// the map lists, and a zone's valid bytes are exactly what the files' data and nodes hold there.
+#[test]
+fn the_placement_holds_every_valid_block_where_the_zones_count_it() {
+    let (placement, _) = run(device(24, true), 4, |host| async move {
+        let fs = LogFs::format(host, options()).await.expect("format");
+        for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+            fs.create(name).await.expect("create");
+            fs.write(name, 0, IoData::Bytes(bytes(i, 0, 300 << 10))).await.expect("write");
+        }
+        // Overwrites leave dead blocks behind; a truncate drops some.
+        fs.write("b", 4096, IoData::Bytes(bytes(9, 4096, 64 << 10))).await.expect("overwrite");
+        fs.truncate("c", 100 << 10).await.expect("truncate");
+        fs.sync().await.expect("sync");
+        fs.placement()
+    });
+    let file = |name: &str| placement.files.iter().find(|file| file.name == name).expect("listed");
+    let bytes_of = |runs: &[(u64, u64)]| runs.iter().map(|&(_, bytes)| bytes).sum::<u64>();
+    assert_eq!([bytes_of(&file("a").data), bytes_of(&file("b").data)], [300 << 10, 300 << 10]);
+    assert_eq!(bytes_of(&file("c").data), 100 << 10);
+    assert!(placement.files.iter().all(|file| !file.nodes.is_empty()), "every inode's node is written");
+    for zone in &placement.zones {
+        assert!(zone.valid_bytes <= zone.written_bytes && zone.written_bytes <= zone.capacity_bytes, "{zone:?}");
+    }
+    let valid: u64 = placement.zones.iter().map(|zone| zone.valid_bytes).sum();
+    let held: u64 = placement.files.iter().map(|file| bytes_of(&file.data) + bytes_of(&file.nodes)).sum();
+    assert_eq!(valid, held, "the zones' valid bytes are the files' data and nodes");
+    let dead: u64 = placement.zones.iter().map(|zone| zone.written_bytes - zone.valid_bytes).sum();
+    assert!(dead >= 64 << 10, "the overwrite and the truncate left dead blocks: {dead}");
+    assert!(placement.zones.iter().any(|zone| zone.role.ends_with("data")), "{:?}", placement.zones);
+}

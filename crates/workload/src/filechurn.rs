@@ -15,7 +15,10 @@ use std::time::Instant;
 use serde::Serialize;
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath};
 use zonelab_host::{FsError, ZoneFs};
-use zonelab_logfs::{FsActivity, LogFs, LogFsError, LogFsOptions, LogFsStats, BLOCK};
+use zonelab_logfs::{FsActivity, LogFs, LogFsError, LogFsOptions, LogFsPlacement, LogFsStats, BLOCK};
+use zonelab_zonedfs::{Extent, FileInfo, ZoneInfo};
+
+use crate::zonemap::{draw, summarize, zone_map, MapSummary};
 use zonelab_media::{EraseSummary, FlashCounters, FlashOp, OpSource};
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, IoData, Simulation};
@@ -74,6 +77,9 @@ pub struct FileChurnSpec {
     /// and the device's commands and flash operations (`zonelab_host::trace::write_device_trace`).
     #[serde(skip)]
     pub trace: Option<std::path::PathBuf>,
+    /// Draw logfs's zone map at the end into this PNG: which files' data and nodes each zone holds.
+    #[serde(skip)]
+    pub map: Option<std::path::PathBuf>,
 }
 
 /// One millisecond: the spread of thread starts that a benchmark's setup leaves, several writes' worth here.
@@ -99,6 +105,7 @@ impl Default for FileChurnSpec {
             cores: filebench::PAPER_CORES,
             json: false,
             trace: None,
+            map: None,
         }
     }
 }
@@ -140,6 +147,7 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
             "prefill" => spec.prefill = option.number()?,
             "seed" => spec.seed = option.number()?,
             "trace" => spec.trace = Some(option.value()?.into()),
+            "map" => spec.map = Some(option.value()?.into()),
             "cores" => spec.cores = option.number()?,
             "start-jitter-us" => {
                 let us = option.number::<f64>()?;
@@ -169,6 +177,9 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
     if spec.fs == FileSystem::Logfs {
         whole_blocks(&spec, BLOCK, "logfs's block")?;
     }
+    if spec.map.is_some() && spec.fs != FileSystem::Logfs {
+        return Err(ToolError::Usage("option map: draws logfs's zones (on zonefs a file is its zone)".into()));
+    }
     if !(0.0..1.0).contains(&spec.prefill) {
         return Err(ToolError::Usage(format!("option prefill: {} is not a fraction in [0, 1)", spec.prefill)));
     }
@@ -189,6 +200,9 @@ pub struct FileChurnResult {
     /// What logfs did (writes of data and nodes, checkpoints, cleaning), over the timed run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logfs: Option<LogFsStats>,
+    /// Which files share which zones at the end, when `map` drew them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zones: Option<MapSummary>,
     /// Physical zones' worth of blocks erased (block erases over blocks per zone).
     pub zones_erased: f64,
     pub wear: EraseSummary,
@@ -199,6 +213,51 @@ pub struct FileChurnResult {
     pub reset_energy_j: f64,
     pub total_energy_j: f64,
     pub wall_seconds: f64,
+}
+
+/// Draws logfs's `placement` as a zone map into `path` and sums it up: each file's data and its node blocks are
+/// entries of their own (`NAME (nodes)`), so that the node logs' zones show whose nodes they hold.
+fn draw_placement(
+    path: &std::path::Path,
+    placement: &LogFsPlacement,
+    geometry: &zonelab_zns::Geometry,
+) -> Result<MapSummary, ToolError> {
+    let extents =
+        |runs: &[(u64, u64)]| runs.iter().map(|&(lba, len_bytes)| Extent { lba, len_bytes }).collect::<Vec<_>>();
+    let file = |name: String, size_bytes: u64, runs: &[(u64, u64)]| FileInfo {
+        name,
+        size_bytes,
+        lifetime: 0,
+        mtime_s: 0,
+        extents: extents(runs),
+        wal: None,
+    };
+    let files: Vec<FileInfo> = placement
+        .files
+        .iter()
+        .flat_map(|f| {
+            let node_bytes = f.nodes.iter().map(|&(_, bytes)| bytes).sum();
+            [file(f.name.clone(), f.size_bytes, &f.data), file(format!("{} (nodes)", f.name), node_bytes, &f.nodes)]
+        })
+        .filter(|file| !file.extents.is_empty())
+        .collect();
+    let zones: Vec<ZoneInfo> = placement
+        .zones
+        .iter()
+        .map(|zone| ZoneInfo {
+            zone: zone.zone,
+            role: zone.role,
+            written_bytes: zone.written_bytes,
+            live_bytes: zone.valid_bytes,
+            capacity_bytes: zone.capacity_bytes,
+            lifetime: 0,
+            full: zone.written_bytes == zone.capacity_bytes,
+        })
+        .collect();
+    let map = zone_map(&files, &zones, geometry);
+    draw(path, "file-churn on logfs: files' data and nodes in zones at the end", &map, &files)
+        .map_err(|message| ToolError::Usage(format!("option map: {message}")))?;
+    Ok(summarize(&map))
 }
 
 /// What the file system was asked to do.
@@ -283,6 +342,7 @@ struct Measured {
     wear: EraseSummary,
     files: FileOps,
     logfs: Option<LogFsStats>,
+    zones: Option<MapSummary>,
     wall_seconds: f64,
 }
 
@@ -304,6 +364,7 @@ fn result_of(spec: &FileChurnSpec, energy: &zonelab_media::EnergyConfig, m: Meas
         total_energy_j: m.flash.total_energy_nj(energy) / 1e9,
         files: m.files,
         logfs: m.logfs,
+        zones: m.zones,
         wear: m.wear,
         flash: m.flash,
         wall_seconds: m.wall_seconds,
@@ -410,6 +471,7 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
         return Err(error);
     }
     traced.write(spec, &simulation, &fs.activity())?;
+    let zones = spec.map.as_ref().map(|path| draw_placement(path, &fs.placement(), &geometry)).transpose()?;
     let (flash, wear) = simulation
         .with_device(|device| (device.media().counters().since(&flash_before), device.media().erase_summary()));
     let after = fs.stats();
@@ -423,7 +485,8 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
         deletes: logfs.deletes,
         zone_resets: logfs.zone_resets,
     };
-    let measured = Measured { device_time_ns: end.get() - start, flash, wear, files, logfs: Some(logfs), wall_seconds };
+    let device_time_ns = end.get() - start;
+    let measured = Measured { device_time_ns, flash, wear, files, logfs: Some(logfs), zones, wall_seconds };
     Ok(result_of(spec, &config.media.energy, measured))
 }
 
@@ -547,7 +610,7 @@ fn run_zonefs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
         deletes: stats.resets,
         zone_resets: stats.resets,
     };
-    let measured = Measured { device_time_ns, flash, wear, files, logfs: None, wall_seconds };
+    let measured = Measured { device_time_ns, flash, wear, files, logfs: None, zones: None, wall_seconds };
     Ok(result_of(spec, &config.media.energy, measured))
 }
 
@@ -679,6 +742,16 @@ pub fn to_text(result: &FileChurnResult) -> String {
             logfs.foreground_cleanings + logfs.background_cleanings,
             logfs.background_cleanings,
             logfs.blocks_moved
+        );
+    }
+    if let Some(zones) = &result.zones {
+        text += &format!(
+            "  zone map: {} zones in use, {} shared, {:.1} files a zone (at most {}), {:.1} % of written bytes live\n",
+            zones.zones_in_use,
+            zones.shared_zones,
+            zones.files_per_zone,
+            zones.most_files_in_a_zone,
+            zones.live_fraction * 100.0
         );
     }
     if let Some(renewable) = &result.wear.renewable {

@@ -192,3 +192,23 @@ fn a_traced_logfs_run_shows_its_checkpoints_and_cleanings() {
         assert!(arrows > 0, "{name}: arrows to the commands it caused");
     }
 }
+
+/// `--map` on logfs: the zone map at the end as a PNG and its summary (each job's file and its nodes, the prefill's,
+/// the root directory's); the run's figures stay as without it. zonefs refuses it: there a file is its zone.
+#[test]
+fn a_logfs_run_draws_its_zone_map() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("map.png");
+    let args = "--fs=logfs --preset=nvmevirt-rezns,zones=64 --jobs=2 --file-size=15MiB --rounds=1 --prefill=0.2";
+    let plain = run_with(args);
+    let mapped = run_with(&format!("{args} --map={}", path.display()));
+    assert_eq!((mapped.ops_per_s, mapped.flash), (plain.ops_per_s, plain.flash), "drawing changes nothing");
+    assert!(plain.zones.is_none());
+    let zones = mapped.zones.expect("the map's summary");
+    assert!(zones.zones_in_use >= 2 && zones.live_fraction > 0.0 && zones.live_fraction <= 1.0, "{zones:?}");
+    assert!(zones.most_files_in_a_zone >= 2, "a job's data zone holds both jobs' overwrites: {zones:?}");
+    assert_eq!(&std::fs::read(&path).expect("drawn")[1..4], b"PNG");
+    let args = ["--fs=zonefs".to_string(), format!("--map={}", path.display())];
+    let refused = parse_args(&args).expect_err("zonefs has no map");
+    assert!(refused.to_string().contains("option map"), "{refused}");
+}

@@ -13,7 +13,7 @@ use zonelab_runtime::{CommandQueue, HostExt, IoData};
 use zonelab_zns::Status;
 
 use crate::format::{node_of, nodes_for, Addr, BLOCK, NULL_ADDR};
-use crate::segments::{SegmentTable, Victim};
+use crate::segments::{SectionUse, SegmentTable, Victim};
 
 use cache::{CachedBlocks, PageCache};
 
@@ -215,6 +215,34 @@ pub struct LogFsStats {
     pub cache_hits: u64,
 }
 
+/// Where the main area's data lies (`LogFs::placement`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFsPlacement {
+    pub zones: Vec<LogFsZone>,
+    pub files: Vec<LogFsFile>,
+}
+
+/// A zone of the main area holding written blocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFsZone {
+    pub zone: u32,
+    /// The log writing it (`hot data`...), or `written` once its log left it, `prefree` once nothing in it is
+    /// valid.
+    pub role: &'static str,
+    pub written_bytes: u64,
+    pub valid_bytes: u64,
+    pub capacity_bytes: u64,
+}
+
+/// A file's blocks on the device: runs of (first LBA, bytes), its data in file order, then its node blocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFsFile {
+    pub name: String,
+    pub size_bytes: u64,
+    pub data: Vec<(u64, u64)>,
+    pub nodes: Vec<(u64, u64)>,
+}
+
 /// Space as statfs reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LogFsSpace {
@@ -330,6 +358,56 @@ impl<Q: CommandQueue> LogFs<Q> {
 
     pub fn stats(&self) -> LogFsStats {
         self.stats.borrow().clone()
+    }
+
+    /// Where the main area's data lies now, for a zone map: each zone written, with its log (or `written`,
+    /// `prefree`) and its written and valid bytes, and each file's (and directory's) data blocks and node blocks
+    /// as runs of consecutive LBAs, in file order (zns-tools' `zns.fiemap` for F2FS).
+    pub fn placement(&self) -> LogFsPlacement {
+        const LOG_NAMES: [&str; LOGS] = ["hot data", "warm data", "cold data", "hot node", "warm node", "cold node"];
+        let state = self.state.borrow();
+        let per_zone = u64::from(self.geo.blocks_per_zone) * BLOCK;
+        let zones = (CHECKPOINT_ZONES..self.geo.zones)
+            .filter(|&zone| state.segments.written(zone) > 0)
+            .map(|zone| LogFsZone {
+                zone,
+                role: match state.segments.use_of(zone) {
+                    SectionUse::Log(log) => LOG_NAMES[log],
+                    SectionUse::Prefree => "prefree",
+                    SectionUse::Written | SectionUse::Free => "written",
+                },
+                written_bytes: u64::from(state.segments.written(zone)) * BLOCK,
+                valid_bytes: u64::from(state.segments.valid(zone)) * BLOCK,
+                capacity_bytes: per_zone,
+            })
+            .collect();
+        // Consecutive addresses in one zone are one run of LBAs.
+        let runs = |addrs: &[Addr]| {
+            let mut runs: Vec<(Addr, u64)> = Vec::new();
+            for &addr in addrs.iter().filter(|&&addr| addr != NULL_ADDR) {
+                match runs.last_mut() {
+                    Some((first, blocks))
+                        if *first + *blocks as Addr == addr
+                            && state.segments.zone_of(*first) == state.segments.zone_of(addr) =>
+                    {
+                        *blocks += 1
+                    }
+                    _ => runs.push((addr, 1)),
+                }
+            }
+            runs.into_iter().map(|(first, blocks)| (self.geo.lba(first), blocks * BLOCK)).collect()
+        };
+        let files = state
+            .inodes
+            .values()
+            .map(|inode| LogFsFile {
+                name: inode.name.clone(),
+                size_bytes: inode.size,
+                data: runs(&inode.blocks),
+                nodes: runs(&inode.nodes),
+            })
+            .collect();
+        LogFsPlacement { zones, files }
     }
 
     /// Keeps every checkpoint and cleaning from now on (`activity`), for a trace.
