@@ -217,11 +217,11 @@ fn system_thread_name() -> Option<String> {
     name.filter(|name| !name.is_empty())
 }
 
-/// What a traced device's trace draws of `command`, submitted now.
-fn traced_io(tracing: Option<&Tracing>, command: &QueuedCommand, lba_shift: u32, now_ns: u64) -> Option<TracedIo> {
+/// What a traced device's trace draws of `command`, submitted now to `host`; an untraced device reads no clock.
+fn traced_io(tracing: Option<&Tracing>, command: &QueuedCommand, host: &impl CommandQueue) -> Option<TracedIo> {
     tracing?;
-    let (kind, lba, blocks) = IoKind::of(command, lba_shift)?;
-    Some(TracedIo { kind, lba, blocks, start_ns: now_ns, end_ns: None })
+    let (kind, lba, blocks) = IoKind::of(command, host.geometry().lba_shift)?;
+    Some(TracedIo { kind, lba, blocks, start_ns: host.now_ns(), end_ns: None })
 }
 
 type PendingCommand = std::pin::Pin<Box<zonelab_runtime::Pending>>;
@@ -288,8 +288,7 @@ fn status_code(status: Status) -> i32 {
 fn execute(handle: u64, command: QueuedCommand) -> Result<Output, i32> {
     if let Some(device) = real(handle) {
         let host = queue_pair(handle, &device.runtime, &device.host);
-        let lba_shift = device.host.geometry().lba_shift;
-        let traced = traced_io(device.tracing.as_ref(), &command, lba_shift, host.now_ns());
+        let traced = traced_io(device.tracing.as_ref(), &command, &host);
         let result = block_on(host.submit(command));
         if let (Some(tracing), Some(io)) = (&device.tracing, traced) {
             tracing.record(io, host.now_ns(), result.is_ok());
@@ -300,7 +299,7 @@ fn execute(handle: u64, command: QueuedCommand) -> Result<Output, i32> {
         let mut devices = devices.borrow_mut();
         let device = devices.get_mut(&handle).ok_or(ZL_EHANDLE)?;
         let host = device.simulation.host();
-        let traced = traced_io(device.tracing.as_ref(), &command, host.geometry().lba_shift, host.now_ns());
+        let traced = traced_io(device.tracing.as_ref(), &command, &host);
         let slot = Rc::new(RefCell::new(None));
         let result = Rc::clone(&slot);
         let for_task = host.clone();
@@ -653,7 +652,7 @@ pub unsafe extern "C" fn zl_submit(handle: u64, io: *const zl_io, tag: u64) -> i
         let submitter = std::thread::current().id();
         if let Some(device) = real(handle) {
             let host = queue_pair(handle, &device.runtime, &device.host);
-            let traced = traced_io(device.tracing.as_ref(), &command, device.host.geometry().lba_shift, host.now_ns());
+            let traced = traced_io(device.tracing.as_ref(), &command, &host);
             let pending = Box::pin(host.submit_pending(command));
             lock(&device.inflight).push(Inflight { tag, read_into, submitter, traced, pending });
             return ZL_OK;
@@ -662,7 +661,7 @@ pub unsafe extern "C" fn zl_submit(handle: u64, io: *const zl_io, tag: u64) -> i
             let devices = devices.borrow();
             let Some(device) = devices.get(&handle) else { return ZL_EHANDLE };
             let (host, done) = (device.simulation.host(), Rc::clone(&device.done));
-            let traced = traced_io(device.tracing.as_ref(), &command, host.geometry().lba_shift, host.now_ns());
+            let traced = traced_io(device.tracing.as_ref(), &command, &host);
             device.simulation.host().spawn(async move {
                 let pending = host.submit(command).await;
                 let traced = traced.map(|io| TracedIo { end_ns: Some(host.now_ns()), ..io });

@@ -369,10 +369,11 @@ impl ZonefsMount {
         let traced = self.shared.trace.as_ref().and_then(|_| request_io(host, &commands));
         let pendings: Vec<Pending> = commands.into_iter().map(|command| host.submit_pending(command)).collect();
         let shared = Arc::clone(&self.shared);
-        let clock = host.clone();
+        // A traced request keeps the queue pair's clock to time its end; an untraced one clones nothing.
+        let traced = traced.map(|span| (span, host.clone()));
         self.completions.spawn(async move {
             let result = all_done(pendings).await;
-            if let (Some(trace), Some(span)) = (&shared.trace, traced) {
+            if let (Some(trace), Some((span, clock))) = (&shared.trace, traced) {
                 let end_ns = clock.now_ns();
                 trace.io("FUSE requests", IoSpan { end_ns, ok: result.is_ok(), ..span });
             }
