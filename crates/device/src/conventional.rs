@@ -408,8 +408,8 @@ impl Conventional {
             if ftl.free_blocks() >= self.ftl_config.background_free_blocks {
                 break;
             }
-            let idle_from = flash.model.busy_until();
-            if idle_from >= now || ftl.collect_idle(&mut flash, idle_from).is_none() {
+            let Some(idle_from) = flash.model.idle_since(now) else { break };
+            if ftl.collect_idle(&mut flash, idle_from).is_none() {
                 break;
             }
         }

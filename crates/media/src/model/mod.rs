@@ -897,6 +897,11 @@ impl FlashModel {
     pub fn busy_until(&self) -> u64 {
         self.resources.busy_until()
     }
+
+    /// When the flash fell idle, if it is idle at `now` (see `Resources::idle_since`).
+    pub fn idle_since(&self, now: u64) -> Option<u64> {
+        self.resources.idle_since(now)
+    }
 }
 
 /// What a reset erases on one plane: a seal of the partial block first (0 for none), then `blocks` blocks, of

@@ -26,7 +26,8 @@ pub(super) struct Resources {
     pub planes: Vec<Timeline>,
     pub page_register: Vec<Option<HeldPages>>,
     /// Programs and erases each plane has ahead, `[start, end)` in time order, kept only when reads may suspend
-    /// them: a read that lands in one is served during it.
+    /// them: a read that lands in one is served during it. A plane's operations never overlap, so their ends
+    /// are in order too, and a search by time is a binary one (a collection queues hundreds per plane).
     suspendable: Vec<VecDeque<(u64, u64)>>,
     /// When each plane's reads served during a suspended operation are done (they follow each other).
     suspended_reads_free: Vec<u64>,
@@ -382,10 +383,10 @@ impl Resources {
         // Each pass moves past one operation that ends before it may be suspended: bounded by their number.
         for _ in 0..=self.suspendable[plane].len() {
             let unsuspended_end = self.planes[plane].first_fit(at, sense_ns) + sense_ns;
-            let overlapped = self.suspendable[plane]
-                .iter()
-                .take_while(|&&(op_start, _)| op_start < unsuspended_end)
-                .find(|&&(_, op_end)| at < op_end)
+            let ops = &self.suspendable[plane];
+            let overlapped = ops
+                .get(ops.partition_point(|&(_, op_end)| op_end <= at))
+                .filter(|&&(op_start, _)| op_start < unsuspended_end)
                 .copied();
             let Some((op_start, op_end)) = overlapped else {
                 break;
@@ -427,7 +428,8 @@ impl Resources {
             }
         }
         let ops = &mut self.suspendable[plane];
-        match ops.iter_mut().find(|op| op.1 == op_end) {
+        let suspended = ops.partition_point(|op| op.1 < op_end);
+        match ops.get_mut(suspended).filter(|op| op.1 == op_end) {
             Some(op) if end - added == op_end => {
                 op.1 = end;
                 self.last_suspended_end[plane] = end;
@@ -521,15 +523,26 @@ impl Resources {
 
     /// The latest time any resource is reserved to.
     pub fn busy_until(&self) -> u64 {
+        self.reserved_until().max().unwrap_or(0)
+    }
+
+    /// When every resource fell idle, if all of them are idle at `now`. It stops at the first resource busy then,
+    /// so that a device with work queued ahead (garbage collection behind the writes) learns it without
+    /// reading every plane's timeline.
+    pub fn idle_since(&self, now: u64) -> Option<u64> {
+        if self.reserved_until().any(|end| end >= now) {
+            return None;
+        }
+        Some(self.busy_until())
+    }
+
+    /// The end of each resource's reservations, the single counters first.
+    fn reserved_until(&self) -> impl Iterator<Item = u64> + '_ {
         let timelines = self.planes.iter().chain(self.channels.iter()).map(Timeline::last_end);
-        self.erase_slot_free
-            .iter()
-            .chain([&self.command.free_ns, &self.link_to_device_free, &self.write_budget.free_ns])
-            .copied()
-            .chain([self.output.last_end()])
+        [self.write_budget.free_ns, self.command.free_ns, self.link_to_device_free, self.output.last_end()]
+            .into_iter()
+            .chain(self.erase_slot_free.iter().copied())
             .chain(timelines)
-            .max()
-            .unwrap_or(0)
     }
 }
 
