@@ -18,7 +18,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use zonelab_logfs::{LogFs, LogFsError};
+use serde::Serialize;
+use zonelab_logfs::{LogFs, LogFsError, LogFsStats, BLOCK};
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::sync::Channel;
 use zonelab_runtime::{CommandQueue, IoData};
@@ -59,6 +60,75 @@ pub struct Counts {
     pub flowops: u64,
     pub bytes_written: u64,
     pub bytes_read: u64,
+    pub windows: WriteWindows,
+}
+
+/// The fio workload's writes cut into consecutive windows of equal bytes, as block-interface-tax reads a run
+/// over time: each window's write() and fsync() calls (a call's latency includes any cleaning or writeback it
+/// waited for) and what logfs wrote to the device meanwhile.
+#[derive(Clone, Debug, Default)]
+pub struct WriteWindows {
+    /// Bytes the jobs write in each window; 0 keeps no windows.
+    pub window_bytes: u64,
+    /// When the window being written began, and logfs's counters then.
+    begun: Option<(u64, LogFsStats)>,
+    bytes: u64,
+    writes: u64,
+    latencies: crate::fio::LatencyStats,
+    pub closed: Vec<WriteWindow>,
+}
+
+/// One window of writes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WriteWindow {
+    pub bytes_written: u64,
+    pub device_time_ns: u64,
+    /// Thousands of write() calls a second of device time.
+    pub kiops: f64,
+    /// The latency of the window's write() and fsync() calls.
+    pub p99_9_us: f64,
+    pub max_us: f64,
+    /// Blocks logfs wrote to the device (data, the cleaner's moves, nodes, checkpoints) per block written.
+    pub host_waf: f64,
+    pub blocks_moved: u64,
+}
+
+impl WriteWindows {
+    /// Starts the first window at `now_ns` (the first job to start does; later ones find it started).
+    pub fn start(&mut self, now_ns: u64, stats: LogFsStats) {
+        if self.window_bytes > 0 && self.begun.is_none() {
+            self.begun = Some((now_ns, stats));
+        }
+    }
+
+    /// Counts a write() of `bytes` (or an fsync(), of none) that took from `began_ns` to `ended_ns`; closes the
+    /// window a write fills, with logfs's counters (`stats`) at its end.
+    pub fn note(&mut self, began_ns: u64, ended_ns: u64, bytes: u64, stats: impl FnOnce() -> LogFsStats) {
+        let Some((start_ns, before)) = &self.begun else { return };
+        self.latencies.record(ended_ns - began_ns);
+        self.bytes += bytes;
+        self.writes += u64::from(bytes > 0);
+        if self.bytes < self.window_bytes {
+            return;
+        }
+        let after = stats();
+        let device_time_ns = ended_ns - start_ns;
+        let written_blocks = (after.data_blocks_written - before.data_blocks_written)
+            + (after.node_blocks_written - before.node_blocks_written)
+            + (after.checkpoint_blocks_written - before.checkpoint_blocks_written);
+        self.closed.push(WriteWindow {
+            bytes_written: self.bytes,
+            device_time_ns,
+            kiops: self.writes as f64 / (device_time_ns as f64 / 1e9) / 1e3,
+            p99_9_us: self.latencies.percentile(99.9) as f64 / 1e3,
+            max_us: self.latencies.max() as f64 / 1e3,
+            host_waf: written_blocks as f64 / (self.bytes / BLOCK) as f64,
+            blocks_moved: after.blocks_moved - before.blocks_moved,
+        });
+        self.begun = Some((ended_ns, after));
+        (self.bytes, self.writes) = (0, 0);
+        self.latencies = crate::fio::LatencyStats::default();
+    }
 }
 
 type Shared<T> = Rc<RefCell<T>>;
@@ -156,6 +226,10 @@ impl<'a, Q: CommandQueue> Vfs<'a, Q> {
 
     pub fn untimed(fs: &'a LogFs<Q>) -> Self {
         Vfs { fs, cores: None }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.fs.device().now_ns()
     }
 
     async fn cpu(&self, ns: u64) {
@@ -384,18 +458,24 @@ pub async fn overwrite_rounds<Q: CommandQueue>(
 ) -> Result<(), LogFsError> {
     let blocks = spec.file_bytes / spec.write_bytes;
     let mut order: Vec<u64> = (0..blocks).collect();
+    counts.borrow_mut().windows.start(vfs.now_ns(), vfs.fs.stats());
     for _ in 0..spec.rounds {
         rng.shuffle(&mut order);
         for (k, &block) in order.iter().enumerate() {
+            let began_ns = vfs.now_ns();
             vfs.write(name, block * spec.write_bytes, spec.write_bytes).await?;
             {
                 let mut c = counts.borrow_mut();
                 c.bytes_written += spec.write_bytes;
                 c.flowops += 1;
+                c.windows.note(began_ns, vfs.now_ns(), spec.write_bytes, || vfs.fs.stats());
             }
             if spec.fsync_every > 0 && (k as u64 + 1).is_multiple_of(spec.fsync_every) {
+                let began_ns = vfs.now_ns();
                 vfs.fsync(name).await?;
-                counts.borrow_mut().flowops += 1;
+                let mut c = counts.borrow_mut();
+                c.flowops += 1;
+                c.windows.note(began_ns, vfs.now_ns(), 0, || vfs.fs.stats());
             }
         }
     }

@@ -64,6 +64,9 @@ pub struct FileChurnSpec {
     /// An fsync after every N writes; 0 never.
     pub fsync_every: u64,
     pub rounds: u32,
+    /// The fio workload's writes (on logfs) cut into this many windows of equal bytes, each reported with its
+    /// throughput, tail latency and write amplification; 0 none.
+    pub windows: u32,
     /// Share of the device's capacity written before the run.
     pub prefill: f64,
     pub seed: u64,
@@ -99,6 +102,7 @@ impl Default for FileChurnSpec {
             write_bytes: 4096,
             fsync_every: 16,
             rounds: 3,
+            windows: 0,
             prefill: 0.5,
             seed: 1,
             start_jitter_ns: DEFAULT_START_JITTER_NS,
@@ -144,6 +148,7 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
             "bs" => spec.write_bytes = option.bytes()?,
             "fsync" => spec.fsync_every = option.number()?,
             "rounds" => spec.rounds = option.number()?,
+            "windows" => spec.windows = option.number()?,
             "prefill" => spec.prefill = option.number()?,
             "seed" => spec.seed = option.number()?,
             "trace" => spec.trace = Some(option.value()?.into()),
@@ -177,6 +182,9 @@ pub fn parse_args(args: &[String]) -> Result<FileChurnSpec, ToolError> {
     if spec.fs == FileSystem::Logfs {
         whole_blocks(&spec, BLOCK, "logfs's block")?;
     }
+    if spec.windows > 0 && (spec.fs != FileSystem::Logfs || spec.workload != FileWorkload::Fio) {
+        return Err(ToolError::Usage("option windows: cuts the fio workload's writes on logfs".into()));
+    }
     if spec.map.is_some() && spec.fs != FileSystem::Logfs {
         return Err(ToolError::Usage("option map: draws logfs's zones (on zonefs a file is its zone)".into()));
     }
@@ -197,6 +205,9 @@ pub struct FileChurnResult {
     /// under zonefs writes, reads, deletes, finishes and fsyncs.
     pub ops_per_s: f64,
     pub files: FileOps,
+    /// The writes window by window, when `windows` asked for them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<filebench::WriteWindow>,
     /// What logfs did (writes of data and nodes, checkpoints, cleaning), over the timed run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logfs: Option<LogFsStats>,
@@ -337,6 +348,7 @@ pub fn run(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
 
 /// What the device measured over a run, and the result built from it.
 struct Measured {
+    windows: Vec<filebench::WriteWindow>,
     device_time_ns: u64,
     flash: FlashCounters,
     wear: EraseSummary,
@@ -363,6 +375,7 @@ fn result_of(spec: &FileChurnSpec, energy: &zonelab_media::EnergyConfig, m: Meas
         reset_energy_j: m.flash.energy_nj(energy, OpSource::Reset) / 1e9,
         total_energy_j: m.flash.total_energy_nj(energy) / 1e9,
         files: m.files,
+        windows: m.windows,
         logfs: m.logfs,
         zones: m.zones,
         wear: m.wear,
@@ -412,6 +425,11 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
     let start = simulation.now_ns();
     let (flash_before, fs_before) = (simulation.with_device(|d| d.media().counters().clone()), fs.stats());
     let counts = Rc::new(RefCell::new(filebench::Counts::default()));
+    if spec.windows > 0 {
+        let total = u64::from(spec.jobs) * u64::from(spec.rounds) * spec.file_bytes;
+        let window = total / u64::from(spec.windows) / spec.write_bytes * spec.write_bytes;
+        counts.borrow_mut().windows.window_bytes = window.max(spec.write_bytes);
+    }
     let failure: Rc<RefCell<Option<ToolError>>> = Rc::new(RefCell::new(None));
     let running = Rc::new(Cell::new(spec.jobs));
     let end = Rc::new(Cell::new(start));
@@ -486,7 +504,8 @@ fn run_logfs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
         zone_resets: logfs.zone_resets,
     };
     let device_time_ns = end.get() - start;
-    let measured = Measured { device_time_ns, flash, wear, files, logfs: Some(logfs), zones, wall_seconds };
+    let windows = counts.windows.closed;
+    let measured = Measured { device_time_ns, flash, wear, files, windows, logfs: Some(logfs), zones, wall_seconds };
     Ok(result_of(spec, &config.media.energy, measured))
 }
 
@@ -610,7 +629,8 @@ fn run_zonefs(spec: &FileChurnSpec) -> Result<FileChurnResult, ToolError> {
         deletes: stats.resets,
         zone_resets: stats.resets,
     };
-    let measured = Measured { device_time_ns, flash, wear, files, logfs: None, zones: None, wall_seconds };
+    let measured =
+        Measured { device_time_ns, flash, wear, files, windows: Vec::new(), logfs: None, zones: None, wall_seconds };
     Ok(result_of(spec, &config.media.energy, measured))
 }
 
@@ -742,6 +762,18 @@ pub fn to_text(result: &FileChurnResult) -> String {
             logfs.foreground_cleanings + logfs.background_cleanings,
             logfs.background_cleanings,
             logfs.blocks_moved
+        );
+    }
+    for (n, window) in result.windows.iter().enumerate() {
+        text += &format!(
+            "  window {}: {} MiB written, {:.1} K writes/s, p99.9 {:.1} us, max {:.1} us, host write amplification {:.2} ({} blocks moved)\n",
+            n + 1,
+            window.bytes_written >> 20,
+            window.kiops,
+            window.p99_9_us,
+            window.max_us,
+            window.host_waf,
+            window.blocks_moved
         );
     }
     if let Some(zones) = &result.zones {

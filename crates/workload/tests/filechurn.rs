@@ -166,9 +166,9 @@ fn a_traced_run_has_each_job_with_arrows_to_its_commands() {
 #[test]
 fn a_traced_logfs_run_shows_its_checkpoints_and_cleanings() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("varmail.json");
+    let path = dir.path().join("overwrites.json");
     let result = run_with(&format!(
-        "--fs=logfs --workload=varmail --preset=nvmevirt-rezns,zones=64 --runtime=1 --fileset=200 --prefill=0.8 \
+        "--fs=logfs --preset=nvmevirt-rezns,zones=40 --jobs=1 --file-size=160MiB --fsync=16 --rounds=4 --prefill=0.5 \
          --trace={}",
         path.display()
     ));
@@ -211,4 +211,30 @@ fn a_logfs_run_draws_its_zone_map() {
     let args = ["--fs=zonefs".to_string(), format!("--map={}", path.display())];
     let refused = parse_args(&args).expect_err("zonefs has no map");
     assert!(refused.to_string().contains("option map"), "{refused}");
+}
+
+/// `--windows`: the fio workload's writes on logfs in windows of equal bytes, each with what logfs wrote
+/// meanwhile; a window in which the cleaner ran writes more per block than one in which it did not.
+#[test]
+fn logfs_writes_come_in_windows_that_show_cleaning() {
+    let args = "--fs=logfs --preset=nvmevirt-rezns,zones=40 --jobs=1 --file-size=160MiB --fsync=16 --rounds=4 --prefill=0.5 --windows=8";
+    let result = run_with(args);
+    let stats = result.logfs.as_ref().expect("logfs stats");
+    assert_eq!(result.windows.len(), 8, "{:?}", result.windows);
+    assert!(result.windows.iter().all(|window| window.bytes_written == 4 * (160 << 20) / 8));
+    let moved: u64 = result.windows.iter().map(|window| window.blocks_moved).sum();
+    assert!(moved > 0 && moved <= stats.blocks_moved, "{moved} of {}", stats.blocks_moved);
+    for window in &result.windows {
+        // An fsync every 16 random writes writes a node block for nearly each data block.
+        assert!(window.host_waf > 1.5, "{window:?}");
+        assert!(window.kiops > 0.0 && window.max_us >= window.p99_9_us, "{window:?}");
+    }
+    let waf = |cleaned: bool| {
+        let windows = result.windows.iter().filter(|window| (window.blocks_moved > 0) == cleaned);
+        windows.map(|window| window.host_waf).fold(f64::NAN, f64::max)
+    };
+    let calm = result.windows.iter().filter(|w| w.blocks_moved == 0).map(|w| w.host_waf).fold(f64::NAN, f64::min);
+    assert!(waf(true) > calm, "a cleaning window writes more: {:?}", result.windows);
+    let refused = parse_args(&["--fs=zonefs".to_string(), "--windows=4".to_string()]).expect_err("logfs only");
+    assert!(refused.to_string().contains("option windows"), "{refused}");
 }

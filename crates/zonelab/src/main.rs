@@ -116,7 +116,8 @@ enum Command {
     /// deletes, or filebench's varmail and fileserver, on logfs (F2FS-like, the default) or zonefs (a file per
     /// zone). Options: --workload=fio|varmail|fileserver --fs=logfs|zonefs --preset=NAME[,key=value...]
     /// (default nvmevirt-rezns) --jobs=N (64) --files=N per job (8) --fileset=N (1000) --file-size=SIZE (15MiB)
-    /// --bs=SIZE (4KiB; whole blocks) --fsync=N (16) --rounds=N (3) --runtime=SECONDS (60; filebench's)
+    /// --bs=SIZE (4KiB; whole blocks) --fsync=N (16; 0 never) --rounds=N (3) --windows=N (0; the fio workload's
+    /// writes on logfs in N windows, each with its throughput, tail latency and write amplification) --runtime=SECONDS (60; filebench's)
     /// --prefill=FRACTION (0.5) --cores=N --seed=N --start-jitter-us=F (1000) --output-format=normal|json --trace=FILE (the timed run: each job, and logfs's checkpoints and cleanings, with arrows to their commands, the device's commands and flash operations, for Perfetto) --map=FILE.png (logfs's zones at the end: each file's data and nodes, the table's summary)
     #[command(name = "file-churn", disable_help_flag = true)]
     FileChurn {

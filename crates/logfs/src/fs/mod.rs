@@ -74,7 +74,7 @@ pub enum LogFsError {
     /// A checkpoint or node log holds a block that does not check where no crash leaves one: nothing mounted.
     #[error("the file system's metadata is damaged: {0}")]
     Corrupt(String),
-    #[error("the device has {zones} zones; logfs needs at least {needed} (2 for checkpoints, 6 logs, room to clean)")]
+    #[error("the device has {zones} zones; logfs needs at least {needed} (2 for checkpoints, 6 logs, room to clean, a zone for data)")]
     TooSmall { zones: u32, needed: u32 },
     #[error("{what}: the device failed the command: {status}")]
     Device { what: &'static str, status: Status },
@@ -448,10 +448,14 @@ impl<Q: CommandQueue> LogFs<Q> {
         state.segments.total_valid() + state.dirty_bytes / BLOCK + state.writeback_blocks
     }
 
+    /// Blocks users may fill: the main area less the overprovision and less a zone for each log. The cleaner
+    /// keeps its free zones while every log holds a zone of its own, so the logs' zones are no room for data
+    /// either; mkfs.f2fs counts them in its reserve the same way (NR_CURSEG_TYPE sections in
+    /// `get_reserved`). Without them a file over most of the capacity leaves the cleaner nothing to free.
     fn capacity_blocks(&self) -> u64 {
         let main = u64::from(self.geo.zones - CHECKPOINT_ZONES);
-        let reserved = self.overprovision_zones();
-        (main - u64::from(reserved)) * u64::from(self.geo.blocks_per_zone)
+        let reserved = u64::from(self.overprovision_zones()) + LOGS as u64;
+        main.saturating_sub(reserved) * u64::from(self.geo.blocks_per_zone)
     }
 
     /// Zones kept for cleaning: the overprovision, and never fewer than the logs need to move a zone.

@@ -40,7 +40,7 @@ impl<Q: CommandQueue> LogFs<Q> {
             return Err(LogFsError::NotFormatted(format!("LBA size {lba} does not divide the 4096-byte block")));
         }
         let lbas_per_block = BLOCK / lba;
-        let needed = CHECKPOINT_ZONES + 2 * LOGS as u32 + 2;
+        let needed = CHECKPOINT_ZONES + 2 * LOGS as u32 + 3;
         if geometry.zones < needed {
             return Err(LogFsError::TooSmall { zones: geometry.zones, needed });
         }

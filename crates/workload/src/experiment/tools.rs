@@ -202,7 +202,8 @@ impl Tool {
             }
             Tool::FileChurn => {
                 let Ran::FileChurn(result) = runs.get(RunKey::FileChurn(args.to_vec()))? else { unreachable!() };
-                let (y, events) = churn_metric(result, &series.metric)?;
+                // `{x}` in a metric names the point's window (`window{x}/write.kiops`), as in fio's.
+                let (y, events) = churn_metric(result, &series.metric.replace("{x}", &x.to_string()))?;
                 let file_system = result.logfs.as_ref().map(|stats| {
                     format!(
                         "logfs reset {} zones, {} of them not yet full; {} zones cleaned, {} checkpoints",
@@ -282,10 +283,13 @@ pub(super) fn fill(args: &str, figure: &Figure, x: u32, quick: bool) -> Vec<Stri
         .replace("{kv_pool}", if quick { "40" } else { "330" })
         // block-interface-tax: two passes over the 16.4 GiB space in full, the onset of collection in quick.
         .replace("{btax_window}", if quick { "512Mi" } else { "2Gi" })
+        // logfs's file (3.75 GiB) overwritten 2 or 8 times in 16 windows: 480 MiB or 1.9 GiB each.
+        .replace("{btax_rounds}", if quick { "2" } else { "8" })
         .replace("{churn_jobs}", if quick { "16" } else { "64" })
         .replace("{churn_runtime}", if quick { "5" } else { "60" })
-        // Quick runs shrink the device tenfold (4 GiB) so that its prefill costs seconds, not minutes.
-        .replace("{churn_zones}", if quick { ",zones=64" } else { "" })
+        // Quick runs shrink the device to 96 zones (6 GiB) so that its prefill costs seconds, not minutes: the
+        // fewest that hold half of them prefilled and fileserver's 10,000 files within logfs's user capacity.
+        .replace("{churn_zones}", if quick { ",zones=96" } else { "" })
         .split_whitespace()
         .map(str::to_string)
         .collect()
@@ -387,6 +391,19 @@ fn churn_metric(result: &crate::filechurn::FileChurnResult, metric: &str) -> Res
 }
 
 fn churn_value(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<f64, String> {
+    if let Some((window, figure)) = metric.strip_prefix("window").and_then(|rest| rest.split_once('/')) {
+        let n: usize = window.parse().map_err(|_| format!("metric {metric}: {window:?} is not a window's number"))?;
+        let Some(window) = n.checked_sub(1).and_then(|index| result.windows.get(index)) else {
+            return Err(format!("metric {metric}: the run has {} windows (--windows=N)", result.windows.len()));
+        };
+        return match figure {
+            "write.kiops" => Ok(window.kiops),
+            "call.p99.9" => Ok(window.p99_9_us),
+            "call.p100" => Ok(window.max_us),
+            "host.waf" => Ok(window.host_waf),
+            _ => Err(format!("unknown metric {metric}")),
+        };
+    }
     match metric {
         "churn.mib_per_s" => Ok(result.mib_per_s),
         "churn.ops_per_s" => Ok(result.ops_per_s),
