@@ -352,6 +352,12 @@ impl Conventional {
             Command::Flush => Work::Flush,
             _ => Work::Nothing,
         };
+        if let (Some(Mapping::PageMapped(ftl)), Work::Read { slba, nlb } | Work::Write { slba, nlb }) =
+            (&self.ftl, &work)
+        {
+            let (first, count) = pages(*slba, *nlb);
+            ftl.prefetch_map(first..first + count);
+        }
         let completion = self.namespace.execute(command)?;
         let first_zone = self.first_zone;
         let ftl = self.ftl();

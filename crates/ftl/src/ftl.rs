@@ -18,9 +18,10 @@ const UNMAPPED: u32 = u32::MAX;
 /// No logical page: a physical page that holds nothing live.
 const INVALID: u32 = u32::MAX;
 
-/// How many pages ahead of the one it moves garbage collection asks for the logical map's entry: the
-/// victim's pages map from all over the map, so each move would otherwise wait on memory in turn.
-const MOVE_PREFETCH_PAGES: u32 = 16;
+/// How far ahead the FTL asks for logical map entries: garbage collection this many pages ahead of the one it
+/// moves (a victim's pages map from all over the map, so each move would otherwise wait on memory in turn), a
+/// command its first this many pages.
+const PREFETCH_PAGES: u32 = 16;
 
 /// Asks the processor to bring `slot`'s cache line in ahead of its use.
 #[inline]
@@ -148,6 +149,17 @@ impl Ftl {
     pub fn lookup(&self, lpn: u64) -> Option<u64> {
         let ppn = *self.l2p.get(lpn as usize)?;
         (ppn != UNMAPPED).then_some(u64::from(ppn))
+    }
+
+    /// Asks for the map entries of the first pages of `lpns` before a command's work on them begins, so that
+    /// their misses (the map is larger than the caches, and a random write's entry is rarely in them) overlap the
+    /// command's other work instead of waiting at its end.
+    pub fn prefetch_map(&self, lpns: std::ops::Range<u64>) {
+        for lpn in lpns.take(PREFETCH_PAGES as usize) {
+            if let Some(entry) = self.l2p.get(lpn as usize) {
+                prefetch(entry);
+            }
+        }
     }
 
     /// Bytes of the FTL's state: the two maps and the block table.
@@ -423,8 +435,8 @@ impl Ftl {
         let mut sensed: Option<(u32, u64)> = None;
         for offset in 0..ppb {
             let ppn = victim * ppb + offset;
-            if let Some(&ahead) = self.p2l.get((ppn + MOVE_PREFETCH_PAGES) as usize) {
-                if ahead != INVALID && offset + MOVE_PREFETCH_PAGES < ppb {
+            if let Some(&ahead) = self.p2l.get((ppn + PREFETCH_PAGES) as usize) {
+                if ahead != INVALID && offset + PREFETCH_PAGES < ppb {
                     prefetch(&self.l2p[ahead as usize]);
                 }
             }
