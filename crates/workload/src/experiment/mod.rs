@@ -782,7 +782,7 @@ fn series_axis(y_label: &str, series: &str) -> String {
 }
 
 /// The units series labels may name in parentheses (`p99.9 (us)`; `conventional (ZenFS)` names none).
-const UNITS: &[&str] = &["ns", "us", "ms", "s", "IOPS", "KIOPS", "MiB/s", "GiB/s", "J", "KiB", "MiB", "%"];
+const UNITS: &[&str] = &["ns", "us", "ms", "s", "/s", "IOPS", "KIOPS", "MiB/s", "GiB/s", "J", "KiB", "MiB", "%"];
 
 /// The unit a series label names, if any.
 fn label_unit(label: &str) -> Option<&str> {
