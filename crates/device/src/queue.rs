@@ -161,8 +161,8 @@ impl<S: MediaStore> Device<S> {
 
     /// Hands `moved` each queued command whose completion has moved later since it was given, with its new
     /// completion time: a reset whose erases the reads processed since have suspended (the die works that much
-    /// longer), or a read whose data a later read's, ready sooner, went ahead of. A runtime that does not ask
-    /// completes such a command at its first time.
+    /// longer), a read whose data a later read's, ready sooner, went ahead of, or a finish whose padding writes
+    /// shared the write budget with. A runtime that does not ask completes such a command at its first time.
     #[inline]
     pub fn moved_completions(&mut self, mut moved: impl FnMut(u64, u64)) {
         // Asked at every instant of a simulation: at most of them nothing moved.

@@ -1,5 +1,5 @@
-//! Finish writes padding for the rest of the zone through the same write budget as host writes, so writes to
-//! other zones slow down while a finish runs.
+//! Finish writes padding for the rest of the zone through the same write budget as host writes, half each while
+//! both have bytes to absorb, so writes to other zones slow down while a finish runs.
 
 use zonelab_device::{Device, DeviceConfig};
 use zonelab_zns::{Command, NullStore, ZoneSendAction};
@@ -31,7 +31,8 @@ fn writes_slow_down_while_a_finish_pads_its_zone() {
     let padding_ms = (finish.complete_ns - 1_000) as f64 / 1e6;
     assert!((800.0..1100.0).contains(&padding_ms), "finishing a nearly empty zone pads ~1 GiB: {padding_ms} ms");
     let during = write_burst(&mut busy, 2_000);
-    assert!(during > alone * 10, "writes during the finish took {during} ns, alone {alone} ns");
+    let slowdown = during as f64 / alone as f64;
+    assert!((1.7..2.6).contains(&slowdown), "writes during the finish took {during} ns, alone {alone} ns");
     let pages =
         busy.media().counters().get(zonelab_media::FlashOp::PageProgram, zonelab_media::OpSource::FinishPadding);
     assert!(pages > 30_000, "the padding is programmed: {pages} pages");

@@ -150,8 +150,9 @@ impl<S: MediaStore> Shared<S> {
             slots[slot].done = Some(Done { complete_ns, result });
             timers.set(complete_ns, Target::Slot(index32(slot)));
         });
-        // A reset whose erases these commands suspended, or a read whose data theirs went ahead of, completes
-        // later: its timer, when it comes, is set again for the new time.
+        // A reset whose erases these commands suspended, a read whose data theirs went ahead of, or a finish
+        // whose padding their writes shared the budget with completes later: its timer, when it comes, is set
+        // again for the new time.
         self.device.moved_completions(|tag, device_ns| {
             if let Some(Done { complete_ns, .. }) = &mut slots[tag as usize].done {
                 *complete_ns = (*complete_ns).max(host.completion_ns(device_ns, device_ns));

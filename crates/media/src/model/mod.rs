@@ -152,7 +152,8 @@ impl FlashModel {
 
     /// The commands (as `serve` named them) whose completions later work has moved since the last call, each
     /// with a new time it completes by: a reset whose erases reads suspended (the die works that much longer),
-    /// a read whose data a later read's, ready sooner, went ahead of on the way out.
+    /// a read whose data a later read's, ready sooner, went ahead of on the way out, a finish whose padding
+    /// host writes shared the write budget with.
     pub fn take_moved(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.resources.take_moved()
     }
@@ -375,7 +376,7 @@ impl FlashModel {
             }
         }
         // Flash absorbs data the controller has fetched.
-        data_in = data_in.max(self.resources.write_budget.take(data_in, len_bytes).in_device_ns);
+        data_in = data_in.max(self.resources.write_budget.take(data_in, len_bytes));
         (firmware_done.max(command.done_ns), data_in)
     }
 
@@ -786,8 +787,7 @@ impl FlashModel {
         }
         let (zone_cap_bytes, unit_bytes) = (self.layout.zone_cap_bytes, self.layout.unit_bytes.get());
         let padding = zone_cap_bytes - written;
-        let budget_start = self.resources.write_budget.start(start);
-        let budget_done = self.resources.write_budget.take(start, padding).absorbed_ns;
+        let (budget_start, budget_done) = self.resources.pad(start, padding);
         let host_units = written.div_ceil(unit_bytes);
         let mut last = self.program_through(now, zone, host_units, budget_start, OpSource::HostWrite);
         for unit in host_units..self.layout.units_per_zone {
@@ -801,8 +801,9 @@ impl FlashModel {
         let media = self.zone_mut(zone);
         media.written_bytes = zone_cap_bytes;
         media.drop_buffer();
-        let sealed = self.seal(now, zone, last);
-        sealed.max(budget_done).max(command_done)
+        let completion = self.seal(now, zone, last).max(budget_done).max(command_done);
+        self.resources.write_budget.padding_completes(completion);
+        completion
     }
 
     /// The controller finished an idle open zone (ReZNS's zombie scan). Under `rezns` nothing is padded: what

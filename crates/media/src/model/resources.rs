@@ -76,6 +76,28 @@ pub(super) struct WriteBudget {
     absorbing: VecDeque<Absorbing>,
     /// The unit being spent and its time factor, drawn once for the many writes that share a unit.
     current_unit: Option<(u64, f64)>,
+    /// Finish padding not yet absorbed, oldest first (see `pad`), and the finishes whose completions host writes
+    /// moved that are no longer in the list.
+    paddings: VecDeque<Padding>,
+    moved_finishes: Vec<(u64, u64)>,
+}
+
+/// The padding of a finish, absorbed through the budget beside the host's writes.
+#[derive(Clone, Copy, Debug)]
+struct Padding {
+    /// When the last of it is absorbed, as far as the host writes taken so far let it be.
+    end_ns: u64,
+    /// The finish it is for (`NO_COMMAND`: none a runtime retimes), how long after the padding that finish
+    /// completes, and whether its completion moved since it was last reported.
+    command: u64,
+    tail_ns: u64,
+    moved: bool,
+}
+
+impl Padding {
+    fn completion(&self) -> (u64, u64) {
+        (self.command, self.end_ns + self.tail_ns)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -84,13 +106,6 @@ struct Absorbing {
     end_byte: u64,
     start_ns: u64,
     end_ns: u64,
-}
-
-/// When a piece of written data is in the device (it may complete) and when the flash has absorbed it.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Drained {
-    pub in_device_ns: u64,
-    pub absorbed_ns: u64,
 }
 
 impl WriteBudget {
@@ -103,38 +118,46 @@ impl WriteBudget {
             spent_bytes: 0,
             absorbing: VecDeque::new(),
             current_unit: None,
+            paddings: VecDeque::new(),
+            moved_finishes: Vec::new(),
         }
     }
 
-    /// Takes `bytes` whose data is ready at `ready`.
-    pub fn take(&mut self, ready: u64, bytes: u64) -> Drained {
-        let mut ns = bytes as f64 * self.ns_per_byte;
-        let first_byte = self.spent_bytes;
-        if self.unit_bytes != 0 && self.ns_per_byte != 0.0 {
-            ns = 0.0;
-            let mut left = bytes;
-            while left > 0 {
-                let unit = self.spent_bytes / self.unit_bytes;
-                let in_unit = (self.unit_bytes - self.spent_bytes % self.unit_bytes).min(left);
-                let factor = match self.current_unit {
-                    Some((current, factor)) if current == unit => factor,
-                    _ => {
-                        let factor = exponential(unit);
-                        self.current_unit = Some((unit, factor));
-                        factor
-                    }
-                };
-                ns += in_unit as f64 * self.ns_per_byte * factor;
-                self.spent_bytes += in_unit;
-                left -= in_unit;
-            }
-        } else {
+    /// The flash time `bytes` take, unit by unit with each unit's time factor, and counts them as spent.
+    fn spend(&mut self, bytes: u64) -> u64 {
+        if self.unit_bytes == 0 || self.ns_per_byte == 0.0 {
             self.spent_bytes += bytes;
+            return whole_ns(bytes as f64 * self.ns_per_byte);
         }
+        let mut ns = 0.0;
+        let mut left = bytes;
+        while left > 0 {
+            let unit = self.spent_bytes / self.unit_bytes;
+            let in_unit = (self.unit_bytes - self.spent_bytes % self.unit_bytes).min(left);
+            let factor = match self.current_unit {
+                Some((current, factor)) if current == unit => factor,
+                _ => {
+                    let factor = exponential(unit);
+                    self.current_unit = Some((unit, factor));
+                    factor
+                }
+            };
+            ns += in_unit as f64 * self.ns_per_byte * factor;
+            self.spent_bytes += in_unit;
+            left -= in_unit;
+        }
+        whole_ns(ns)
+    }
+
+    /// Takes `bytes` of host writes whose data is ready at `ready`; returns when they are in the device (the
+    /// write may complete), which is when the flash has absorbed them unless the buffer holds them.
+    pub fn take(&mut self, ready: u64, bytes: u64) -> u64 {
+        let first_byte = self.spent_bytes;
+        let ns = self.spend(bytes);
         let start_ns = self.free_ns.max(ready);
-        self.free_ns = start_ns + whole_ns(ns);
+        self.free_ns = start_ns + ns + self.share_with_paddings(start_ns, ns);
         if self.buffer_bytes == 0 {
-            return Drained { in_device_ns: self.free_ns, absorbed_ns: self.free_ns };
+            return self.free_ns;
         }
         let absorbed = Absorbing { first_byte, end_byte: self.spent_bytes, start_ns, end_ns: self.free_ns };
         self.absorbing.push_back(absorbed);
@@ -148,7 +171,7 @@ impl WriteBudget {
         let span = (range.end_byte - range.first_byte).max(1);
         let at =
             range.start_ns + ((range.end_ns - range.start_ns) as u128 * u128::from(through) / u128::from(span)) as u64;
-        Drained { in_device_ns: ready.max(at), absorbed_ns: self.free_ns }
+        ready.max(at)
     }
 
     /// Bytes taken that the flash has not absorbed by `now`, at most the buffer's size: how full the write buffer
@@ -168,9 +191,72 @@ impl WriteBudget {
         self.absorbing.iter().map(left).sum::<u64>().min(self.buffer_bytes)
     }
 
-    /// When the budget is next free, from `at` on.
-    pub fn start(&self, at: u64) -> u64 {
-        self.free_ns.max(at)
+    /// Absorbs a finish's `bytes` of padding from `at` (after the host writes and padding taken before) in the
+    /// background: host writes taken later share the budget with it equally, as a WD ZN540 splits its write
+    /// ceiling about evenly between 8 KiB zone appends at QD 7 and a finish's padding (624 and 598 MB/s in the
+    /// ZINC artifact's `append-on-finish-interference` data), instead of waiting behind all of it. `command` is
+    /// the finish (`NO_COMMAND`: none a runtime retimes). Returns when the padding starts and when it would end
+    /// if no host write came.
+    pub fn pad(&mut self, at: u64, bytes: u64, command: u64) -> (u64, u64) {
+        let start = self.paddings.back().map_or(at, |last| last.end_ns.max(at)).max(self.free_ns);
+        let end_ns = start + self.spend(bytes);
+        self.paddings.push_back(Padding { end_ns, command, tail_ns: 0, moved: false });
+        (start, end_ns)
+    }
+
+    /// The finish whose padding `pad` took last completes at `completion_ns` as things stand.
+    pub fn padding_completes(&mut self, completion_ns: u64) {
+        if let Some(last) = self.paddings.back_mut() {
+            last.tail_ns = completion_ns.saturating_sub(last.end_ns);
+        }
+    }
+
+    /// A host write absorbed from `start` for `ns` shares the budget with the padding left then, half each:
+    /// it takes up to twice as long, and each padding ends as much later as it gave up. Returns the time the
+    /// write gave up.
+    fn share_with_paddings(&mut self, start: u64, ns: u64) -> u64 {
+        while let Some(done) = self.paddings.front().filter(|padding| padding.end_ns <= start).copied() {
+            self.paddings.pop_front();
+            if done.moved {
+                self.moved_finishes.push(done.completion());
+            }
+        }
+        let Some(last) = self.paddings.back() else {
+            return 0;
+        };
+        let given_up = ns.min(last.end_ns - start);
+        for padding in &mut self.paddings {
+            padding.end_ns += ns.min(padding.end_ns - start);
+            padding.moved = padding.command != NO_COMMAND;
+        }
+        given_up
+    }
+
+    /// Whether host writes moved a finish's completion since the last `take_moved`.
+    pub fn any_moved(&self) -> bool {
+        !self.moved_finishes.is_empty() || self.paddings.iter().any(|padding| padding.moved)
+    }
+
+    /// The finishes whose completions host writes moved later since the last call, with their new completions.
+    pub fn take_moved(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let in_list = self.paddings.iter_mut().filter(|padding| padding.moved).map(|padding| {
+            padding.moved = false;
+            padding.completion()
+        });
+        self.moved_finishes.drain(..).chain(in_list)
+    }
+
+    /// Forgets which finishes the padding in flight is for: none of it is reported any more.
+    pub fn forget_commands(&mut self) {
+        self.moved_finishes.clear();
+        for padding in &mut self.paddings {
+            (padding.command, padding.moved) = (NO_COMMAND, false);
+        }
+    }
+
+    /// When the budget has absorbed everything taken so far, host writes and padding.
+    pub fn busy_until(&self) -> u64 {
+        self.paddings.back().map_or(self.free_ns, |last| last.end_ns.max(self.free_ns))
     }
 }
 
@@ -461,13 +547,18 @@ impl Resources {
 
     /// Whether a command's completion has moved since the last `take_moved`.
     pub fn any_moved(&self) -> bool {
-        !self.moved_resets.is_empty() || self.output.any_moved()
+        !self.moved_resets.is_empty() || self.output.any_moved() || self.write_budget.any_moved()
     }
 
     /// The commands whose completions have moved later since the last call (resets whose awaited erases reads
     /// suspended, reads whose transfers others overtook), each with a new time it completes by.
     pub fn take_moved(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.moved_resets.drain(..).chain(self.output.take_moved())
+        self.moved_resets.drain(..).chain(self.output.take_moved()).chain(self.write_budget.take_moved())
+    }
+
+    /// Absorbs a finish's padding through the write budget for the command served (`WriteBudget::pad`).
+    pub fn pad(&mut self, at: u64, bytes: u64) -> (u64, u64) {
+        self.write_budget.pad(at, bytes, self.serving)
     }
 
     /// Forgets whom the work in flight is for (a new driver's names mean other commands): nothing of it is
@@ -477,6 +568,7 @@ impl Resources {
         self.awaited_erases.clear();
         self.moved_resets.clear();
         self.output.forget_commands();
+        self.write_budget.forget_commands();
     }
 
     /// One block erase of `erase_ns` on `plane` from `at`, through the device's erase slots when their number
@@ -515,6 +607,7 @@ impl Resources {
         }
         self.awaited_erases.clear();
         self.moved_resets.clear();
+        self.write_budget.forget_commands();
         for line in self.planes.iter_mut().chain(self.channels.iter_mut()) {
             line.truncate(at);
         }
@@ -539,7 +632,7 @@ impl Resources {
     /// The end of each resource's reservations, the single counters first.
     fn reserved_until(&self) -> impl Iterator<Item = u64> + '_ {
         let timelines = self.planes.iter().chain(self.channels.iter()).map(Timeline::last_end);
-        [self.write_budget.free_ns, self.command.free_ns, self.link_to_device_free, self.output.last_end()]
+        [self.write_budget.busy_until(), self.command.free_ns, self.link_to_device_free, self.output.last_end()]
             .into_iter()
             .chain(self.erase_slot_free.iter().copied())
             .chain(timelines)
@@ -613,25 +706,31 @@ mod tests {
         }
     }
 
+    /// When the flash has absorbed `bytes` taken at `ready`.
+    fn absorbed(budget: &mut WriteBudget, ready: u64, bytes: u64) -> u64 {
+        budget.take(ready, bytes);
+        budget.free_ns
+    }
+
     #[test]
     fn a_steady_budget_spends_bytes_at_its_rate_in_arrival_order() {
         let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 0);
-        assert_eq!(budget.take(0, 1000).in_device_ns, 1000);
-        assert_eq!(budget.take(0, 1000).in_device_ns, 2000);
-        assert_eq!(budget.take(5000, 1000).absorbed_ns, 6000, "an idle budget starts when the data is ready");
+        assert_eq!(budget.take(0, 1000), 1000);
+        assert_eq!(budget.take(0, 1000), 2000);
+        assert_eq!(absorbed(&mut budget, 5000, 1000), 6000, "an idle budget starts when the data is ready");
     }
 
     #[test]
     fn a_drain_buffer_lets_writes_in_until_it_is_full() {
         let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 4000);
-        let taken: Vec<Drained> = (0..8).map(|_| budget.take(0, 1000)).collect();
-        for (i, drained) in taken.iter().enumerate() {
-            assert_eq!(drained.absorbed_ns, 1000 * (i as u64 + 1), "the flash absorbs at its rate");
+        let taken: Vec<(u64, u64)> = (0..8).map(|_| (budget.take(0, 1000), budget.free_ns)).collect();
+        for (i, &(_, absorbed)) in taken.iter().enumerate() {
+            assert_eq!(absorbed, 1000 * (i as u64 + 1), "the flash absorbs at its rate");
         }
-        assert!(taken[..4].iter().all(|drained| drained.in_device_ns == 0), "four fit: {taken:?}");
+        assert!(taken[..4].iter().all(|&(in_device, _)| in_device == 0), "four fit: {taken:?}");
         // The fifth is in once the first is absorbed, the eighth once the fourth is.
-        assert_eq!(taken[4].in_device_ns, 1000);
-        assert_eq!(taken[7].in_device_ns, 4000);
+        assert_eq!(taken[4].0, 1000);
+        assert_eq!(taken[7].0, 4000);
     }
 
     #[test]
@@ -639,7 +738,7 @@ mod tests {
         let units = 20_000u64;
         let take_all = || {
             let mut budget = WriteBudget::new(NS_PER_BYTE, UNIT, 0);
-            (0..units).map(|_| budget.take(0, UNIT).absorbed_ns).collect::<Vec<_>>()
+            (0..units).map(|_| absorbed(&mut budget, 0, UNIT)).collect::<Vec<_>>()
         };
         let ends = take_all();
         assert_eq!(ends, take_all(), "the same units take the same times");
@@ -655,14 +754,43 @@ mod tests {
     }
 
     #[test]
+    fn host_writes_share_the_budget_with_a_finishs_padding_half_each() {
+        let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 0);
+        let (start, alone) = budget.pad(0, 1_000_000, 7);
+        assert_eq!((start, alone), (0, 1_000_000), "padding alone drains at the full rate");
+        budget.padding_completes(alone + 500);
+        assert!(!budget.any_moved());
+        // Back-to-back host writes of 10 kB from 100 us on: each takes twice its time while padding is left.
+        let ends: Vec<u64> = (0..30).map(|_| absorbed(&mut budget, 100_000, 10_000)).collect();
+        assert_eq!(ends[0], 120_000, "the first write shares from 100 us");
+        assert!(ends.windows(2).all(|pair| pair[1] - pair[0] == 20_000), "half the budget each: {ends:?}");
+        let moved: Vec<_> = budget.take_moved().collect();
+        assert_eq!(moved, vec![(7, 1_300_000 + 500)], "the finish ends later by the writes' 300 us, tail kept");
+        assert!(!budget.any_moved(), "reported once");
+        // Once the padding is absorbed, a write has the whole budget.
+        assert_eq!(absorbed(&mut budget, 2_000_000, 10_000), 2_010_000);
+        assert_eq!(budget.take_moved().count(), 0);
+    }
+
+    #[test]
+    fn a_write_that_outlasts_the_padding_shares_only_until_it_is_absorbed() {
+        let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 0);
+        budget.pad(0, 10_000, NO_COMMAND);
+        // 6 us of padding left at 4 us: both run at half speed for 12 us, then the write alone for 4 us.
+        assert_eq!(absorbed(&mut budget, 4_000, 10_000), 4_000 + 12_000 + 4_000);
+        assert_eq!(budget.busy_until(), 20_000);
+        assert!(!budget.any_moved(), "a padding no runtime retimes is not reported");
+    }
+
+    #[test]
     fn a_wait_behind_more_bytes_spreads_by_the_square_root() {
         // Sums of k exponential unit times: p99 - mean grows as sqrt(k), so 16x the bytes gives ~4x the spread.
         let spread = |k: u64| {
             let mut budget = WriteBudget::new(NS_PER_BYTE, UNIT, 0);
             let mut sums: Vec<f64> = (0..4000)
                 .map(|_| {
-                    let start = budget.start(0);
-                    (budget.take(0, k * UNIT).absorbed_ns - start) as f64
+                    let start = budget.free_ns;
+                    (absorbed(&mut budget, 0, k * UNIT) - start) as f64
                 })
                 .collect();
             sums.sort_by(f64::total_cmp);
