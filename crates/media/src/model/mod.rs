@@ -17,7 +17,7 @@ mod zone_media;
 use costs::{ns_per_byte, transfer_ns, Costs};
 use layout::{Layout, Place};
 use output::NO_COMMAND;
-use resources::{HeldPages, Processed, ProcessorTimes, Resources, Suspend, WriteBudget};
+use resources::{HeldPages, Processed, ProcessorTimes, Resources, Suspend, WriteBudget, NO_STREAM};
 pub use trace::FlashEvent;
 use trace::FlashTrace;
 pub use wear::EraseSummary;
@@ -376,7 +376,8 @@ impl FlashModel {
             }
         }
         // Flash absorbs data the controller has fetched.
-        data_in = data_in.max(self.resources.write_budget.take(data_in, len_bytes));
+        data_in =
+            data_in.max(self.resources.write_budget.take(data_in, len_bytes, zone.map_or(NO_STREAM, |zone| zone.0)));
         (firmware_done.max(command.done_ns), data_in)
     }
 

@@ -80,7 +80,18 @@ pub(super) struct WriteBudget {
     /// moved that are no longer in the list.
     paddings: VecDeque<Padding>,
     moved_finishes: Vec<(u64, u64)>,
+    /// The streams (zones) of the last `RECENT_STREAMS` host writes taken while padding is pending, oldest
+    /// overwritten first: how many streams share the budget with the padding.
+    recent_streams: Vec<u32>,
+    next_recent: usize,
 }
+
+/// Host writes remembered to count the streams beside a padding: more than the zones a drive keeps open at once
+/// (14 on a ZN540), so that each stream writing at depth is among them.
+const RECENT_STREAMS: usize = 32;
+
+/// The stream of host writes that belong to no zone (a conventional namespace's).
+pub(super) const NO_STREAM: u32 = u32::MAX;
 
 /// The padding of a finish, absorbed through the budget beside the host's writes.
 #[derive(Clone, Copy, Debug)]
@@ -120,6 +131,8 @@ impl WriteBudget {
             current_unit: None,
             paddings: VecDeque::new(),
             moved_finishes: Vec::new(),
+            recent_streams: Vec::new(),
+            next_recent: 0,
         }
     }
 
@@ -149,13 +162,14 @@ impl WriteBudget {
         whole_ns(ns)
     }
 
-    /// Takes `bytes` of host writes whose data is ready at `ready`; returns when they are in the device (the
-    /// write may complete), which is when the flash has absorbed them unless the buffer holds them.
-    pub fn take(&mut self, ready: u64, bytes: u64) -> u64 {
+    /// Takes `bytes` of host writes to `stream` (their zone, or `NO_STREAM`) whose data is ready at `ready`;
+    /// returns when they are in the device (the write may complete), which is when the flash has absorbed them
+    /// unless the buffer holds them.
+    pub fn take(&mut self, ready: u64, bytes: u64, stream: u32) -> u64 {
         let first_byte = self.spent_bytes;
         let ns = self.spend(bytes);
         let start_ns = self.free_ns.max(ready);
-        self.free_ns = start_ns + ns + self.share_with_paddings(start_ns, ns);
+        self.free_ns = start_ns + ns + self.share_with_paddings(start_ns, ns, stream);
         if self.buffer_bytes == 0 {
             return self.free_ns;
         }
@@ -192,11 +206,12 @@ impl WriteBudget {
     }
 
     /// Absorbs a finish's `bytes` of padding from `at` (after the host writes and padding taken before) in the
-    /// background: host writes taken later share the budget with it equally, as a WD ZN540 splits its write
-    /// ceiling about evenly between 8 KiB zone appends at QD 7 and a finish's padding (624 and 598 MB/s in the
-    /// ZINC artifact's `append-on-finish-interference` data), instead of waiting behind all of it. `command` is
-    /// the finish (`NO_COMMAND`: none a runtime retimes). Returns when the padding starts and when it would end
-    /// if no host write came.
+    /// background: the padding is one stream beside the zones the host writes, and the budget is shared equally
+    /// among the streams with bytes to absorb, as a WD ZN540 shares its write ceiling in the ZINC artifact's
+    /// `append-on-finish-interference` data (one appender at QD 7 and the padding: 624 and 598 MB/s; two QD 1
+    /// writers and the padding: 821 and 411 MB/s; one QD 1 writer, below its share, keeps its 487 MB/s and the
+    /// padding has the rest), instead of waiting behind all of it. `command` is the finish (`NO_COMMAND`: none a
+    /// runtime retimes). Returns when the padding starts and when it would end if no host write came.
     pub fn pad(&mut self, at: u64, bytes: u64, command: u64) -> (u64, u64) {
         let start = self.paddings.back().map_or(at, |last| last.end_ns.max(at)).max(self.free_ns);
         let end_ns = start + self.spend(bytes);
@@ -211,25 +226,41 @@ impl WriteBudget {
         }
     }
 
-    /// A host write absorbed from `start` for `ns` shares the budget with the padding left then, half each:
-    /// it takes up to twice as long, and each padding ends as much later as it gave up. Returns the time the
-    /// write gave up.
-    fn share_with_paddings(&mut self, start: u64, ns: u64) -> u64 {
+    /// A host write to `stream` absorbed from `start` for `ns` shares the budget with the padding left then:
+    /// with `k` host streams writing, the host's streams have k/(k+1) of it and the padding 1/(k+1), so the
+    /// write takes up to 1/k longer and each padding ends as much later as the host's bytes take. Returns the
+    /// time the write gave up.
+    fn share_with_paddings(&mut self, start: u64, ns: u64, stream: u32) -> u64 {
         while let Some(done) = self.paddings.front().filter(|padding| padding.end_ns <= start).copied() {
             self.paddings.pop_front();
             if done.moved {
                 self.moved_finishes.push(done.completion());
             }
         }
-        let Some(last) = self.paddings.back() else {
+        let Some(last_end) = self.paddings.back().map(|last| last.end_ns) else {
+            self.recent_streams.clear();
             return 0;
         };
-        let given_up = ns.min(last.end_ns - start);
+        let streams = self.note_stream(stream);
+        let given_up = (ns / streams).min(last_end - start);
         for padding in &mut self.paddings {
-            padding.end_ns += ns.min(padding.end_ns - start);
+            padding.end_ns += ns.min((padding.end_ns - start).saturating_mul(streams));
             padding.moved = padding.command != NO_COMMAND;
         }
         given_up
+    }
+
+    /// Remembers a host write to `stream` beside padding; returns how many distinct streams the writes
+    /// remembered are to.
+    fn note_stream(&mut self, stream: u32) -> u64 {
+        if self.recent_streams.len() < RECENT_STREAMS {
+            self.recent_streams.push(stream);
+        } else {
+            self.recent_streams[self.next_recent] = stream;
+            self.next_recent = (self.next_recent + 1) % RECENT_STREAMS;
+        }
+        let recent = &self.recent_streams;
+        (0..recent.len()).filter(|&i| !recent[..i].contains(&recent[i])).count() as u64
     }
 
     /// Whether host writes moved a finish's completion since the last `take_moved`.
@@ -708,22 +739,27 @@ mod tests {
 
     /// When the flash has absorbed `bytes` taken at `ready`.
     fn absorbed(budget: &mut WriteBudget, ready: u64, bytes: u64) -> u64 {
-        budget.take(ready, bytes);
+        absorbed_in(budget, ready, bytes, 0)
+    }
+
+    /// When the flash has absorbed `bytes` of `stream` taken at `ready`.
+    fn absorbed_in(budget: &mut WriteBudget, ready: u64, bytes: u64, stream: u32) -> u64 {
+        budget.take(ready, bytes, stream);
         budget.free_ns
     }
 
     #[test]
     fn a_steady_budget_spends_bytes_at_its_rate_in_arrival_order() {
         let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 0);
-        assert_eq!(budget.take(0, 1000), 1000);
-        assert_eq!(budget.take(0, 1000), 2000);
+        assert_eq!(budget.take(0, 1000, 0), 1000);
+        assert_eq!(budget.take(0, 1000, 0), 2000);
         assert_eq!(absorbed(&mut budget, 5000, 1000), 6000, "an idle budget starts when the data is ready");
     }
 
     #[test]
     fn a_drain_buffer_lets_writes_in_until_it_is_full() {
         let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 4000);
-        let taken: Vec<(u64, u64)> = (0..8).map(|_| (budget.take(0, 1000), budget.free_ns)).collect();
+        let taken: Vec<(u64, u64)> = (0..8).map(|_| (budget.take(0, 1000, 0), budget.free_ns)).collect();
         for (i, &(_, absorbed)) in taken.iter().enumerate() {
             assert_eq!(absorbed, 1000 * (i as u64 + 1), "the flash absorbs at its rate");
         }
@@ -770,6 +806,18 @@ mod tests {
         // Once the padding is absorbed, a write has the whole budget.
         assert_eq!(absorbed(&mut budget, 2_000_000, 10_000), 2_010_000);
         assert_eq!(budget.take_moved().count(), 0);
+    }
+
+    #[test]
+    fn each_stream_of_host_writes_shares_the_budget_equally_with_the_padding() {
+        let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 0);
+        budget.pad(0, 1_000_000, NO_COMMAND);
+        // Two zones written in turn: the host has two thirds of the budget, so each write takes 1.5 times as
+        // long (once both streams are seen), and the padding ends later by all the host's bytes.
+        let ends: Vec<u64> = (0..20).map(|i| absorbed_in(&mut budget, 0, 10_000, i % 2)).collect();
+        assert_eq!(ends[0], 20_000, "one stream seen so far: half");
+        assert!(ends.windows(2).skip(1).all(|pair| pair[1] - pair[0] == 15_000), "two thirds: {ends:?}");
+        assert_eq!(budget.busy_until(), 1_000_000 + 200_000);
     }
 
     #[test]
