@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
@@ -87,6 +88,16 @@ fn tick_label(value: f64, log: bool) -> String {
     }
 }
 
+/// The largest font size up to `largest` at which `title` fits in `width` pixels: a chart centres its caption
+/// over the plotting area, so a long title in the full size would run off the picture's left edge.
+fn caption_size<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, largest: u32, width: u32) -> u32 {
+    let fits = |size: u32| {
+        let style = TextStyle::from(("sans-serif", f64::from(size)).into_font());
+        root.estimate_text_size(title, &style).is_ok_and(|(text_width, _)| text_width <= width)
+    };
+    (10..=largest).rev().find(|&size| fits(size)).unwrap_or(10)
+}
+
 /// A chart of `lines` into `path`: lines over x, or bars when every series has one point (a one-point line
 /// shows nothing). Integer x values get integer ticks, x values spanning more than 100x a base-2 logarithmic axis
 /// (queue depths and block sizes go in powers of two), y values spanning more than 100x a logarithmic axis, and
@@ -118,7 +129,7 @@ pub fn plot_lines(
     let root = BitMapBackend::new(path, (900 + LEGEND_WIDTH, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
+        .caption(title, ("sans-serif", caption_size(&root, title, 20, 900 - 32)))
         .margin(16)
         .margin_right(16 + LEGEND_WIDTH)
         .x_label_area_size(44)
@@ -198,7 +209,7 @@ fn plot_bars(path: &Path, title: &str, y_label: &str, lines: &[Line]) -> Result<
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let count = lines.len().max(1) as f64;
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
+        .caption(title, ("sans-serif", caption_size(&root, title, 20, 900 - 32)))
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(64)
@@ -244,7 +255,7 @@ pub fn plot_scatter(
     let root = BitMapBackend::new(path, (700, 700)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 18))
+        .caption(title, ("sans-serif", caption_size(&root, title, 18, 700 - 32)))
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(64)
