@@ -582,7 +582,8 @@ impl Resources {
     }
 
     /// The commands whose completions have moved later since the last call (resets whose awaited erases reads
-    /// suspended, reads whose transfers others overtook), each with a new time it completes by.
+    /// suspended, reads whose transfers others overtook, finishes whose padding host writes shared the write
+    /// budget with), each with a new time it completes by.
     pub fn take_moved(&mut self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.moved_resets.drain(..).chain(self.output.take_moved()).chain(self.write_budget.take_moved())
     }
