@@ -1149,3 +1149,36 @@ fn a_zone_timeline_replays_the_write_pointers_of_a_trace() {
     timeline.draw(&png).expect("drawn");
     assert!(std::fs::metadata(&png).expect("a PNG").len() > 1000);
 }
+
+/// `new_group` starts a reporting group, not a run: its jobs run beside the ones before it, as fio runs them,
+/// where `stonewall` waits for them; `group_reporting` folds every job of a reporting group into one result,
+/// each direction over the window of the jobs that moved data in it.
+#[test]
+fn new_group_reports_apart_jobs_that_run_beside_each_other() {
+    let jobs = "--filename=preset:conventional --ioengine=psync --bs=4k --size=8M --group_reporting \
+                --name=a --rw=write --name=b --rw=randread --name=c --rw=randwrite";
+    let beside = fio(&jobs.replace("--name=b", "--name=b --new_group")).expect("runs");
+    let after = fio(&jobs.replace("--name=b", "--name=b --stonewall")).expect("runs");
+    for result in [&beside, &after] {
+        let shape: Vec<(&str, u32, u32, u64, u64)> = result
+            .jobs
+            .iter()
+            .map(|job| (job.options.name.as_str(), job.groupid, job.instances, job.read.bytes, job.write.bytes))
+            .collect();
+        assert_eq!(shape, [("a", 0, 1, 0, 8 << 20), ("b", 1, 2, 8 << 20, 8 << 20)], "c folds into b's result");
+        let b = &result.jobs[1];
+        assert!(b.read.runtime_ns > 0 && b.write.runtime_ns > 0);
+        assert_ne!(b.read.runtime_ns, b.write.runtime_ns, "each direction has its own jobs' window");
+    }
+    assert_eq!(beside.groups.len(), 1, "one run: a, b and c side by side");
+    assert_eq!(after.groups.len(), 2, "a, then b and c");
+    let alone_ns: u64 = after.jobs.iter().map(|job| job.runtime_ns).sum();
+    assert!(
+        beside.groups[0].device_time_ns < alone_ns,
+        "side by side the run takes {} ns, less than the {alone_ns} ns of its groups one after another",
+        beside.groups[0].device_time_ns
+    );
+    let json = to_json(&beside, false);
+    assert_eq!(json["jobs"][1]["groupid"], 1);
+    assert_eq!(json["disk_util"][0]["write_ios"], 4096, "the run's device figures are counted once");
+}

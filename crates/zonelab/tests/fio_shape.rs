@@ -88,6 +88,70 @@ fn json_has_every_key_real_fio_emits() {
     assert_eq!(zonelab["jobs"][0]["job options"]["percentile_list"], "50:99", "options echoed as given");
 }
 
+/// Jobs split by `new_group` and `stonewall` and folded by `group_reporting` come out as real fio reports them:
+/// the same results, reporting groups, bytes and directions, and a header line for every job as given.
+#[test]
+fn groups_fold_and_split_as_real_fio_reports_them() {
+    if !have_fio() {
+        return;
+    }
+    let jobs = [
+        "--group_reporting",
+        "--ioengine=psync",
+        "--bs=4k",
+        "--size=4M",
+        "--name=a",
+        "--rw=write",
+        "--name=b",
+        "--new_group",
+        "--rw=read",
+        "--name=c",
+        "--rw=randwrite",
+        "--name=d",
+        "--stonewall",
+        "--rw=randread",
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = format!("--filename={}", dir.path().join("file").display());
+    let run_fio = |format: &str| {
+        // fio prints the header lines as it reads each job, in the output format given before it.
+        let output = Command::new("fio").arg(format).args(jobs).arg(&file).output().expect("run fio");
+        assert!(output.status.success(), "fio failed: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).expect("utf-8")
+    };
+    let run_zonelab = |format: &str| {
+        let mut args = vec!["fio", format, "--filename=preset:conventional"];
+        args.extend_from_slice(&jobs);
+        ok(&args)
+    };
+    let shape = |text: &str| -> Vec<(String, u64, u64, u64, bool, bool)> {
+        let document: Value = serde_json::from_str(text).expect("JSON");
+        let jobs = document["jobs"].as_array().expect("jobs").iter();
+        jobs.map(|job| {
+            let runs = |direction: &str| job[direction]["runtime"].as_u64().expect("runtime") > 0;
+            (
+                job["jobname"].as_str().expect("name").to_string(),
+                job["groupid"].as_u64().expect("groupid"),
+                job["read"]["io_bytes"].as_u64().expect("read bytes"),
+                job["write"]["io_bytes"].as_u64().expect("write bytes"),
+                runs("read"),
+                runs("write"),
+            )
+        })
+        .collect()
+    };
+    let theirs = shape(&run_fio("--output-format=json"));
+    assert_eq!(theirs.len(), 3, "real fio folds c into b: {theirs:?}");
+    assert_eq!(shape(&run_zonelab("--output-format=json")), theirs);
+    let headers = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|line| line.contains(": (g="))
+            .map(|line| line[..line.find(", bs=").unwrap_or(0)].to_string())
+            .collect()
+    };
+    assert_eq!(headers(&run_zonelab("--output-format=normal")), headers(&run_fio("--output-format=normal")));
+}
+
 #[test]
 fn text_has_every_line_real_fio_prints() {
     if !have_fio() {

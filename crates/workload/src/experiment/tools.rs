@@ -320,7 +320,7 @@ fn metric(result: &FioResult, metric: &str) -> Result<(f64, Option<u64>), String
     if job.error != 0 {
         return Err(format!("job {} failed: {}", job.options.name, job.error_message.clone().unwrap_or_default()));
     }
-    let group = &result.groups[job.groupid as usize];
+    let group = &result.groups[job.run_group as usize];
     match metric {
         // Pages programmed per page the host wrote, in the job's group.
         "device.waf" => return Ok((group.flash.write_amplification(), None)),
@@ -339,10 +339,10 @@ fn metric(result: &FioResult, metric: &str) -> Result<(f64, Option<u64>), String
         _ => return Err(format!("unknown metric {metric}")),
     };
     match parts.get(1..) {
-        Some(["kiops"]) => Ok((direction.ios as f64 / (job.runtime_ns as f64 / 1e9) / 1000.0, None)),
+        Some(["kiops"]) => Ok((direction.iops() / 1000.0, None)),
         // The rate a rate-limited job achieved (a reset job's resets a second), which may fall short of its ask.
-        Some(["iops"]) => Ok((direction.ios as f64 / (job.runtime_ns as f64 / 1e9), None)),
-        Some(["gib_per_s"]) => Ok((direction.bytes as f64 / (job.runtime_ns as f64 / 1e9) / GIB, None)),
+        Some(["iops"]) => Ok((direction.iops(), None)),
+        Some(["gib_per_s"]) => Ok((direction.bytes_per_s() / GIB, None)),
         Some(["lat_mean_ms"]) => Ok((direction.lat.mean() / 1e6, None)),
         Some(["clat", percentile]) => {
             let p: f64 = percentile.trim_start_matches('p').parse().map_err(|_| format!("unknown metric {metric}"))?;

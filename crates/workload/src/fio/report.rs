@@ -31,7 +31,7 @@ fn sample_stats(samples: &[f64]) -> (f64, f64, f64, f64) {
 fn group_bandwidth(result: &FioResult, groupid: u32, pick: fn(&JobResult) -> &DirectionStats) -> f64 {
     let jobs: Vec<&JobResult> = result.jobs.iter().filter(|job| job.groupid == groupid).collect();
     let bytes: u64 = jobs.iter().map(|job| pick(job).bytes).sum();
-    let runtime = jobs.iter().map(|job| job.runtime_ns).max().unwrap_or(1).max(1);
+    let runtime = jobs.iter().map(|job| pick(job).runtime_ns).max().unwrap_or(1).max(1);
     bytes as f64 * 1e9 / runtime as f64
 }
 
@@ -87,10 +87,8 @@ fn cpu_pct(cpu_ns: u64, thread_ns: u64) -> f64 {
     cpu_ns as f64 * 100.0 / thread_ns.max(1) as f64
 }
 
-fn direction_json(stats: &DirectionStats, runtime_ns: u64, job: &JobResult, group_bw_bytes: f64, bins: bool) -> Value {
-    let seconds = runtime_ns as f64 / 1e9;
-    let (bw_bytes, iops) =
-        if stats.ios == 0 { (0.0, 0.0) } else { (stats.bytes as f64 / seconds, stats.ios as f64 / seconds) };
+fn direction_json(stats: &DirectionStats, job: &JobResult, group_bw_bytes: f64, bins: bool) -> Value {
+    let (bw_bytes, iops) = (stats.bytes_per_s(), stats.iops());
     let list = &job.options.percentile_list;
     let (bw_min, bw_max, bw_mean, bw_dev) = sample_stats(&stats.bw_samples);
     let (iops_min, iops_max, iops_mean, iops_dev) = sample_stats(&stats.iops_samples);
@@ -107,7 +105,7 @@ fn direction_json(stats: &DirectionStats, runtime_ns: u64, job: &JobResult, grou
         "bw_bytes": bw_bytes.round() as u64,
         "bw": (bw_bytes / 1024.0).round() as u64,
         "iops": iops,
-        "runtime": if stats.ios == 0 { 0 } else { (runtime_ns as f64 / 1e6).round() as u64 },
+        "runtime": (stats.runtime_ns as f64 / 1e6).round() as u64,
         "total_ios": stats.ios,
         "short_ios": 0,
         "drop_ios": 0,
@@ -168,10 +166,10 @@ pub fn to_json(result: &FioResult, bins: bool) -> Value {
         .jobs
         .iter()
         .map(|job| {
-            let group = &result.groups[job.groupid as usize];
+            let group = &result.groups[job.run_group as usize];
             let simulated_ios = group.commands as f64 / group.wall_seconds.max(1e-9);
             let direction = |stats: &DirectionStats, pick: fn(&JobResult) -> &DirectionStats| {
-                direction_json(stats, job.runtime_ns, job, group_bandwidth(result, job.groupid, pick), bins)
+                direction_json(stats, job, group_bandwidth(result, job.groupid, pick), bins)
             };
             let mut job_json = json!({
                 "jobname": job.options.name,
@@ -491,16 +489,12 @@ fn job_header(options: &super::options::JobOptions, groupid: u32) -> String {
 pub fn to_text(result: &FioResult) -> String {
     let mut out = String::new();
     let mut processes = 0;
-    let mut previous: Option<&str> = None;
-    for job in &result.jobs {
-        if previous != Some(job.options.name.as_str()) {
-            out.push_str(&job_header(&job.options, job.groupid));
-            if job.options.numjobs > 1 {
-                out.push_str("...\n");
-            }
+    for (groupid, job) in &result.defined {
+        out.push_str(&job_header(job, *groupid));
+        if job.numjobs > 1 {
+            out.push_str("...\n");
         }
-        previous = Some(job.options.name.as_str());
-        processes += job.instances;
+        processes += job.numjobs;
     }
     out.push_str(&format!(
         "{FIO_RELEASE} ({ZONELAB_VERSION}, virtual time on {}, {} path)\nStarting {processes} process{}\n",
@@ -512,8 +506,10 @@ pub fn to_text(result: &FioResult) -> String {
         out.push('\n');
         out.push_str(&job_text(result, job));
     }
-    for group in &result.groups {
-        out.push_str(&group_text(result, group));
+    let mut groupids: Vec<u32> = result.jobs.iter().map(|job| job.groupid).collect();
+    groupids.dedup();
+    for groupid in groupids {
+        out.push_str(&group_text(result, groupid));
     }
     let disk = disk_util(result);
     out.push_str(&format!(
@@ -544,7 +540,6 @@ fn job_text(result: &FioResult, job: &JobResult) -> String {
     if let Some(message) = &job.error_message {
         out.push_str(&format!("  fio: {message}\n"));
     }
-    let seconds = job.runtime_ns as f64 / 1e9;
     let units = DataUnits::of(&job.options);
     for (label, stats, pick) in [
         ("read", &job.read, (|job: &JobResult| &job.read) as fn(&JobResult) -> &DirectionStats),
@@ -558,10 +553,10 @@ fn job_text(result: &FioResult, job: &JobResult) -> String {
             if job.options.zonemode_zbd { format!("; {} zone resets", job.zone_resets) } else { String::new() };
         out.push_str(&format!(
             "  {label}: IOPS={}, BW={}({}/{}msec){resets}\n",
-            count(stats.ios as f64 / seconds),
-            units.rate_both(stats.bytes as f64 / seconds),
+            count(stats.iops()),
+            units.rate_both(stats.bytes_per_s()),
             units.size(stats.bytes as f64),
-            (job.runtime_ns as f64 / 1e6).round(),
+            (stats.runtime_ns as f64 / 1e6).round(),
         ));
         if stats.slat.count() > 0 {
             out.push_str(&latency_line("slat", &stats.slat));
@@ -636,11 +631,14 @@ fn job_text(result: &FioResult, job: &JobResult) -> String {
     out
 }
 
-fn group_text(result: &FioResult, group: &GroupResult) -> String {
-    let mut out = format!("\nRun status group {} (all jobs):\n", group.groupid);
-    let jobs: Vec<&JobResult> = result.jobs.iter().filter(|job| job.groupid == group.groupid).collect();
+/// fio's `Run status group` lines of reporting group `groupid`, and the device figures of the run group it ran in
+/// (shared with the other reporting groups that ran beside it).
+fn group_text(result: &FioResult, groupid: u32) -> String {
+    let mut out = format!("\nRun status group {groupid} (all jobs):\n");
+    let jobs: Vec<&JobResult> = result.jobs.iter().filter(|job| job.groupid == groupid).collect();
     // fio prints a group's figures in its first job's units.
     let Some(units) = jobs.first().map(|job| DataUnits::of(&job.options)) else { return out };
+    let group = &result.groups[jobs[0].run_group as usize];
     for (label, pick) in [
         ("READ", (|job: &JobResult| &job.read) as fn(&JobResult) -> &DirectionStats),
         ("WRITE", |job: &JobResult| &job.write),
@@ -650,18 +648,15 @@ fn group_text(result: &FioResult, group: &GroupResult) -> String {
         if bytes == 0 {
             continue;
         }
-        let rates: Vec<f64> = jobs
-            .iter()
-            .filter(|job| pick(job).bytes > 0)
-            .map(|job| pick(job).bytes as f64 * 1e9 / job.runtime_ns.max(1) as f64)
-            .collect();
+        let rates: Vec<f64> =
+            jobs.iter().filter(|job| pick(job).bytes > 0).map(|job| pick(job).bytes_per_s()).collect();
         let (slowest, fastest) =
             (rates.iter().copied().fold(f64::INFINITY, f64::min), rates.iter().copied().fold(0.0, f64::max));
-        let runtimes = jobs.iter().map(|job| job.runtime_ns);
+        let runtimes = jobs.iter().filter(|job| pick(job).bytes > 0).map(|job| pick(job).runtime_ns);
         let (shortest, longest) = (runtimes.clone().min().unwrap_or(1), runtimes.max().unwrap_or(1));
         out.push_str(&format!(
             "{label:>7}: bw={}, {}-{} ({}-{}), io={}, run={}-{}msec\n",
-            units.rate_both(group_bandwidth(result, group.groupid, pick)),
+            units.rate_both(group_bandwidth(result, groupid, pick)),
             units.rates(slowest).0,
             units.rates(fastest).0,
             units.rates(slowest).1,
@@ -719,7 +714,7 @@ pub fn to_terse(result: &FioResult) -> String {
 /// One direction of a terse line (`show_ddir_status_terse`): KiB, KiB/s, IOPS, runtime, then slat, clat with
 /// twenty percentile slots, lat, and bandwidth samples.
 fn terse_direction(job: &JobResult, stats: &DirectionStats, group_bw_bytes: f64, fields: &mut Vec<String>) {
-    let runtime_ms = if stats.ios == 0 { 0 } else { (job.runtime_ns as f64 / 1e6).round() as u64 };
+    let runtime_ms = (stats.runtime_ns as f64 / 1e6).round() as u64;
     let (bw, iops) = match runtime_ms {
         0 => (0, 0),
         ms => (stats.bytes * 1000 / ms / 1024, stats.ios * 1000 / ms),

@@ -264,13 +264,12 @@ fn job_rows(result: &FioResult) -> Vec<Vec<String>> {
         .jobs
         .iter()
         .map(|job| {
-            let group = &result.groups[job.groupid as usize];
-            let seconds = job.runtime_ns as f64 / 1e9;
+            let group = &result.groups[job.run_group as usize];
             let direction = |stats: &DirectionStats| {
                 let us = |ns: f64| format!("{:.3}", ns / 1000.0);
                 [
-                    format!("{:.3}", stats.ios as f64 / seconds / 1000.0),
-                    format!("{:.3}", stats.bytes as f64 / seconds / f64::from(1 << 20)),
+                    format!("{:.3}", stats.iops() / 1000.0),
+                    format!("{:.3}", stats.bytes_per_s() / f64::from(1 << 20)),
                     us(stats.lat.mean()),
                     us(stats.clat.percentile(50.0) as f64),
                     us(stats.clat.percentile(99.0) as f64),

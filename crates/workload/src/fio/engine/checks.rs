@@ -141,14 +141,20 @@ pub(super) fn check_verify_sizes(job: &JobOptions, geometry: &Geometry) -> Resul
     Ok(())
 }
 
-/// Jobs in the groups that run one after another: a job with `stonewall` or `new_group` starts a new one.
-pub(super) fn job_groups(invocation: &FioInvocation) -> Vec<Vec<&JobOptions>> {
-    let mut groups: Vec<Vec<&JobOptions>> = Vec::new();
+/// The jobs as fio runs and reports them: run groups, one after another, each split at a job with `stonewall`;
+/// within one, jobs run side by side, each with its reporting group (fio's `groupid`), which a job with
+/// `stonewall` or `new_group` moves to the next one (`add_job` in fio's init.c).
+pub(super) fn job_groups(invocation: &FioInvocation) -> Vec<Vec<(u32, &JobOptions)>> {
+    let mut groups: Vec<Vec<(u32, &JobOptions)>> = Vec::new();
+    let mut groupid = 0;
     for job in &invocation.jobs {
-        if groups.is_empty() || job.stonewall || job.new_group {
+        if !groups.is_empty() && (job.stonewall || job.new_group) {
+            groupid += 1;
+        }
+        if groups.is_empty() || job.stonewall {
             groups.push(Vec::new());
         }
-        groups.last_mut().expect("a group exists").push(job);
+        groups.last_mut().expect("a group exists").push((groupid, job));
     }
     groups
 }

@@ -31,6 +31,7 @@ impl JobState {
         JobState {
             options: job.clone(),
             instance_id: 0,
+            groupid: 0,
             max_open_zones: job.max_open_zones,
             waiting: None,
             geometry,
@@ -116,7 +117,7 @@ impl JobState {
     }
 
     /// What the instance did, as fio reports a job.
-    pub(super) fn result(&self, groupid: u32, scheduler: SchedulerCounters) -> JobResult {
+    pub(super) fn result(&self, run_group: u32, scheduler: SchedulerCounters) -> JobResult {
         let lba_bytes = u64::from(self.geometry.lba_size);
         let (error, error_message) = match self.error {
             Some(IoFailure { status: Status::LbaOutOfRange, direction: Direction::Read, len_bytes: 0, .. }) => {
@@ -130,16 +131,21 @@ impl JobState {
         };
         let runtime_ns = self.last_completion_ns.saturating_sub(self.ramp_end_ns).max(1);
         let (usr_ns, sys_ns, ctx) = self.cpu((self.ramp_end_ns, self.ramp_end_ns + runtime_ns));
+        let measured = |stats: &DirectionStats| DirectionStats {
+            runtime_ns: if stats.ios > 0 { runtime_ns } else { 0 },
+            ..stats.clone()
+        };
         JobResult {
             options: self.options.clone(),
-            groupid,
+            groupid: self.groupid,
+            run_group,
             instances: 1,
             error,
             error_message,
-            read: self.read.clone(),
-            write: self.write.clone(),
-            trim: self.trim.clone(),
-            sync: self.sync.clone(),
+            read: measured(&self.read),
+            write: measured(&self.write),
+            trim: measured(&self.trim),
+            sync: measured(&self.sync),
             runtime_ns,
             thread_ns: runtime_ns,
             usr_ns,
@@ -155,7 +161,7 @@ impl JobState {
 }
 
 impl JobResult {
-    /// Folds another instance of the same job into this result (`group_reporting`).
+    /// Folds another job instance of the same reporting group into this result (`group_reporting`).
     pub(super) fn absorb(&mut self, other: JobResult) {
         self.instances += 1;
         self.read.merge(&other.read);
@@ -211,21 +217,22 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
     /// device-wide figures, and the jobs that stopped because device time stood still.
     pub(super) fn run_group(
         &mut self,
-        groupid: u32,
-        group: &[&JobOptions],
+        run_group: u32,
+        group: &[(u32, &JobOptions)],
         report: &mut Option<Reporter<'_>>,
         status: Option<&mut StatusDumps<'_>>,
     ) -> Result<(Vec<JobResult>, GroupResult, Vec<String>), FioError> {
-        self.reset_for_verify(group)?;
+        let jobs: Vec<&JobOptions> = group.iter().map(|&(_, job)| job).collect();
+        self.reset_for_verify(&jobs)?;
         let group_start = self.simulation.now_ns();
         let counters_before =
             self.simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
         let mut instances = Vec::new();
         // Polling threads never leave their cores: when they outnumber the host's, they take turns.
-        let polling_threads = group.iter().filter(|job| job.polls()).map(|job| job.numjobs).sum();
+        let polling_threads = jobs.iter().filter(|job| job.polls()).map(|job| job.numjobs).sum();
         let share = self.host_costs.core_share(true, polling_threads);
         let mut polling_thread = 0;
-        for &job in group {
+        for &(groupid, job) in group {
             let geometry = self.target(job).geometry;
             for instance in 0..job.numjobs {
                 let range = instance_range(job, instance, &geometry)?;
@@ -245,6 +252,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                     state.options.scheduler = scheduler;
                 }
                 state.instance_id = instances.len();
+                state.groupid = groupid;
                 if job.polls() {
                     state.thread.turns = share.map(|share| (share, polling_thread));
                     polling_thread += 1;
@@ -281,9 +289,9 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             (None, None) => {
                 self.simulation.run();
             }
-            (progress, status) => self.run_watched(groupid, &instances, &start, progress, status),
+            (progress, status) => self.run_watched(run_group, &instances, &start, progress, status),
         }
-        let (folded, group_result) = self.results(groupid, &instances, &start);
+        let (folded, group_result) = self.results(run_group, &instances, &start);
         let mut stalled_jobs: Vec<String> = Vec::new();
         for state in instances {
             let mut state = state.borrow_mut();
@@ -378,7 +386,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
     /// The group's results as they stand: its jobs (folded under `group_reporting`) and its device figures.
     pub(super) fn results(
         &self,
-        groupid: u32,
+        run_group: u32,
         instances: &[Rc<RefCell<JobState>>],
         start: &GroupStart,
     ) -> (Vec<JobResult>, GroupResult) {
@@ -386,7 +394,7 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             self.simulation.with_device(|device| (device.counters().clone(), device.media().counters().clone()));
         let device_delta = counters_after.since(&start.counters);
         let group_result = GroupResult {
-            groupid,
+            run_group,
             device_time_ns: self.simulation.now_ns() - start.device_ns,
             wall_seconds: start.wall.elapsed().as_secs_f64(),
             commands: device_delta.reads + device_delta.writes + device_delta.appends + device_delta.zone_management,
@@ -394,16 +402,20 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
             flash: flash_after.since(&start.flash),
             host_ftl: self.host_ftl_counters().zip(start.host_ftl).map(|(after, before)| after.since(&before)),
         };
+        // fio's rule (`__show_run_stats`): an instance with group_reporting joins the result before it when the
+        // instance before it is of the same reporting group.
         let mut folded: Vec<JobResult> = Vec::new();
+        let mut previous_groupid = None;
         for state in instances {
             let state = state.borrow();
-            let result = state.result(groupid, self.target(&state.options).scheduled.counters());
+            let result = state.result(run_group, self.target(&state.options).scheduled.counters());
             match folded.last_mut() {
-                Some(previous) if state.options.group_reporting && previous.options.name == state.options.name => {
+                Some(previous) if state.options.group_reporting && previous_groupid == Some(state.groupid) => {
                     previous.absorb(result);
                 }
                 _ => folded.push(result),
             }
+            previous_groupid = Some(state.groupid);
         }
         (folded, group_result)
     }

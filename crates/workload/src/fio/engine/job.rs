@@ -5,8 +5,10 @@ use super::*;
 /// One job instance's state, shared by its iodepth workers.
 pub(super) struct JobState {
     pub(super) options: JobOptions,
-    /// This instance among every instance of its group, for zone locks.
+    /// This instance among every instance of its run group, for zone locks.
     pub(super) instance_id: usize,
+    /// The reporting group its results go to (fio's `groupid`).
+    pub(super) groupid: u32,
     /// The open-zone bound of zbd mode, as fio sets it from `max_open_zones` and the device's limit (0: none).
     pub(super) max_open_zones: u32,
     /// In zbd mode, the kind and zone of an I/O chosen but not issued because another instance holds the zone.

@@ -51,6 +51,9 @@ use zones::*;
 pub struct DirectionStats {
     pub ios: u64,
     pub bytes: u64,
+    /// The measured window of the job instances that moved data in this direction, the longest when several
+    /// are folded (fio's per-direction `runtime`); 0 when none did.
+    pub runtime_ns: u64,
     pub slat: LatencyStats,
     pub clat: LatencyStats,
     pub lat: LatencyStats,
@@ -61,9 +64,28 @@ pub struct DirectionStats {
 }
 
 impl DirectionStats {
+    /// I/Os a second over its measured window (0 when it moved nothing).
+    pub fn iops(&self) -> f64 {
+        if self.ios == 0 {
+            0.0
+        } else {
+            self.ios as f64 * 1e9 / self.runtime_ns.max(1) as f64
+        }
+    }
+
+    /// Bytes a second over its measured window (0 when it moved nothing).
+    pub fn bytes_per_s(&self) -> f64 {
+        if self.ios == 0 {
+            0.0
+        } else {
+            self.bytes as f64 * 1e9 / self.runtime_ns.max(1) as f64
+        }
+    }
+
     fn merge(&mut self, other: &DirectionStats) {
         self.ios += other.ios;
         self.bytes += other.bytes;
+        self.runtime_ns = self.runtime_ns.max(other.runtime_ns);
         self.slat.merge(&other.slat);
         self.clat.merge(&other.clat);
         self.lat.merge(&other.lat);
@@ -125,11 +147,14 @@ impl IoDistribution {
     }
 }
 
-/// What a job (or, with group_reporting, a group of job instances) did.
+/// What a job (or, with group_reporting, the job instances of one reporting group) did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobResult {
     pub options: JobOptions,
+    /// fio's reporting group: the next one starts at a job with `stonewall` or `new_group`.
     pub groupid: u32,
+    /// The run group it ran in, its index in `FioResult::groups`: the next one starts at a job with `stonewall`.
+    pub run_group: u32,
     /// Job instances folded into this result.
     pub instances: u32,
     /// errno of the first failure (0 if none) and fio's message for it.
@@ -156,10 +181,11 @@ pub struct JobResult {
     pub first_error: i32,
 }
 
-/// Device-wide figures of one group.
+/// Device-wide figures of one run group: the jobs between two `stonewall`s, which run side by side (and may
+/// report in several groups, split by `new_group`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupResult {
-    pub groupid: u32,
+    pub run_group: u32,
     pub device_time_ns: u64,
     pub wall_seconds: f64,
     pub commands: u64,
@@ -175,6 +201,8 @@ pub struct FioResult {
     pub device_name: String,
     pub host_path: HostPath,
     pub jobs: Vec<JobResult>,
+    /// The jobs as given, each with its reporting group, for fio's header lines (`jobs` may fold several).
+    pub defined: Vec<(u32, JobOptions)>,
     pub groups: Vec<GroupResult>,
     pub energy: zonelab_media::EnergyConfig,
     /// Erase counts per block over the device's life when the run ended.
@@ -313,10 +341,14 @@ pub fn run_reporting(
     let mut results = Vec::new();
     let mut group_results = Vec::new();
     let energy = config.media.energy.clone();
+    let run_groups = job_groups(invocation);
+    let defined: Vec<(u32, JobOptions)> =
+        run_groups.iter().flatten().map(|&(groupid, job)| (groupid, job.clone())).collect();
     let snapshot = |jobs: Vec<JobResult>, groups: Vec<GroupResult>, wear, notes, io_logs| FioResult {
         device_name: config.name.clone(),
         host_path: host,
         jobs,
+        defined: defined.clone(),
         groups,
         energy: energy.clone(),
         wear,
@@ -326,7 +358,7 @@ pub fn run_reporting(
         started_unix_ms,
     };
     let status_interval_ns = invocation.status_interval_ns.filter(|_| status.is_some());
-    for (groupid, group) in (0..).zip(job_groups(invocation)) {
+    for (run_group, group) in (0..).zip(&run_groups) {
         // A status dump shows the groups done and this one so far.
         let mut dump = |jobs: &[JobResult], group: &GroupResult, wear: &zonelab_media::EraseSummary| {
             let all_jobs = results.iter().chain(jobs).cloned().collect();
@@ -338,14 +370,19 @@ pub fn run_reporting(
         let mut dumps = status_interval_ns.map(|every| {
             (every, &mut dump as &mut dyn FnMut(&[JobResult], &GroupResult, &zonelab_media::EraseSummary))
         });
-        let (jobs, group_result, stalled_jobs) = run.run_group(groupid, &group, &mut report, dumps.as_mut())?;
+        let (jobs, group_result, stalled_jobs) = run.run_group(run_group, group, &mut report, dumps.as_mut())?;
+        let groups = match (group[0].0, group[group.len() - 1].0) {
+            (first, last) if first == last => format!("group {first}"),
+            (first, last) => format!("groups {first}-{last}"),
+        };
         results.extend(jobs);
         let device = &group_result.device;
         if device.reads_of_unwritten > 0 {
             notes.push(format!(
-                "group {groupid}: {} of its {} reads ({:.1} %) reached blocks no write had reached (at or past a \
+                "{}: {} of its {} reads ({:.1} %) reached blocks no write had reached (at or past a \
                  zone's write pointer, or past its capacity): the device returns zeros for those without reading \
                  flash, so they complete sooner than reads of data (zonemode=zbd keeps reads to written blocks)",
+                groups,
                 device.reads_of_unwritten,
                 device.reads,
                 device.reads_of_unwritten as f64 * 100.0 / device.reads as f64
