@@ -239,6 +239,7 @@ impl WriteBudget {
         }
         let Some(last_end) = self.paddings.back().map(|last| last.end_ns) else {
             self.recent_streams.clear();
+            self.next_recent = 0;
             return 0;
         };
         let streams = self.note_stream(stream);
@@ -819,6 +820,28 @@ mod tests {
         assert_eq!(ends[0], 20_000, "one stream seen so far: half");
         assert!(ends.windows(2).skip(1).all(|pair| pair[1] - pair[0] == 15_000), "two thirds: {ends:?}");
         assert_eq!(budget.busy_until(), 1_000_000 + 200_000);
+    }
+
+    #[test]
+    fn the_streams_beside_a_new_padding_are_counted_afresh_oldest_replaced_first() {
+        let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 0);
+        budget.pad(0, 1_000_000, NO_COMMAND);
+        // A full ring and one more write, so that the ring has turned once.
+        for _ in 0..=RECENT_STREAMS {
+            absorbed_in(&mut budget, 0, 1_000, 1);
+        }
+        let after_first = budget.busy_until();
+        // No padding left: the next write forgets the streams. A second finish, then one write to zone 5 and
+        // a full ring's worth to zone 6: the write to zone 5 is the oldest, the one the last write replaces.
+        absorbed_in(&mut budget, after_first, 1_000, 2);
+        budget.pad(after_first + 10_000, 1_000_000, NO_COMMAND);
+        absorbed_in(&mut budget, 0, 1_000, 5);
+        for _ in 1..RECENT_STREAMS {
+            absorbed_in(&mut budget, 0, 1_000, 6);
+        }
+        let before = budget.free_ns;
+        let end = absorbed_in(&mut budget, 0, 1_000, 6);
+        assert_eq!(end - before, 2_000, "one stream (zone 6) beside the padding: half the budget");
     }
 
     #[test]
