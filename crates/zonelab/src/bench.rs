@@ -80,6 +80,16 @@ pub enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// What `zonelab fio` costs against real fio: 1.1 M sequential 4 KiB writes through `zonelab fio` on the
+    /// full zn540 model and through real fio's null ioengine (fio's own per-I/O work, no I/O), paired round by
+    /// round; the medians of their wall times and the ratio. Needs real fio.
+    Fio {
+        /// Paired rounds; the medians are reported.
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// What running the experiments' points on every core buys: `zonelab experiment run all --quick` twice in
     /// one paired run, with --jobs 1 and --jobs N, each in a child process; wall time split into virtual-time and
     /// real-time experiments (real RocksDB runs one point at a time), their ratios, and each run's peak memory
@@ -106,6 +116,7 @@ pub fn run(which: BenchCommand, out: &mut impl Write) -> Result<(), CliError> {
         BenchCommand::Ftl { preset, size, writes, json } => {
             crate::bench_ftl::ftl(&preset, size.0, writes.max(1), json, out)
         }
+        BenchCommand::Fio { rounds, json } => crate::bench_fio::fio_bench(rounds.max(1), json, out),
         BenchCommand::Experiments { full, jobs, json } => {
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
             crate::bench_experiments::experiments_bench(full, jobs, json, out)
@@ -177,7 +188,7 @@ fn time_resets(commands: u64) -> f64 {
 }
 
 /// Median, minimum and maximum of the rates of several runs.
-fn spread(mut rates: Vec<f64>) -> (f64, f64, f64) {
+pub(crate) fn spread(mut rates: Vec<f64>) -> (f64, f64, f64) {
     rates.sort_by(f64::total_cmp);
     (rates[rates.len() / 2], rates[0], rates[rates.len() - 1])
 }

@@ -4,6 +4,7 @@
 
 mod bench;
 mod bench_experiments;
+mod bench_fio;
 mod bench_ftl;
 mod bench_realtime;
 mod calibrate;

@@ -110,6 +110,20 @@ fn bench_sim_prints_its_figures() {
     assert!(json.get("write_4k_14zones_qd1").is_none() && json.get("append_8k_14zones_qd4").is_none(), "{one}");
 }
 
+/// Needs real fio; under CI=true its absence is a failure.
+#[test]
+fn bench_fio_times_the_same_writes_through_zonelab_and_real_fios_null_engine() {
+    if !have_fio() {
+        return;
+    }
+    let out = ok(&["bench", "fio", "--rounds", "1", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(json["writes"], 1_102_848, "four zn540 zones' capacity in 4 KiB writes: {out}");
+    let (ours, theirs) = (&json["zonelab"]["median_s"], &json["fio_null"]["median_s"]);
+    let ratio = ours.as_f64().expect("zonelab's time") / theirs.as_f64().expect("fio's time");
+    assert!((json["ratio"].as_f64().expect("ratio") - ratio).abs() < 1e-9, "{out}");
+}
+
 #[test]
 fn experiments_list_and_run() {
     let list = ok(&["experiment", "list"]);

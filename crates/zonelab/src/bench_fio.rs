@@ -1,0 +1,77 @@
+//! `zonelab bench fio`: what `zonelab fio` costs against real fio itself. The same 1.1 million 4 KiB sequential
+//! writes (four zn540 zones' capacity) through `zonelab fio` on the full zn540 model, in this process, and through
+//! real fio's `null` ioengine, which does no I/O at all (fio's own per-I/O work only), in one paired run: each
+//! round times both, one after the other, and the medians and their ratio are printed.
+
+use std::io::Write;
+use std::process::Command;
+use std::time::Instant;
+
+use serde_json::json;
+use zonelab_workload::fio::{parse_invocation, run as run_fio};
+
+use crate::bench::spread;
+use crate::{stdout_error, CliError};
+
+/// Four zn540 zones' capacity (1077 MiB each): 1,102,848 writes of 4 KiB, which `zonelab fio` writes as four zones
+/// (`--size=4z` in zbd mode, where a zone holds its capacity) and real fio as this many bytes.
+const BYTES: &str = "4308M";
+
+pub fn fio_bench(rounds: usize, json: bool, out: &mut impl Write) -> Result<(), CliError> {
+    let mut ours = Vec::new();
+    let mut null_engine = Vec::new();
+    let mut writes = 0;
+    for _ in 0..rounds {
+        let (seconds, ios) = zonelab_round()?;
+        ours.push(seconds);
+        writes = ios;
+        null_engine.push(null_engine_round()?);
+    }
+    let (ours, null_engine) = (spread(ours), spread(null_engine));
+    let ratio = ours.0 / null_engine.0.max(f64::MIN_POSITIVE);
+    if json {
+        let figures = |(median, min, max): (f64, f64, f64)| json!({"median_s": median, "min_s": min, "max_s": max});
+        let document = json!({"writes": writes, "rounds": rounds, "zonelab": figures(ours),
+                              "fio_null": figures(null_engine), "ratio": ratio});
+        return writeln!(out, "{document}").map_err(stdout_error);
+    }
+    writeln!(out, "{writes} sequential 4 KiB writes ({BYTES}), {rounds} paired rounds, wall time:")
+        .map_err(stdout_error)?;
+    let line = |name: &str, (median, min, max): (f64, f64, f64)| {
+        format!(
+            "  {name:<42} median {median:>6.3} s (min {min:.3}, max {max:.3}); {:.2} M writes/s",
+            writes as f64 / median / 1e6
+        )
+    };
+    writeln!(out, "{}", line("zonelab fio, preset zn540, psync", ours)).map_err(stdout_error)?;
+    writeln!(out, "{}", line("real fio, ioengine=null", null_engine)).map_err(stdout_error)?;
+    writeln!(out, "  ratio of the medians: {ratio:.2}x").map_err(stdout_error)
+}
+
+/// One `zonelab fio` run of the job; its wall time and the writes it made.
+fn zonelab_round() -> Result<(f64, u64), CliError> {
+    let job =
+        "--filename=preset:zn540 --zonemode=zbd --direct=1 --name=w --rw=write --bs=4k --size=4z --ioengine=psync";
+    let args: Vec<String> = job.split_whitespace().map(str::to_string).collect();
+    let invocation = parse_invocation(&args, |path| Err(format!("no job file {path} here")))
+        .map_err(|error| CliError::Failed(error.to_string()))?;
+    let started = Instant::now();
+    let result = run_fio(&invocation, 1).map_err(|error| CliError::Failed(error.to_string()))?;
+    let seconds = started.elapsed().as_secs_f64();
+    Ok((seconds, result.jobs.iter().map(|job| job.write.ios).sum()))
+}
+
+/// One run of real fio's null engine on the same job; its wall time.
+fn null_engine_round() -> Result<f64, CliError> {
+    let started = Instant::now();
+    let output = Command::new("fio")
+        .args(["--name=w", "--ioengine=null", "--rw=write", "--bs=4k", "--output-format=json"])
+        .arg(format!("--size={BYTES}"))
+        .output()
+        .map_err(|error| CliError::Failed(format!("bench fio runs real fio, which could not start: {error}")))?;
+    let seconds = started.elapsed().as_secs_f64();
+    if !output.status.success() {
+        return Err(CliError::Failed(format!("real fio failed: {}", String::from_utf8_lossy(&output.stderr))));
+    }
+    Ok(seconds)
+}
