@@ -1178,6 +1178,9 @@ fn new_group_reports_apart_jobs_that_run_beside_each_other() {
         "side by side the run takes {} ns, less than the {alone_ns} ns of its groups one after another",
         beside.groups[0].device_time_ns
     );
+    let text = zonelab_workload::fio::to_text(&beside);
+    assert!(text.contains("device commands, shared with group 1, which ran beside it"), "{text}");
+    assert!(!zonelab_workload::fio::to_text(&after).contains("shared with"), "stonewalled groups share nothing");
     let json = to_json(&beside, false);
     assert_eq!(json["jobs"][1]["groupid"], 1);
     assert_eq!(json["disk_util"][0]["write_ios"], 4096, "the run's device figures are counted once");

@@ -666,8 +666,21 @@ fn group_text(result: &FioResult, groupid: u32) -> String {
             (longest as f64 / 1e6).round()
         ));
     }
+    // Reporting groups that ran side by side (`new_group`) share their run's device figures: say with whom.
+    let mut beside: Vec<String> = result
+        .jobs
+        .iter()
+        .filter(|job| job.run_group == group.run_group && job.groupid != groupid)
+        .map(|job| job.groupid.to_string())
+        .collect();
+    beside.dedup();
+    let shared = match beside.len() {
+        0 => String::new(),
+        1 => format!(", shared with group {}, which ran beside it", beside[0]),
+        _ => format!(", shared with groups {}, which ran beside it", beside.join(", ")),
+    };
     out.push_str(&format!(
-        "  zonelab: {:.3} s of device time in {:.3} s of wall time, {} device commands\n",
+        "  zonelab: {:.3} s of device time in {:.3} s of wall time, {} device commands{shared}\n",
         group.device_time_ns as f64 / 1e9,
         group.wall_seconds,
         group.commands
