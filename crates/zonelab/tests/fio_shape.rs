@@ -114,8 +114,9 @@ fn groups_fold_and_split_as_real_fio_reports_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = format!("--filename={}", dir.path().join("file").display());
     let run_fio = |format: &str| {
-        // fio prints the header lines as it reads each job, in the output format given before it.
-        let output = Command::new("fio").arg(format).args(jobs).arg(&file).output().expect("run fio");
+        // fio prints the header lines as it reads each job, in the output format given before it; the file, given
+        // before the first job, is every job's.
+        let output = Command::new("fio").arg(format).arg(&file).args(jobs).output().expect("run fio");
         assert!(output.status.success(), "fio failed: {}", String::from_utf8_lossy(&output.stderr));
         String::from_utf8(output.stdout).expect("utf-8")
     };
