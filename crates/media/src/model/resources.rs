@@ -81,9 +81,8 @@ pub(super) struct WriteBudget {
     paddings: VecDeque<Padding>,
     moved_finishes: Vec<(u64, u64)>,
     /// The streams (zones) of the last `RECENT_STREAMS` host writes taken while padding is pending, oldest
-    /// overwritten first: how many streams share the budget with the padding.
-    recent_streams: Vec<u32>,
-    next_recent: usize,
+    /// first: how many streams share the budget with the padding.
+    recent_streams: VecDeque<u32>,
 }
 
 /// Host writes remembered to count the streams beside a padding: more than the zones a drive keeps open at once
@@ -131,8 +130,7 @@ impl WriteBudget {
             current_unit: None,
             paddings: VecDeque::new(),
             moved_finishes: Vec::new(),
-            recent_streams: Vec::new(),
-            next_recent: 0,
+            recent_streams: VecDeque::new(),
         }
     }
 
@@ -239,7 +237,6 @@ impl WriteBudget {
         }
         let Some(last_end) = self.paddings.back().map(|last| last.end_ns) else {
             self.recent_streams.clear();
-            self.next_recent = 0;
             return 0;
         };
         let streams = self.note_stream(stream);
@@ -254,14 +251,12 @@ impl WriteBudget {
     /// Remembers a host write to `stream` beside padding; returns how many distinct streams the writes
     /// remembered are to.
     fn note_stream(&mut self, stream: u32) -> u64 {
-        if self.recent_streams.len() < RECENT_STREAMS {
-            self.recent_streams.push(stream);
-        } else {
-            self.recent_streams[self.next_recent] = stream;
-            self.next_recent = (self.next_recent + 1) % RECENT_STREAMS;
+        if self.recent_streams.len() == RECENT_STREAMS {
+            self.recent_streams.pop_front();
         }
+        self.recent_streams.push_back(stream);
         let recent = &self.recent_streams;
-        (0..recent.len()).filter(|&i| !recent[..i].contains(&recent[i])).count() as u64
+        recent.iter().enumerate().filter(|&(i, stream)| !recent.range(..i).any(|seen| seen == stream)).count() as u64
     }
 
     /// Whether host writes moved a finish's completion since the last `take_moved`.
@@ -826,13 +821,13 @@ mod tests {
     fn the_streams_beside_a_new_padding_are_counted_afresh_oldest_replaced_first() {
         let mut budget = WriteBudget::new(NS_PER_BYTE, 0, 0);
         budget.pad(0, 1_000_000, NO_COMMAND);
-        // A full ring and one more write, so that the ring has turned once.
+        // The streams remembered, full, and one more write, so that the oldest has been dropped once.
         for _ in 0..=RECENT_STREAMS {
             absorbed_in(&mut budget, 0, 1_000, 1);
         }
         let after_first = budget.busy_until();
         // No padding left: the next write forgets the streams. A second finish, then one write to zone 5 and
-        // a full ring's worth to zone 6: the write to zone 5 is the oldest, the one the last write replaces.
+        // as many more as are remembered to zone 6: the write to zone 5 is the oldest, the one the last drops.
         absorbed_in(&mut budget, after_first, 1_000, 2);
         budget.pad(after_first + 10_000, 1_000_000, NO_COMMAND);
         absorbed_in(&mut budget, 0, 1_000, 5);

@@ -66,19 +66,19 @@ pub struct DirectionStats {
 impl DirectionStats {
     /// I/Os a second over its measured window (0 when it moved nothing).
     pub fn iops(&self) -> f64 {
-        if self.ios == 0 {
-            0.0
-        } else {
-            self.ios as f64 * 1e9 / self.runtime_ns.max(1) as f64
-        }
+        self.per_second(self.ios)
     }
 
     /// Bytes a second over its measured window (0 when it moved nothing).
     pub fn bytes_per_s(&self) -> f64 {
+        self.per_second(self.bytes)
+    }
+
+    fn per_second(&self, amount: u64) -> f64 {
         if self.ios == 0 {
             0.0
         } else {
-            self.bytes as f64 * 1e9 / self.runtime_ns.max(1) as f64
+            amount as f64 * 1e9 / self.runtime_ns.max(1) as f64
         }
     }
 
