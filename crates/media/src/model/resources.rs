@@ -41,8 +41,9 @@ pub(super) struct Resources {
     /// moves of its completion are reported under that name.
     serving: u64,
     /// Erases that resets wait for while reads may suspend them, and the resets whose erases suspensions have
-    /// moved later since the device last looked, each with its erase's new end.
-    awaited_erases: Vec<AwaitedErase>,
+    /// moved later since the device last looked, each with its erase's new end. The erases are kept by plane:
+    /// a read that suspends a die looks at that die's alone (garbage collection keeps many erases ahead).
+    awaited_erases: Vec<Vec<AwaitedErase>>,
     moved_resets: Vec<(u64, u64)>,
     /// Resources reserved for future instants fill gaps (see `Timeline`); the command processor, the link into
     /// the device and the write budget are reserved in arrival order.
@@ -400,11 +401,10 @@ pub(super) struct Suspend {
     pub resume_before_suspend_ns: u64,
 }
 
-/// An erase the reset of `command` waits for: it ends on `plane` at `end`.
+/// An erase the reset of `command` waits for: it ends at `end` (on the plane whose list holds it).
 #[derive(Clone, Copy, Debug)]
 struct AwaitedErase {
     command: u64,
-    plane: usize,
     end: u64,
 }
 
@@ -434,7 +434,7 @@ impl Resources {
             suspend_ns: suspend.latency_ns,
             resume_before_suspend_ns: suspend.resume_before_suspend_ns,
             serving: NO_COMMAND,
-            awaited_erases: Vec::new(),
+            awaited_erases: vec![Vec::new(); planes],
             moved_resets: Vec::new(),
             channels: vec![Timeline::default(); channels],
             erase_slot_free: vec![0; erase_concurrency as usize],
@@ -534,8 +534,8 @@ impl Resources {
         let end = self.planes[plane].reserve(now, op_end, added);
         // The die works `added` longer from the suspended operation on: an awaited erase from there up to where
         // the added time found room (no gap in between to absorb it) ends that much later.
-        for erase in &mut self.awaited_erases {
-            if erase.plane == plane && op_end <= erase.end && erase.end <= end - added {
+        for erase in &mut self.awaited_erases[plane] {
+            if op_end <= erase.end && erase.end <= end - added {
                 erase.end += added;
                 self.moved_resets.push((erase.command, erase.end));
             }
@@ -566,9 +566,11 @@ impl Resources {
     /// runtime can retime the reset).
     pub fn await_erase(&mut self, now: u64, plane: usize, end: u64) {
         if self.suspend_ns != 0 && self.serving != NO_COMMAND {
-            self.awaited_erases.retain(|erase| erase.end > now);
+            for erases in &mut self.awaited_erases {
+                erases.retain(|erase| erase.end > now);
+            }
             self.moved_resets.retain(|&(_, end)| end > now);
-            self.awaited_erases.push(AwaitedErase { command: self.serving, plane, end });
+            self.awaited_erases[plane].push(AwaitedErase { command: self.serving, end });
         }
     }
 
@@ -593,7 +595,7 @@ impl Resources {
     /// reported any more.
     pub fn forget_commands(&mut self) {
         self.serving = NO_COMMAND;
-        self.awaited_erases.clear();
+        self.awaited_erases.iter_mut().for_each(Vec::clear);
         self.moved_resets.clear();
         self.output.forget_commands();
         self.write_budget.forget_commands();
@@ -633,7 +635,7 @@ impl Resources {
         for ops in &mut self.suspendable {
             ops.retain(|&(start, _)| start < at);
         }
-        self.awaited_erases.clear();
+        self.awaited_erases.iter_mut().for_each(Vec::clear);
         self.moved_resets.clear();
         self.write_budget.forget_commands();
         for line in self.planes.iter_mut().chain(self.channels.iter_mut()) {
