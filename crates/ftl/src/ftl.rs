@@ -18,9 +18,7 @@ const UNMAPPED: u32 = u32::MAX;
 /// No logical page: a physical page that holds nothing live.
 const INVALID: u32 = u32::MAX;
 
-/// How far ahead the FTL asks for logical map entries: garbage collection this many pages ahead of the one it
-/// moves (a victim's pages map from all over the map, so each move would otherwise wait on memory in turn), a
-/// command its first this many pages.
+/// How many of a command's first pages' logical map entries the FTL asks for before its work on them begins.
 const PREFETCH_PAGES: u32 = 16;
 
 /// Asks the processor to bring `slot`'s cache line in ahead of its use.
@@ -110,6 +108,8 @@ pub struct Ftl {
     programs: Vec<VecDeque<u64>>,
     read_ahead: ReadAhead,
     counters: FtlCounters,
+    /// The logical pages of the unit garbage collection is moving (kept for its allocation).
+    moving: Vec<u32>,
 }
 
 impl Ftl {
@@ -124,6 +124,7 @@ impl Ftl {
             programs: vec![VecDeque::new(); config.streams as usize + 1],
             read_ahead: ReadAhead::default(),
             counters: FtlCounters::default(),
+            moving: Vec::new(),
             config,
         })
     }
@@ -193,7 +194,7 @@ impl Ftl {
             done = done.max(collected.unwrap_or(now));
         }
         self.invalidate(lpn);
-        done = done.max(self.append(flash, now, stream, lpn, now, OpSource::HostWrite));
+        done = done.max(self.append(flash, now, stream, &[lpn as u32], now, OpSource::HostWrite));
         self.counters.host_pages_written += 1;
         Ok(done)
     }
@@ -369,47 +370,62 @@ impl Ftl {
         self.blocks.valid[block as usize] -= 1;
     }
 
-    /// Puts `lpn` in the next page of `owner`'s open block (a new one when it has none), its data in the
-    /// controller at `ready`; programs the unit when the page fills it. Returns when the write may complete.
-    fn append(&mut self, flash: &mut impl Flash, now: u64, owner: u32, lpn: u64, ready: u64, source: OpSource) -> u64 {
-        let ppb = self.config.pages_per_block;
-        let mut open = match self.open[owner as usize] {
-            Some(open) => open,
-            None => {
-                // The foreground reserve exists for this: a write or a collection always finds a block.
-                let block = self.blocks.open(owner).expect("the garbage collection reserve keeps a free block");
-                OpenBlock { block, unit_ready_ns: ready }
-            }
-        };
-        let block = open.block;
-        let offset = self.blocks.written[block as usize];
-        let ppn = block * ppb + offset;
-        debug_assert_eq!(self.p2l[ppn as usize], INVALID, "a page is written once between erases");
-        self.l2p[lpn as usize] = ppn;
-        self.p2l[ppn as usize] = lpn as u32;
-        self.blocks.valid[block as usize] += 1;
-        self.blocks.written[block as usize] += 1;
-        self.blocks.last_write_ns[block as usize] = now;
-        open.unit_ready_ns = open.unit_ready_ns.max(ready);
+    /// Puts `lpns` in the next pages of `owner`'s open block (a new one whenever it has none), their data in the
+    /// controller at `ready`; programs each unit the pages fill. Returns when the last write may complete.
+    fn append(
+        &mut self,
+        flash: &mut impl Flash,
+        now: u64,
+        owner: u32,
+        lpns: &[u32],
+        ready: u64,
+        source: OpSource,
+    ) -> u64 {
+        let (ppb, ppu) = (self.config.pages_per_block, self.config.pages_per_unit);
         let mut done = now;
-        if (offset + 1).is_multiple_of(self.config.pages_per_unit) {
-            let unit = offset / self.config.pages_per_unit;
-            // A block takes programs once its last erase is done.
-            let ready = open.unit_ready_ns.max(self.blocks.erased_ns[block as usize]);
-            let programmed = flash.program(now, block, u64::from(unit), ready, source);
-            // The write that fills the buffer's last free unit waits until the oldest unit's program ends.
-            let programs = &mut self.programs[owner as usize];
-            if programs.len() >= self.config.write_buffer_units as usize {
-                done = done.max(programs.pop_front().unwrap_or(now));
+        let mut rest = lpns;
+        while !rest.is_empty() {
+            let mut open = match self.open[owner as usize] {
+                Some(open) => open,
+                None => {
+                    // The foreground reserve exists for this: a write or a collection always finds a block.
+                    let block = self.blocks.open(owner).expect("the garbage collection reserve keeps a free block");
+                    OpenBlock { block, unit_ready_ns: ready }
+                }
+            };
+            let block = open.block;
+            let written = self.blocks.written[block as usize];
+            let (these, later) = rest.split_at(rest.len().min((ppb - written) as usize));
+            for (offset, &lpn) in (written..).zip(these) {
+                let ppn = block * ppb + offset;
+                debug_assert_eq!(self.p2l[ppn as usize], INVALID, "a page is written once between erases");
+                self.l2p[lpn as usize] = ppn;
+                self.p2l[ppn as usize] = lpn;
+                open.unit_ready_ns = open.unit_ready_ns.max(ready);
+                if (offset + 1).is_multiple_of(ppu) {
+                    // A block takes programs once its last erase is done.
+                    let unit_ready = open.unit_ready_ns.max(self.blocks.erased_ns[block as usize]);
+                    let programmed = flash.program(now, block, u64::from(offset / ppu), unit_ready, source);
+                    // The write that fills the buffer's last free unit waits until the oldest unit's program ends.
+                    let programs = &mut self.programs[owner as usize];
+                    if programs.len() >= self.config.write_buffer_units as usize {
+                        done = done.max(programs.pop_front().unwrap_or(now));
+                    }
+                    programs.push_back(programmed);
+                    open.unit_ready_ns = 0;
+                }
             }
-            programs.push_back(programmed);
-            open.unit_ready_ns = 0;
-        }
-        if offset + 1 == ppb {
-            self.blocks.state[block as usize] = BlockState::Full;
-            self.open[owner as usize] = None;
-        } else {
-            self.open[owner as usize] = Some(open);
+            let count = these.len() as u32;
+            self.blocks.valid[block as usize] += count;
+            self.blocks.written[block as usize] += count;
+            self.blocks.last_write_ns[block as usize] = now;
+            if written + count == ppb {
+                self.blocks.state[block as usize] = BlockState::Full;
+                self.open[owner as usize] = None;
+            } else {
+                self.open[owner as usize] = Some(open);
+            }
+            rest = later;
         }
         done
     }
@@ -432,32 +448,29 @@ impl Ftl {
         let victim = self.blocks.victim(self.config.victim, ppb, now)?;
         let collector = self.config.streams;
         let mut moved_by = start;
-        let mut sensed: Option<(u32, u64)> = None;
-        for offset in 0..ppb {
-            let ppn = victim * ppb + offset;
-            if let Some(&ahead) = self.p2l.get((ppn + PREFETCH_PAGES) as usize) {
-                if ahead != INVALID && offset + PREFETCH_PAGES < ppb {
-                    prefetch(&self.l2p[ahead as usize]);
+        let mut moving = std::mem::take(&mut self.moving);
+        for unit in 0..ppb / ppu {
+            let first = victim * ppb + unit * ppu;
+            moving.clear();
+            let mut first_valid = None;
+            for ppn in first..first + ppu {
+                let lpn = self.p2l[ppn as usize];
+                if lpn == INVALID {
+                    continue;
                 }
+                // The moves write these map entries, which lie all over the map: asked for now, they arrive
+                // while the unit is sensed.
+                prefetch(&self.l2p[lpn as usize]);
+                first_valid.get_or_insert(ppn - first);
+                self.drop_moved(u64::from(lpn), ppn, victim);
+                moving.push(lpn);
             }
-            let lpn = self.p2l[ppn as usize];
-            if lpn == INVALID {
-                continue;
-            }
-            let unit = offset / ppu;
-            let ready = match sensed {
-                Some((sensed_unit, at)) if sensed_unit == unit => at,
-                _ => {
-                    let page = offset % ppu;
-                    let at = self.sense_pages(flash, now, start, victim, unit, page..page + 1, OpSource::GcRead);
-                    sensed = Some((unit, at));
-                    at
-                }
-            };
-            self.drop_moved(u64::from(lpn), ppn, victim);
-            moved_by = moved_by.max(self.append(flash, now, collector, u64::from(lpn), ready, OpSource::GcWrite));
-            self.counters.gc_pages_moved += 1;
+            let Some(page) = first_valid else { continue };
+            let ready = self.sense_pages(flash, now, start, victim, unit, page..page + 1, OpSource::GcRead);
+            moved_by = moved_by.max(self.append(flash, now, collector, &moving, ready, OpSource::GcWrite));
+            self.counters.gc_pages_moved += moving.len() as u64;
         }
+        self.moving = moving;
         let erased = flash.erase(now, moved_by, victim, OpSource::GcErase);
         self.blocks.erased(victim, erased);
         self.counters.gc_blocks_erased += 1;
