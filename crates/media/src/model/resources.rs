@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use super::costs::whole_ns;
 use super::output::{OutputQueue, NO_COMMAND};
-use crate::timeline::Timeline;
+use crate::timeline::{deque_partition_point_from_end, Timeline};
 use crate::LogicalZone;
 
 /// Pages of one zone a plane's register holds after a read, from the time they are there; a read of them needs
@@ -468,7 +468,7 @@ impl Resources {
         if self.suspend_ns != 0 {
             let ops = &mut self.suspendable[plane];
             forget_finished(ops, now);
-            let at = ops.partition_point(|&(other_start, _)| other_start <= start);
+            let at = deque_partition_point_from_end(ops, |&(other_start, _)| other_start <= start);
             ops.insert(at, (start, end));
         }
     }
@@ -498,7 +498,7 @@ impl Resources {
             let unsuspended_end = self.planes[plane].first_fit(at, sense_ns) + sense_ns;
             let ops = &self.suspendable[plane];
             let overlapped = ops
-                .get(ops.partition_point(|&(_, op_end)| op_end <= at))
+                .get(deque_partition_point_from_end(ops, |&(_, op_end)| op_end <= at))
                 .filter(|&&(op_start, _)| op_start < unsuspended_end)
                 .copied();
             let Some((op_start, op_end)) = overlapped else {
@@ -541,7 +541,7 @@ impl Resources {
             }
         }
         let ops = &mut self.suspendable[plane];
-        let suspended = ops.partition_point(|op| op.1 < op_end);
+        let suspended = deque_partition_point_from_end(ops, |op| op.1 < op_end);
         match ops.get_mut(suspended).filter(|op| op.1 == op_end) {
             Some(op) if end - added == op_end => {
                 op.1 = end;
