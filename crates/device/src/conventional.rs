@@ -85,6 +85,7 @@ impl ConventionalNamespaceConfig {
         );
         config.victim = self.victim;
         config.write_buffer_units = self.write_buffer_units;
+        config.collection_units_in_flight = media.planes_per_zone();
         // The controller's read-ahead, which the zoned namespace's reads use too.
         config.read_ahead_pages = (media.controller.read_ahead_bytes / PAGE_BYTES) as u32;
         if self.mapping == MappingKind::InPlace {

@@ -42,6 +42,10 @@ pub struct FtlConfig {
     /// Program units a stream's write buffer holds: a write that fills a unit completes once the program of
     /// the unit this many before it has ended. 1 (NVMeVirt's conv_ftl): one unit gathers while one programs.
     pub write_buffer_units: u32,
+    /// Units garbage collection may have sensed and not yet programmed: as many as a block's stripe has planes,
+    /// so that every die works on a collection (NVMeVirt's conv_ftl books a collection's reads and programs on
+    /// every LUN at once), while none senses far ahead of its programs.
+    pub collection_units_in_flight: u32,
     /// Pages the controller senses ahead of a sequential read stream into its memory; 0 for none.
     pub read_ahead_pages: u32,
 }
@@ -85,6 +89,7 @@ impl FtlConfig {
             background_free_blocks: 8,
             streams: 1,
             write_buffer_units: 1,
+            collection_units_in_flight: 1,
             read_ahead_pages: 0,
         }
     }
@@ -103,6 +108,7 @@ impl FtlConfig {
             || self.pages_per_unit == 0
             || self.streams == 0
             || self.write_buffer_units == 0
+            || self.collection_units_in_flight == 0
         {
             return bad(
                 "logical pages, pages per block, pages per unit, streams and write buffer units must be positive"

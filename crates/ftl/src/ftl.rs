@@ -104,12 +104,17 @@ pub struct Ftl {
     blocks: Blocks,
     /// Each host stream's open block, then garbage collection's.
     open: Vec<Option<OpenBlock>>,
-    /// When each stream's programs in the write buffer end, oldest first (at most `write_buffer_units`).
+    /// When each stream's programs in the write buffer end, oldest first (at most `write_buffer_units`; the
+    /// collection's, at most `collection_units_in_flight`).
     programs: Vec<VecDeque<u64>>,
     read_ahead: ReadAhead,
     counters: FtlCounters,
     /// The logical pages of the unit garbage collection is moving (kept for its allocation).
     moving: Vec<u32>,
+    /// Host pages still to be written before foreground collection looks at the free blocks again (not kept
+    /// in a saved state, like the write buffer's programs: a loaded or preconditioned FTL looks at its first
+    /// write).
+    write_credits: u64,
 }
 
 impl Ftl {
@@ -125,6 +130,7 @@ impl Ftl {
             read_ahead: ReadAhead::default(),
             counters: FtlCounters::default(),
             moving: Vec::new(),
+            write_credits: 0,
             config,
         })
     }
@@ -186,6 +192,24 @@ impl Ftl {
             return Err(FtlError::NoSuchStream { stream, streams: self.config.streams });
         }
         let mut done = now;
+        // Foreground collection keeps pace with the host: once the host has written as many pages as the last
+        // collection freed, one more victim is collected if free blocks are low (NVMeVirt's conv_ftl.c, its
+        // write credits: `check_and_refill_write_credit`, `forground_gc`). The write does not wait for it: the
+        // collection's reads and programs take the dies and channels the host's programs then queue for.
+        if self.write_credits == 0 {
+            self.write_credits = u64::from(self.config.pages_per_block);
+            if self.free_blocks() <= self.config.foreground_free_blocks + 1 {
+                let moved = self.counters.gc_pages_moved;
+                if self.collect_one(flash, now, now).is_some() {
+                    self.counters.foreground_collections += 1;
+                    let freed = u64::from(self.config.pages_per_block) - (self.counters.gc_pages_moved - moved);
+                    self.write_credits = freed.max(1);
+                }
+            }
+        }
+        self.write_credits -= 1;
+        // Should the host still run out of blocks (a stream opening its first, a victim with nothing to free), it
+        // waits for collections until the reserve is back.
         if self.open[stream as usize].is_none() && self.free_blocks() <= self.config.foreground_free_blocks {
             let collected = self.collect_until(flash, now, self.config.foreground_free_blocks + 1);
             if collected.is_some() {
@@ -338,6 +362,8 @@ impl Ftl {
     pub fn precondition(&mut self, lpns: impl Iterator<Item = u64>) -> Result<(), FtlError> {
         let result = lpns.into_iter().try_for_each(|lpn| self.write(&mut Untimed, 0, lpn, 0).map(|_| ()));
         self.counters = FtlCounters::default();
+        // As a loaded state does, the measurement starts with foreground collection looking at its first write.
+        self.write_credits = 0;
         result
     }
 
@@ -408,7 +434,12 @@ impl Ftl {
                     let programmed = flash.program(now, block, u64::from(offset / ppu), unit_ready, source);
                     // The write that fills the buffer's last free unit waits until the oldest unit's program ends.
                     let programs = &mut self.programs[owner as usize];
-                    if programs.len() >= self.config.write_buffer_units as usize {
+                    let depth = if owner == self.config.streams {
+                        self.config.collection_units_in_flight
+                    } else {
+                        self.config.write_buffer_units
+                    };
+                    if programs.len() >= depth as usize {
                         done = done.max(programs.pop_front().unwrap_or(now));
                     }
                     programs.push_back(programmed);
@@ -448,11 +479,16 @@ impl Ftl {
         let victim = self.blocks.victim(self.config.victim, ppb, now)?;
         let collector = self.config.streams;
         let mut moved_by = start;
+        // A unit is sensed once the collection has room for it (the program of the unit
+        // `collection_units_in_flight` before has ended): the copies flow through the controller as a pipeline,
+        // so a die holds sensed pages only until its channel takes them, and a sense never jumps ahead of
+        // programs booked before it.
+        let mut issue = start;
         let mut moving = std::mem::take(&mut self.moving);
         for unit in 0..ppb / ppu {
             let first = victim * ppb + unit * ppu;
             moving.clear();
-            let mut first_valid = None;
+            let mut valid: Option<(u32, u32)> = None;
             for ppn in first..first + ppu {
                 let lpn = self.p2l[ppn as usize];
                 if lpn == INVALID {
@@ -461,13 +497,18 @@ impl Ftl {
                 // The moves write these map entries, which lie all over the map: asked for now, they arrive
                 // while the unit is sensed.
                 prefetch(&self.l2p[lpn as usize]);
-                first_valid.get_or_insert(ppn - first);
+                let page = ppn - first;
+                valid = Some(valid.map_or((page, page), |(low, _)| (low, page)));
                 self.drop_moved(u64::from(lpn), ppn, victim);
                 moving.push(lpn);
             }
-            let Some(page) = first_valid else { continue };
-            let ready = self.sense_pages(flash, now, start, victim, unit, page..page + 1, OpSource::GcRead);
-            moved_by = moved_by.max(self.append(flash, now, collector, &moving, ready, OpSource::GcWrite));
+            // The valid pages are sensed together and cross the channel to the controller, as a host read of
+            // them would (NVMeVirt's conv_ftl.c, `clean_one_flashpg`: a read moving the valid pages' bytes).
+            let Some((low, high)) = valid else { continue };
+            let ready = self.sense_pages(flash, now, issue, victim, unit, low..high + 1, OpSource::GcRead);
+            let room = self.append(flash, now, collector, &moving, ready, OpSource::GcWrite);
+            issue = issue.max(room);
+            moved_by = moved_by.max(room);
             self.counters.gc_pages_moved += moving.len() as u64;
         }
         self.moving = moving;

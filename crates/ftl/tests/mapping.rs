@@ -22,6 +22,7 @@ fn small(victim: VictimPolicy, streams: u32) -> Ftl {
         background_free_blocks: 6,
         streams,
         write_buffer_units: 1,
+        collection_units_in_flight: 1,
         read_ahead_pages: 0,
     };
     Ftl::new(config).expect("a valid configuration")

@@ -7,12 +7,21 @@ use zonelab_media::{FlashModel, FlashOp, OpSource};
 
 /// A 512 MiB space at 25 % over-provisioning, in blocks of one flash block on each die of one channel.
 fn ftl() -> (Ftl, FlashModel) {
+    ftl_over_provisioned(0.25)
+}
+
+/// A 512 MiB space at `over_provisioning`, in blocks of one flash block on each die of one channel.
+fn ftl_over_provisioned(over_provisioning: f64) -> (Ftl, FlashModel) {
     let mut media = DeviceConfig::load("zn540", &[]).expect("preset").media;
     media.nand.channels_per_zone = 1;
     let unit_bytes = media.nand.program_unit_bytes;
     let block_bytes = u64::from(media.planes_per_zone()) * u64::from(media.nand.block_program_units) * unit_bytes;
-    let config =
-        FtlConfig::with_over_provisioning(512 << 20, 0.25, (block_bytes / 4096) as u32, (unit_bytes / 4096) as u32);
+    let config = FtlConfig::with_over_provisioning(
+        512 << 20,
+        over_provisioning,
+        (block_bytes / 4096) as u32,
+        (unit_bytes / 4096) as u32,
+    );
     let blocks = config.blocks;
     (Ftl::new(config).expect("config"), FlashModel::new(media, blocks, block_bytes))
 }
@@ -62,4 +71,44 @@ fn once_the_space_is_full_writes_wait_for_garbage_collection_on_the_same_dies() 
         flash.get(FlashOp::PageProgram, OpSource::HostWrite) <= counters.host_pages_written / pages_per_unit * 3 + 3,
         "host programs are whole units of host pages"
     );
+}
+
+#[test]
+fn collection_reads_each_page_it_moves_and_keeps_pace_with_the_host() {
+    // At 7 % a victim frees a tenth of a block or less: a host that waited to need a block would then wait for
+    // ten collections at once.
+    let mut full = ftl_over_provisioned(0.07);
+    let pages = full.0.config().logical_pages;
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut uniform = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % pages
+    };
+    full.0.precondition((0..pages).chain((0..pages).map(|_| uniform()))).expect("precondition");
+    let (mut now, mut collections, mut paced) = (0, 0, Vec::new());
+    let mut since = 0u64;
+    for i in 0..pages {
+        now = full.0.write(&mut full.1, now, uniform(), 0).expect("write") + 1000;
+        let counted = full.0.counters().foreground_collections;
+        assert!(counted - collections <= 1, "write {i} started {} collections at once", counted - collections);
+        if counted > collections {
+            paced.push(since);
+            since = 0;
+        } else {
+            since += 1;
+        }
+        collections = counted;
+    }
+    // Between two collections the host writes about what one frees, far less than a block.
+    let block = u64::from(full.0.config().pages_per_block);
+    assert!(paced.len() > 10, "{} collections", paced.len());
+    assert!(paced.iter().skip(1).all(|&writes| writes < block / 2), "host writes between collections: {paced:?}");
+    // Every moved page is sensed and crosses the channel: the collection reads about as many flash pages as it
+    // programs (one flash page per unit would be a third of them on the ZN540's three-page units).
+    let flash = full.1.counters();
+    let (read, programmed) =
+        (flash.get(FlashOp::PageRead, OpSource::GcRead), flash.get(FlashOp::PageProgram, OpSource::GcWrite));
+    assert!(read * 10 >= programmed * 9, "{read} flash pages read for {programmed} programmed");
 }

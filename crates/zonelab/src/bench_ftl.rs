@@ -42,12 +42,13 @@ pub fn ftl(preset: &str, logical_bytes: u64, writes: u64, json: bool, out: &mut 
     }
     let mut rows = Vec::new();
     for over_provisioning in [0.07, 0.28] {
-        let config = FtlConfig::with_over_provisioning(
+        let mut config = FtlConfig::with_over_provisioning(
             logical_bytes,
             over_provisioning,
             (block_bytes / PAGE_BYTES) as u32,
             (unit_bytes / PAGE_BYTES) as u32,
         );
+        config.collection_units_in_flight = media.planes_per_zone();
         let mut flash = FlashModel::new(media.clone(), config.blocks, block_bytes);
         let pages = config.logical_pages;
         let mut ftl = Ftl::new(config).map_err(|error| CliError::Config(error.to_string()))?;
