@@ -111,7 +111,8 @@ impl FtlConfig {
             || self.collection_units_in_flight == 0
         {
             return bad(
-                "logical pages, pages per block, pages per unit, streams and write buffer units must be positive"
+                "logical pages, pages per block, pages per unit, streams, write buffer units and collection units in flight \
+                 must be positive"
                     .into(),
             );
         }

@@ -408,6 +408,11 @@ impl Ftl {
         source: OpSource,
     ) -> u64 {
         let (ppb, ppu) = (self.config.pages_per_block, self.config.pages_per_unit);
+        let depth = if owner == self.config.streams {
+            self.config.collection_units_in_flight
+        } else {
+            self.config.write_buffer_units
+        } as usize;
         let mut done = now;
         let mut rest = lpns;
         while !rest.is_empty() {
@@ -434,12 +439,7 @@ impl Ftl {
                     let programmed = flash.program(now, block, u64::from(offset / ppu), unit_ready, source);
                     // The write that fills the buffer's last free unit waits until the oldest unit's program ends.
                     let programs = &mut self.programs[owner as usize];
-                    let depth = if owner == self.config.streams {
-                        self.config.collection_units_in_flight
-                    } else {
-                        self.config.write_buffer_units
-                    };
-                    if programs.len() >= depth as usize {
+                    if programs.len() >= depth {
                         done = done.max(programs.pop_front().unwrap_or(now));
                     }
                     programs.push_back(programmed);
