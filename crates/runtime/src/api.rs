@@ -23,6 +23,12 @@ pub trait CommandQueue {
     fn task(&self) -> Option<u32> {
         None
     }
+    /// Whether no other task has anything to do at this instant, so that a yield would come straight back: in
+    /// a simulation, for a sequential task (`Host::spawn_sequential`) when nothing else is ready, woken, queued at
+    /// the device or due now; never in real time.
+    fn alone_at_this_instant(&self) -> bool {
+        false
+    }
 }
 
 /// The commands by name, on any `CommandQueue`.

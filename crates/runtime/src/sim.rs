@@ -114,12 +114,20 @@ struct Shared<S> {
     free_sleepers: Vec<usize>,
     /// Futures waiting for room in the device's submission queue.
     queue_waiters: Vec<Waker>,
-    spawned: Vec<Task>,
+    /// Tasks spawned and not yet adopted, each with whether it is sequential (`Host::spawn_sequential`).
+    spawned: Vec<(Task, bool)>,
     /// The waker of each task, and the task being polled, for the fast path of `wakee`.
     task_wakers: Vec<Waker>,
+    /// Whether each task awaits one future at a time (`Host::spawn_sequential`).
+    sequential: Vec<bool>,
     polling: Option<usize>,
     /// Tasks spawned so far: the next one's index, as adopting them in order numbers them.
     tasks_spawned: usize,
+    /// Whether another task is ready at this instant, while one is polled; and the tasks woken meanwhile.
+    others_ready: bool,
+    woken: WokenList,
+    /// The clock does not pass this in the current `run_until`.
+    deadline_ns: u64,
 }
 
 impl<S: MediaStore> Shared<S> {
@@ -129,6 +137,20 @@ impl<S: MediaStore> Shared<S> {
             Some(task) if self.task_wakers[task].will_wake(context.waker()) => Wakee::Task(task),
             _ => Wakee::Waker(context.waker().clone()),
         }
+    }
+
+    /// Whether the task being polled may move the clock to `until_ns` itself: it is sequential, and nothing else
+    /// would happen at this instant or before `until_ns` (no other task ready or woken, no command queued, no
+    /// timer due by then).
+    fn alone_until(&self, until_ns: u64) -> bool {
+        self.polling.is_some_and(|task| self.sequential[task])
+            && !self.others_ready
+            && until_ns <= self.deadline_ns
+            && self.spawned.is_empty()
+            && self.queue_waiters.is_empty()
+            && self.device.queued() == 0
+            && !self.woken.any.load(AtomicOrdering::Relaxed)
+            && self.timers.next_ns().is_none_or(|next| next > until_ns)
     }
 
     fn set_timer(&mut self, at_ns: u64, target: Target) {
@@ -189,10 +211,22 @@ impl<S: MediaStore + 'static> Host<S> {
     /// Starts another task; it runs from the current instant. Returns its index, which a device trace names
     /// as the submitter of the task's commands (`TraceEvent::submitter`).
     pub fn spawn(&self, task: impl Future<Output = ()> + 'static) -> u32 {
+        self.spawn_task(Box::pin(task), false)
+    }
+
+    /// Starts a task that awaits one future at a time, at any depth (no join or select inside it). When nothing
+    /// else could happen first, its sleeps move the clock themselves and `alone_at_this_instant` holds, which
+    /// spares a round of the executor each; a task that polls several futures at once would see the clock move
+    /// under the ones polled after the first.
+    pub fn spawn_sequential(&self, task: impl Future<Output = ()> + 'static) -> u32 {
+        self.spawn_task(Box::pin(task), true)
+    }
+
+    fn spawn_task(&self, task: Task, sequential: bool) -> u32 {
         let mut shared = self.shared.borrow_mut();
         let index = shared.tasks_spawned;
         shared.tasks_spawned += 1;
-        shared.spawned.push(Box::pin(task));
+        shared.spawned.push((task, sequential));
         index32(index)
     }
 
@@ -277,6 +311,11 @@ impl<S: MediaStore> Future for Sleep<S> {
             Some(_) => Poll::Pending,
             None => {
                 let until = now.saturating_add(self.duration_ns);
+                // Nothing could happen before: the clock moves now, as the executor would move it to this timer.
+                if shared.alone_until(until) {
+                    shared.now_ns = until;
+                    return Poll::Ready(());
+                }
                 let wakee = shared.wakee(context);
                 let target = match wakee {
                     Wakee::Task(task) => Target::Task(index32(task)),
@@ -317,6 +356,11 @@ impl<S: MediaStore + 'static> CommandQueue for Host<S> {
 
     fn task(&self) -> Option<u32> {
         self.shared.borrow().polling.map(index32)
+    }
+
+    fn alone_at_this_instant(&self) -> bool {
+        let shared = self.shared.borrow();
+        shared.alone_until(shared.now_ns)
     }
 }
 
@@ -361,15 +405,20 @@ impl<S: MediaStore + 'static> Simulation<S> {
             queue_waiters: Vec::new(),
             spawned: Vec::new(),
             task_wakers: Vec::new(),
+            sequential: Vec::new(),
             polling: None,
             tasks_spawned: 0,
+            others_ready: false,
+            woken: WokenList::default(),
+            deadline_ns: 0,
         };
+        let woken = Arc::clone(&shared.woken);
         Simulation {
             shared: Rc::new(RefCell::new(shared)),
             tasks: Vec::new(),
             wakers: Vec::new(),
             ready: VecDeque::new(),
-            woken: WokenList::default(),
+            woken,
         }
     }
 
@@ -383,6 +432,11 @@ impl<S: MediaStore + 'static> Simulation<S> {
         self.host().spawn(task)
     }
 
+    /// Adds a task that awaits one future at a time (`Host::spawn_sequential`).
+    pub fn spawn_sequential(&mut self, task: impl Future<Output = ()> + 'static) -> u32 {
+        self.host().spawn_sequential(task)
+    }
+
     pub fn now_ns(&self) -> u64 {
         self.shared.borrow().now_ns
     }
@@ -394,11 +448,16 @@ impl<S: MediaStore + 'static> Simulation<S> {
 
     /// Runs until every task has finished, none can make progress, or the clock would pass `deadline_ns`.
     pub fn run_until(&mut self, deadline_ns: u64) -> u64 {
+        self.shared.borrow_mut().deadline_ns = deadline_ns;
         loop {
             self.adopt_spawned();
             while let Some(task) = self.ready.pop_front() {
                 let Some(future) = self.tasks[task].as_mut() else { continue };
-                self.shared.borrow_mut().polling = Some(task);
+                {
+                    let mut shared = self.shared.borrow_mut();
+                    shared.polling = Some(task);
+                    shared.others_ready = !self.ready.is_empty();
+                }
                 let mut context = Context::from_waker(&self.wakers[task]);
                 let done = future.as_mut().poll(&mut context).is_ready();
                 self.shared.borrow_mut().polling = None;
@@ -472,8 +531,9 @@ impl<S: MediaStore + 'static> Simulation<S> {
         let mut shared = self.shared.borrow_mut();
         // Drained, not taken, so that the list keeps its allocation for the next spawns.
         let mut spawned = std::mem::take(&mut shared.spawned);
-        for task in spawned.drain(..) {
+        for (task, sequential) in spawned.drain(..) {
             let id = self.tasks.len();
+            shared.sequential.push(sequential);
             let waker = Waker::from(Arc::new(TaskWaker { task: id, woken: Arc::clone(&self.woken) }));
             shared.task_wakers.push(waker.clone());
             self.wakers.push(waker);

@@ -176,6 +176,37 @@ fn join_all_runs_every_task_and_keeps_their_order() {
     assert_eq!(*out.borrow(), [(300, 300), (100, 100), (200, 200)], "in order given, each at its own time");
 }
 
+/// A sequential task's sleeps move the clock themselves only while nothing else is due first: beside another
+/// task's timers, and beside commands, every event keeps its time and order.
+#[test]
+fn a_sequential_task_moves_the_clock_only_past_nothing() {
+    let mut simulation = simulation();
+    let events = Rc::new(RefCell::new(Vec::new()));
+    let (host, log) = (simulation.host(), Rc::clone(&events));
+    simulation.spawn_sequential(async move {
+        for _ in 0..3 {
+            host.sleep(100).await;
+            log.borrow_mut().push(("sequential", host.now_ns()));
+        }
+        let before = host.now_ns();
+        host.write(0, IoData::Zeros(4096)).await.expect("the write succeeds");
+        log.borrow_mut().push(("written", host.now_ns() - before));
+        host.sleep(1).await;
+        log.borrow_mut().push(("sequential", host.now_ns() - before));
+    });
+    let (host, log) = (simulation.host(), Rc::clone(&events));
+    simulation.spawn(async move {
+        host.sleep(150).await;
+        log.borrow_mut().push(("plain", host.now_ns()));
+    });
+    simulation.run();
+    let events = events.borrow();
+    assert_eq!(events[..4], [("sequential", 100), ("plain", 150), ("sequential", 200), ("sequential", 300)]);
+    let written = events[4].1;
+    assert!(written > 0, "the write takes device time");
+    assert_eq!(events[5], ("sequential", written + 1));
+}
+
 /// A waker that only counts its wakes.
 struct Count(AtomicUsize);
 

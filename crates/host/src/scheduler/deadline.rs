@@ -3,7 +3,7 @@
 //! maximum request size. Reads, appends (which Linux does not lock) and zone management pass straight through.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
@@ -44,18 +44,62 @@ impl QueuedWrite {
 #[derive(Default)]
 struct ZoneQueue {
     locked: bool,
-    /// Queued writes by start LBA.
-    writes: BTreeMap<u64, QueuedWrite>,
+    /// Queued writes in start-LBA order (those with one start in the order they came): a deque, since the head
+    /// leaves first and it keeps its allocation for the zone's next writes.
+    writes: VecDeque<QueuedWrite>,
+}
+
+impl ZoneQueue {
+    fn insert(&mut self, write: QueuedWrite) {
+        let at = self.writes.partition_point(|queued| queued.slba <= write.slba);
+        self.writes.insert(at, write);
+    }
+
+    /// Locks the zone if it is unlocked with nothing queued.
+    fn lock_if_idle(&mut self) -> bool {
+        let idle = !self.locked && self.writes.is_empty();
+        self.locked |= idle;
+        idle
+    }
+
+    /// The queued write `id`, which starts at `slba`.
+    fn find_mut(&mut self, slba: u64, id: u64) -> Option<&mut QueuedWrite> {
+        let from = self.writes.partition_point(|queued| queued.slba < slba);
+        self.writes.range_mut(from..).take_while(|queued| queued.slba == slba).find(|queued| queued.id == id)
+    }
 }
 
 /// The zones' locks and queues, and the results of merged requests for their waiting tasks.
 #[derive(Default)]
 pub(super) struct ZoneLocks {
-    zones: BTreeMap<u64, ZoneQueue>,
+    /// By zone number, grown to the highest zone written.
+    zones: Vec<ZoneQueue>,
     results: BTreeMap<u64, Result<Output, Status>>,
     /// Wakers of merged requests waiting for their results, by request id.
     merged_waiters: BTreeMap<u64, Waker>,
     next_id: u64,
+}
+
+impl ZoneLocks {
+    fn zone(&mut self, zone: u64) -> &mut ZoneQueue {
+        let index = usize::try_from(zone).expect("a zone number fits in memory");
+        if index >= self.zones.len() {
+            self.zones.resize_with(index + 1, ZoneQueue::default);
+        }
+        &mut self.zones[index]
+    }
+}
+
+/// The requests one write command carries: the head of the zone's queue and the adjacent writes merged in.
+struct Group {
+    head: QueuedWrite,
+    merged: Vec<QueuedWrite>,
+}
+
+impl Group {
+    fn members(&self) -> impl Iterator<Item = &QueuedWrite> + Clone {
+        std::iter::once(&self.head).chain(&self.merged)
+    }
 }
 
 /// Where a queued write stands when its task looks.
@@ -83,32 +127,80 @@ impl<Q: CommandQueue> LockedWrite<'_, Q> {
     /// The write path: queue, wait for the zone lock and to be the lowest queued LBA, then dispatch with every
     /// adjacent queued write merged in; the other merged requests get the same result.
     pub async fn write(&self, slba: u64, data: IoData) -> Result<Output, Status> {
-        let blocks = data.len() / u64::from(self.inner.geometry().lba_size);
         let zone = slba >> self.zone_shift;
+        self.counters.borrow_mut().write_requests += 1;
+        // A write to an idle zone when no other task has anything to do at this instant: nothing can join it
+        // behind the plug, so it dispatches at once, as the queue would let it.
+        let (data, group) = if self.inner.alone_at_this_instant() && self.locks.borrow_mut().zone(zone).lock_if_idle() {
+            self.counters.borrow_mut().write_commands += 1;
+            (data, None)
+        } else {
+            let mut group = match self.queue_until_dispatched(zone, slba, data).await {
+                Err(merged) => return merged,
+                Ok(group) => group,
+            };
+            // A request alone hands its buffer on; merged ones are copied into one.
+            let data = match group.merged.is_empty() {
+                true => std::mem::replace(&mut group.head.data, IoData::Zeros(0)),
+                false => merge(group.members().map(|member| &member.data)),
+            };
+            (data, Some(group))
+        };
+        let units = write_units(data.len());
+        if let Some(zinc) = self.zinc {
+            zinc.borrow_mut().write_dispatched(units);
+        }
+        let result = self.inner.submit(QueuedCommand::Write { slba, data }).await;
+        if let Some(zinc) = self.zinc {
+            zinc.borrow_mut().write_completed(units);
+        }
+        let mut locks = self.locks.borrow_mut();
+        for member in group.iter().flat_map(|group| &group.merged) {
+            locks.results.insert(member.id, result.clone());
+            member.wake();
+            if let Some(waker) = locks.merged_waiters.remove(&member.id) {
+                waker.wake();
+            }
+        }
+        let queue = locks.zone(zone);
+        queue.locked = false;
+        if let Some(head) = queue.writes.front() {
+            head.wake();
+        }
+        result
+    }
+
+    /// Queues the write and waits until it heads its unlocked zone after the plug (Ok: the zone is locked and its
+    /// group taken), or until another request's command carried it (Err: that command's result).
+    async fn queue_until_dispatched(
+        &self,
+        zone: u64,
+        slba: u64,
+        data: IoData,
+    ) -> Result<Group, Result<Output, Status>> {
+        let blocks = data.len() / u64::from(self.inner.geometry().lba_size);
         let id = {
             let mut locks = self.locks.borrow_mut();
             locks.next_id += 1;
             let id = locks.next_id;
-            self.counters.borrow_mut().write_requests += 1;
             let queued_ns = self.inner.now_ns();
             let write = QueuedWrite { id, slba, queued_ns, blocks, data, waker: None };
-            locks.zones.entry(zone).or_default().writes.insert(slba, write);
+            locks.zone(zone).insert(write);
             id
         };
         // Like the block layer's plug, a request that may dispatch first lets every request submitted at the same
         // instant join the queue, so that they can merge.
         let mut plugged = false;
-        let members = loop {
+        loop {
             let turn = poll_fn(|context| {
                 let mut locks = self.locks.borrow_mut();
                 if let Some(result) = locks.results.remove(&id) {
                     return Poll::Ready(Turn::Merged(result));
                 }
-                let queue = locks.zones.entry(zone).or_default();
-                let head_is_us = queue.writes.get(&slba).is_some_and(|write| write.id == id)
-                    && queue.writes.first_key_value().is_some_and(|(_, head)| head.id == id);
+                let queue = locks.zone(zone);
+                let head_is_us = queue.writes.front().is_some_and(|head| head.id == id);
                 if queue.locked || !head_is_us {
-                    match queue.writes.get_mut(&slba).filter(|write| write.id == id) {
+                    match queue.find_mut(slba, id) {
                         Some(write) => write.waker = Some(context.waker().clone()),
                         None => {
                             locks.merged_waiters.insert(id, context.waker().clone());
@@ -120,66 +212,40 @@ impl<Q: CommandQueue> LockedWrite<'_, Q> {
             })
             .await;
             match turn {
-                Turn::Merged(result) => return result,
+                Turn::Merged(result) => return Err(result),
                 Turn::Plug => {
                     plugged = true;
                     yield_now().await;
                 }
-                Turn::Dispatch => break self.take_group(zone),
-            }
-        };
-        let data = merge(members.iter().map(|member| &member.data));
-        let units = write_units(data.len());
-        if let Some(zinc) = self.zinc {
-            zinc.borrow_mut().write_dispatched(units);
-        }
-        let result = self.inner.submit(QueuedCommand::Write { slba, data }).await;
-        if let Some(zinc) = self.zinc {
-            zinc.borrow_mut().write_completed(units);
-        }
-        let mut locks = self.locks.borrow_mut();
-        for member in members.iter().skip(1) {
-            locks.results.insert(member.id, result.clone());
-            member.wake();
-            if let Some(waker) = locks.merged_waiters.remove(&member.id) {
-                waker.wake();
+                Turn::Dispatch => return Ok(self.take_group(zone)),
             }
         }
-        let queue = locks.zones.entry(zone).or_default();
-        queue.locked = false;
-        if let Some((_, head)) = queue.writes.first_key_value() {
-            head.wake();
-        }
-        result
     }
 
     /// Locks the zone and takes the head write with every adjacent queued write that fits in one command.
-    fn take_group(&self, zone: u64) -> Vec<QueuedWrite> {
+    fn take_group(&self, zone: u64) -> Group {
         let mut locks = self.locks.borrow_mut();
-        let queue = locks.zones.entry(zone).or_default();
+        let queue = locks.zone(zone);
         queue.locked = true;
-        let (mut end, head) =
-            queue.writes.pop_first().map(|(lba, write)| (lba + write.blocks, write)).expect("the head exists");
-        let mut members = vec![head];
-        let mut total = members[0].blocks;
-        while let Some(next) = queue.writes.first_key_value().map(|(lba, write)| (*lba, write.blocks)) {
-            if next.0 != end || total + next.1 > self.max_blocks {
-                break;
-            }
-            let (_, write) = queue.writes.pop_first().expect("peeked");
-            end += write.blocks;
-            total += write.blocks;
-            members.push(write);
+        let head = queue.writes.pop_front().expect("the head exists");
+        let (mut end, mut total) = (head.slba + head.blocks, head.blocks);
+        let mut merged = Vec::new();
+        while let Some(next) =
+            queue.writes.front().filter(|next| next.slba == end && total + next.blocks <= self.max_blocks)
+        {
+            (end, total) = (end + next.blocks, total + next.blocks);
+            merged.push(queue.writes.pop_front().expect("peeked"));
         }
+        let group = Group { head, merged };
         let mut counters = self.counters.borrow_mut();
         counters.write_commands += 1;
-        counters.merged_requests += members.len() as u64 - 1;
+        counters.merged_requests += group.merged.len() as u64;
         let now = self.inner.now_ns();
-        for (index, member) in members.iter().enumerate() {
+        for (index, member) in group.members().enumerate() {
             let left = if index == 0 { "dispatched" } else { "merged" };
             let (queue, lba, start_ns) = (SchedulerQueue::ZoneWrites(zone), member.slba, member.queued_ns);
             record(self.queue_trace, QueueSpan { queue, lba, start_ns, end_ns: now, left });
         }
-        members
+        group
     }
 }

@@ -217,7 +217,7 @@ impl<Q: CommandQueue + Clone + 'static> Scheduled<Q> {
         }
     }
 
-    async fn submit_scheduled(self, command: QueuedCommand) -> Result<Output, Status> {
+    async fn submit_scheduled(&self, command: QueuedCommand) -> Result<Output, Status> {
         let zinc = self.zinc.clone();
         let management = match &command {
             QueuedCommand::ZoneSend { action: ZoneSendAction::Reset, slba, .. } => Some((Class::Reset, *slba)),
@@ -284,8 +284,9 @@ fn merge<'a>(parts: impl Iterator<Item = &'a IoData> + Clone) -> IoData {
 }
 
 impl<Q: CommandQueue + Clone + 'static> CommandQueue for Scheduled<Q> {
+    // Borrows the scheduler rather than cloning it: a clone and its drop cost every command.
     fn submit(&self, command: QueuedCommand) -> impl Future<Output = Result<Output, Status>> {
-        self.clone().submit_scheduled(command)
+        self.submit_scheduled(command)
     }
 
     fn now_ns(&self) -> u64 {

@@ -273,7 +273,8 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
                 for _ in 0..depth {
                     let (zones, released) = (Rc::clone(&zones), Rc::clone(&self.zone_released));
-                    self.simulation.spawn(worker(queue.clone(), Rc::clone(&state), zones, released));
+                    // A worker awaits one thing at a time.
+                    self.simulation.spawn_sequential(worker(queue.clone(), Rc::clone(&state), zones, released));
                 }
                 instances.push(state);
             }
