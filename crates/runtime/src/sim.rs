@@ -140,17 +140,41 @@ impl<S: MediaStore> Shared<S> {
     }
 
     /// Whether the task being polled may move the clock to `until_ns` itself: it is sequential, and nothing else
-    /// would happen at this instant or before `until_ns` (no other task ready or woken, no command queued, no
-    /// timer due by then).
-    fn alone_until(&self, until_ns: u64) -> bool {
+    /// would happen at this instant or before `until_ns` (no other task ready or woken, no command queued but
+    /// `own_queued` of its own, no timer due by then).
+    fn alone_until(&self, until_ns: u64, own_queued: usize) -> bool {
         self.polling.is_some_and(|task| self.sequential[task])
             && !self.others_ready
             && until_ns <= self.deadline_ns
             && self.spawned.is_empty()
             && self.queue_waiters.is_empty()
-            && self.device.queued() == 0
+            && self.device.queued() == own_queued
             && !self.woken.any.load(AtomicOrdering::Relaxed)
             && self.timers.next_ns().is_none_or(|next| next > until_ns)
+    }
+
+    /// A sequential task alone at this instant with the command it has just queued in `slot`: hands the command
+    /// to the device now, as the end of the instant would, and if its completion comes before anything else,
+    /// moves the clock there and gives the result, as the executor would on waking the task. None leaves the
+    /// completion's timer set.
+    fn complete_alone(&mut self, slot: usize) -> Option<Result<Output, Status>> {
+        if !self.alone_until(self.now_ns, 1) {
+            return None;
+        }
+        let next_other = self.timers.next_ns();
+        self.dispatch();
+        let complete_ns = self.slots[slot].done.as_ref().expect("the device completed the command").complete_ns;
+        let first = next_other.is_none_or(|next| complete_ns < next) && complete_ns <= self.deadline_ns;
+        if !first || !self.queue_waiters.is_empty() || self.woken.any.load(AtomicOrdering::Relaxed) {
+            return None;
+        }
+        let (_, target) = self.timers.pop_due(complete_ns).expect("the completion is the first timer");
+        debug_assert!(matches!(target, Target::Slot(taken) if taken as usize == slot));
+        self.now_ns = complete_ns;
+        let done = self.slots[slot].done.take().expect("checked above");
+        self.slots[slot].wakee = None;
+        self.free_slots.push(slot);
+        Some(done.result)
     }
 
     fn set_timer(&mut self, at_ns: u64, target: Target) {
@@ -269,6 +293,9 @@ impl<S: MediaStore> Future for CommandFuture<S> {
             match shared.device.enqueue_from(slot as u64, this.nsid, command, submitter) {
                 Ok(()) => {
                     shared.slots[slot].wakee = Some(shared.wakee(context));
+                    if let Some(result) = shared.complete_alone(slot) {
+                        return Poll::Ready(result);
+                    }
                     this.slot = Some(slot);
                 }
                 Err(QueueFull(command)) => {
@@ -312,7 +339,7 @@ impl<S: MediaStore> Future for Sleep<S> {
             None => {
                 let until = now.saturating_add(self.duration_ns);
                 // Nothing could happen before: the clock moves now, as the executor would move it to this timer.
-                if shared.alone_until(until) {
+                if shared.alone_until(until, 0) {
                     shared.now_ns = until;
                     return Poll::Ready(());
                 }
@@ -360,7 +387,7 @@ impl<S: MediaStore + 'static> CommandQueue for Host<S> {
 
     fn alone_at_this_instant(&self) -> bool {
         let shared = self.shared.borrow();
-        shared.alone_until(shared.now_ns)
+        shared.alone_until(shared.now_ns, 0)
     }
 }
 

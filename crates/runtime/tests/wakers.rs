@@ -176,8 +176,8 @@ fn join_all_runs_every_task_and_keeps_their_order() {
     assert_eq!(*out.borrow(), [(300, 300), (100, 100), (200, 200)], "in order given, each at its own time");
 }
 
-/// A sequential task's sleeps move the clock themselves only while nothing else is due first: beside another
-/// task's timers, and beside commands, every event keeps its time and order.
+/// A sequential task's sleeps and commands move the clock themselves only while nothing else is due first:
+/// beside another task's timers every event keeps its time and order.
 #[test]
 fn a_sequential_task_moves_the_clock_only_past_nothing() {
     let mut simulation = simulation();
@@ -188,23 +188,31 @@ fn a_sequential_task_moves_the_clock_only_past_nothing() {
             host.sleep(100).await;
             log.borrow_mut().push(("sequential", host.now_ns()));
         }
-        let before = host.now_ns();
-        host.write(0, IoData::Zeros(4096)).await.expect("the write succeeds");
-        log.borrow_mut().push(("written", host.now_ns() - before));
+        // Its completion comes after the other task's sleep ends, at 310, and alone after that.
+        let blocks = 4096 >> host.geometry().lba_shift;
+        for lba in [0, blocks] {
+            host.write(lba, IoData::Zeros(4096)).await.expect("the write succeeds");
+            log.borrow_mut().push(("written", host.now_ns()));
+        }
         host.sleep(1).await;
-        log.borrow_mut().push(("sequential", host.now_ns() - before));
+        log.borrow_mut().push(("sequential", host.now_ns()));
     });
     let (host, log) = (simulation.host(), Rc::clone(&events));
     simulation.spawn(async move {
         host.sleep(150).await;
         log.borrow_mut().push(("plain", host.now_ns()));
+        host.sleep(160).await;
+        log.borrow_mut().push(("plain", host.now_ns()));
     });
     simulation.run();
     let events = events.borrow();
-    assert_eq!(events[..4], [("sequential", 100), ("plain", 150), ("sequential", 200), ("sequential", 300)]);
-    let written = events[4].1;
-    assert!(written > 0, "the write takes device time");
-    assert_eq!(events[5], ("sequential", written + 1));
+    let expected_start =
+        [("sequential", 100), ("plain", 150), ("sequential", 200), ("sequential", 300), ("plain", 310)];
+    assert_eq!(events[..5], expected_start);
+    let (first, second) = (events[5], events[6]);
+    assert!(first.0 == "written" && first.1 > 310, "the write takes device time: {first:?}");
+    assert!(second.0 == "written" && second.1 > first.1, "{second:?}");
+    assert_eq!(events[7], ("sequential", second.1 + 1));
 }
 
 /// A waker that only counts its wakes.
