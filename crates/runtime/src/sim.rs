@@ -165,7 +165,8 @@ impl<S: MediaStore> Shared<S> {
         self.dispatch();
         let complete_ns = self.slots[slot].done.as_ref().expect("the device completed the command").complete_ns;
         let first = next_other.is_none_or(|next| complete_ns < next) && complete_ns <= self.deadline_ns;
-        if !first || !self.queue_waiters.is_empty() || self.woken.any.load(AtomicOrdering::Relaxed) {
+        // The dispatch wakes whoever waited for room in the queue: then they run first.
+        if !first || self.woken.any.load(AtomicOrdering::Relaxed) {
             return None;
         }
         let (_, target) = self.timers.pop_due(complete_ns).expect("the completion is the first timer");
@@ -239,9 +240,9 @@ impl<S: MediaStore + 'static> Host<S> {
     }
 
     /// Starts a task that awaits one future at a time, at any depth (no join or select inside it). When nothing
-    /// else could happen first, its sleeps move the clock themselves and `alone_at_this_instant` holds, which
-    /// spares a round of the executor each; a task that polls several futures at once would see the clock move
-    /// under the ones polled after the first.
+    /// else could happen first, its sleeps and its commands complete in the poll that began them and
+    /// `alone_at_this_instant` holds, which spares a round of the executor each; a task that polls several
+    /// futures at once would see the clock move under the ones polled after the first.
     pub fn spawn_sequential(&self, task: impl Future<Output = ()> + 'static) -> u32 {
         self.spawn_task(Box::pin(task), true)
     }
