@@ -155,22 +155,21 @@ impl<S: MediaStore> Shared<S> {
 
     /// A sequential task alone at this instant with the command it has just queued in `slot`: hands the command
     /// to the device now, as the end of the instant would, and if its completion comes before anything else,
-    /// moves the clock there and gives the result, as the executor would on waking the task. None leaves the
-    /// completion's timer set.
+    /// moves the clock there and gives the result, as the executor would on waking the task. None sets the
+    /// completion's timer, as the dispatch would have.
     fn complete_alone(&mut self, slot: usize) -> Option<Result<Output, Status>> {
         if !self.alone_until(self.now_ns, 1) {
             return None;
         }
         let next_other = self.timers.next_ns();
-        self.dispatch();
+        let dispatched_ns = self.dispatch_holding(Some(slot)).expect("the device completed the command");
         let complete_ns = self.slots[slot].done.as_ref().expect("the device completed the command").complete_ns;
         let first = next_other.is_none_or(|next| complete_ns < next) && complete_ns <= self.deadline_ns;
         // The dispatch wakes whoever waited for room in the queue: then they run first.
         if !first || self.woken.any.load(AtomicOrdering::Relaxed) {
+            self.set_timer(dispatched_ns, Target::Slot(index32(slot)));
             return None;
         }
-        let (_, target) = self.timers.pop_due(complete_ns).expect("the completion is the first timer");
-        debug_assert!(matches!(target, Target::Slot(taken) if taken as usize == slot));
         self.now_ns = complete_ns;
         let done = self.slots[slot].done.take().expect("checked above");
         self.slots[slot].wakee = None;
@@ -185,8 +184,15 @@ impl<S: MediaStore> Shared<S> {
     /// Hands the commands queued at this instant to the device, which has them once the host path's submission
     /// cost has passed; each completion, with the path's completion cost, becomes a timer.
     fn dispatch(&mut self) {
+        self.dispatch_holding(None);
+    }
+
+    /// `dispatch`, but the completion of slot `held` gets no timer: its caller may take it at once, and sets the
+    /// timer, for the time returned, if it does not.
+    fn dispatch_holding(&mut self, held: Option<usize>) -> Option<u64> {
         let (host, arrival) = (self.host, self.host.arrival_ns(self.now_ns));
         let (slots, timers) = (&mut self.slots, &mut self.timers);
+        let mut held_ns = None;
         self.device.process_queue(arrival, |tag, device_ns, result| {
             let complete_ns = host.completion_ns(arrival, device_ns);
             let slot = tag as usize;
@@ -195,7 +201,11 @@ impl<S: MediaStore> Shared<S> {
                 "only queued slots reach the device"
             );
             slots[slot].done = Some(Done { complete_ns, result });
-            timers.set(complete_ns, Target::Slot(index32(slot)));
+            if held == Some(slot) {
+                held_ns = Some(complete_ns);
+            } else {
+                timers.set(complete_ns, Target::Slot(index32(slot)));
+            }
         });
         // A reset whose erases these commands suspended, a read whose data theirs went ahead of, or a finish
         // whose padding their writes shared the budget with completes later: its timer, when it comes, is set
@@ -210,6 +220,7 @@ impl<S: MediaStore> Shared<S> {
                 waker.wake();
             }
         }
+        held_ns
     }
 }
 

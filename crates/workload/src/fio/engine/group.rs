@@ -131,8 +131,11 @@ impl JobState {
         };
         let runtime_ns = self.last_completion_ns.saturating_sub(self.ramp_end_ns).max(1);
         let (usr_ns, sys_ns, ctx) = self.cpu((self.ramp_end_ns, self.ramp_end_ns + runtime_ns));
+        // The worker records a synchronous engine's latency once, as clat: with no slat, lat is the same.
+        let synchronous = self.options.ioengine == IoEngine::Psync;
         let measured = |stats: &DirectionStats| DirectionStats {
             runtime_ns: if stats.ios > 0 { runtime_ns } else { 0 },
+            lat: if synchronous { stats.clat.clone() } else { stats.lat.clone() },
             ..stats.clone()
         };
         JobResult {

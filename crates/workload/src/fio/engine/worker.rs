@@ -208,7 +208,8 @@ pub(super) async fn worker<S: MediaStore + 'static>(
     zones: Rc<RefCell<ZoneCache>>,
     zone_released: Rc<Notify>,
 ) {
-    let lba_shift = queue.geometry().lba_shift;
+    let geometry = queue.geometry();
+    let lba_shift = geometry.lba_shift;
     let (zoned, started) = {
         let job = state.borrow();
         (job.options.zonemode_zbd, job.started_ns)
@@ -292,7 +293,7 @@ pub(super) async fn worker<S: MediaStore + 'static>(
         let result = queue.submit(command).await;
         last_reap = reap(&queue, &state).await;
         let completed = queue.now_ns();
-        if zoned && zones.borrow_mut().release(queue.geometry().zone_of(lba)) {
+        if zoned && zones.borrow_mut().release(geometry.zone_of(lba)) {
             zone_released.notify_waiters();
         }
         let mut job = state.borrow_mut();
@@ -374,11 +375,12 @@ pub(super) async fn worker<S: MediaStore + 'static>(
         };
         stats.ios += 1;
         stats.bytes += bytes;
+        stats.clat.record(total - slat);
+        // A synchronous engine's lat is its clat, which `JobState::result` reports for both.
         if !synchronous {
             stats.slat.record(slat);
+            stats.lat.record(total);
         }
-        stats.clat.record(total - slat);
-        stats.lat.record(total);
         job.distribution.record(in_flight, total - slat);
         job.sample(completed);
         let started = job.started_ns;
