@@ -573,4 +573,8 @@ impl<Q: CommandQueue + Clone + 'static> CommandQueue for HostFtl<Q> {
     fn sleep(&self, duration_ns: u64) -> impl Future<Output = ()> {
         self.inner.sleep(duration_ns)
     }
+
+    fn pass_alone(&self, until_ns: u64) -> bool {
+        self.inner.pass_alone(until_ns)
+    }
 }

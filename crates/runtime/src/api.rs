@@ -29,6 +29,12 @@ pub trait CommandQueue {
     fn alone_at_this_instant(&self) -> bool {
         false
     }
+    /// Moves device time on to `until_ns` and returns true when a sleep until then would end with nothing else
+    /// happening first (a sequential task alone, as in `alone_at_this_instant`), so that the caller need not
+    /// sleep; false changes nothing. Never in real time.
+    fn pass_alone(&self, _until_ns: u64) -> bool {
+        false
+    }
 }
 
 /// The commands by name, on any `CommandQueue`.

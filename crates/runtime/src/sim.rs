@@ -401,6 +401,16 @@ impl<S: MediaStore + 'static> CommandQueue for Host<S> {
         let shared = self.shared.borrow();
         shared.alone_until(shared.now_ns, 0)
     }
+
+    // What `Sleep`'s first poll does when alone, without the future.
+    fn pass_alone(&self, until_ns: u64) -> bool {
+        let mut shared = self.shared.borrow_mut();
+        let alone = until_ns >= shared.now_ns && shared.alone_until(until_ns, 0);
+        if alone {
+            shared.now_ns = until_ns;
+        }
+        alone
+    }
 }
 
 /// A deterministic simulation of one device and the host tasks that drive it.

@@ -297,6 +297,10 @@ impl<Q: CommandQueue + Clone + 'static> CommandQueue for Scheduled<Q> {
         self.inner.sleep(duration_ns)
     }
 
+    fn pass_alone(&self, until_ns: u64) -> bool {
+        self.inner.pass_alone(until_ns)
+    }
+
     fn geometry(&self) -> zonelab_zns::Geometry {
         self.inner.geometry()
     }

@@ -77,10 +77,10 @@ pub(super) async fn wait_for<T>(changed: &Notify, ready: impl Fn() -> Option<T>)
     }
 }
 
-/// Sleeps until device time `at` (not at all if it has passed).
+/// Sleeps until device time `at` (not at all if it has passed, nor when the clock may simply move there).
 pub(super) async fn sleep_until<S: MediaStore + 'static>(queue: &JobQueue<S>, at: u64) {
     let now = queue.now_ns();
-    if at > now {
+    if at > now && !queue.pass_alone(at) {
         queue.sleep(at - now).await;
     }
 }
@@ -197,6 +197,13 @@ impl<S: MediaStore + 'static> CommandQueue for JobQueue<S> {
         match self {
             JobQueue::Direct(scheduled) => scheduled.sleep(duration_ns).await,
             JobQueue::HostFtl(ftl) => ftl.sleep(duration_ns).await,
+        }
+    }
+
+    fn pass_alone(&self, until_ns: u64) -> bool {
+        match self {
+            JobQueue::Direct(scheduled) => scheduled.pass_alone(until_ns),
+            JobQueue::HostFtl(ftl) => ftl.pass_alone(until_ns),
         }
     }
 }
