@@ -48,6 +48,9 @@ impl Waiters {
 
     fn wake_all(&self) {
         self.round.set(self.round.get() + 1);
+        if self.wakers.borrow().is_empty() {
+            return;
+        }
         let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
         for waker in wakers {
             waker.wake();

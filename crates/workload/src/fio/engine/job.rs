@@ -715,7 +715,7 @@ impl JobState {
         if frequency <= 0.0 {
             return false;
         }
-        let written = zones.written_below(zones.wp.len() as u32) << self.geometry.lba_shift;
+        let written = zones.written_total() << self.geometry.lba_shift;
         let range = (self.end_lba - self.start_lba) << self.geometry.lba_shift;
         if (written as f64) < range as f64 * self.options.zone_reset_threshold {
             return false;

@@ -4,14 +4,14 @@
 use super::*;
 
 /// fio's zone bookkeeping for one device, shared by every job: the write pointer as fio has issued writes.
-/// Write pointers change only through `set_wp`, which keeps a Fenwick tree of blocks written per zone (so a
-/// job's written share is a range sum, not a scan of every zone per write) and a version that tells readers
-/// when their list of readable zones is stale.
+/// Write pointers change only through `set_wp`, which keeps the blocks written in all zones (so the reset
+/// threshold needs no scan of every zone per write) and a version that tells readers when their list of
+/// readable zones is stale.
 pub(super) struct ZoneCache {
     pub(super) wp: Vec<u64>,
     pub(super) geometry: Geometry,
-    /// Fenwick tree over blocks written per zone (1-based).
-    pub(super) written_tree: Vec<u64>,
+    /// Blocks written in all zones.
+    written_total: u64,
     pub(super) version: u64,
     /// fio's zone locks (`zbd.c`, `zone_lock`): a job instance holds a zone from choosing an offset in it until
     /// the I/O completes. The lock is recursive, so one instance keeps iodepth I/Os in a zone; another waits
@@ -34,7 +34,7 @@ pub(super) fn reset_countdown_start(frequency: f64) -> u64 {
 impl ZoneCache {
     pub(super) fn new(wp: Vec<u64>, geometry: Geometry) -> ZoneCache {
         let mut cache = ZoneCache {
-            written_tree: vec![0; wp.len() + 1],
+            written_total: 0,
             wp: Vec::new(),
             geometry,
             version: 0,
@@ -51,23 +51,13 @@ impl ZoneCache {
     pub(super) fn set_wp(&mut self, zone: u32, wp: u64) {
         let old = self.written(zone);
         self.wp[zone as usize] = wp;
-        let new = self.written(zone);
-        let mut index = zone as usize + 1;
-        while index < self.written_tree.len() {
-            self.written_tree[index] = self.written_tree[index].wrapping_add(new.wrapping_sub(old));
-            index += index & index.wrapping_neg();
-        }
+        self.written_total = self.written_total - old + self.written(zone);
         self.version += 1;
     }
 
-    /// Blocks written in zones `0..end`.
-    pub(super) fn written_below(&self, end: u32) -> u64 {
-        let (mut sum, mut index) = (0u64, end as usize);
-        while index > 0 {
-            sum = sum.wrapping_add(self.written_tree[index]);
-            index &= index - 1;
-        }
-        sum
+    /// Blocks written in all zones.
+    pub(super) fn written_total(&self) -> u64 {
+        self.written_total
     }
 
     pub(super) fn full(&self, zone: u32) -> bool {
