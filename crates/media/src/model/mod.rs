@@ -794,8 +794,7 @@ impl FlashModel {
         for unit in host_units..self.layout.units_per_zone {
             let padded_to = ((unit + 1) * unit_bytes).min(zone_cap_bytes) - written;
             // Each padded unit is in once its share of the padding's budget is spent.
-            let ready = budget_start
-                + ((budget_done - budget_start) as u128 * u128::from(padded_to) / u128::from(padding)) as u64;
+            let ready = budget_start + resources::mul_div(budget_done - budget_start, padded_to, padding);
             last = last.max(self.program(now, zone, ProgramUnit(unit), ready, OpSource::FinishPadding));
             self.zone_mut(zone).programmed_units = unit + 1;
         }

@@ -119,6 +119,15 @@ struct Absorbing {
     end_ns: u64,
 }
 
+/// `a * b / c`, rounded down, in 64 bits when the product fits (nearly always: a 128-bit division is a call
+/// and many times slower on every write).
+pub(super) fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    match a.checked_mul(b) {
+        Some(product) => product / c,
+        None => (u128::from(a) * u128::from(b) / u128::from(c)) as u64,
+    }
+}
+
 impl WriteBudget {
     pub fn new(ns_per_byte: f64, unit_bytes: u64, buffer_bytes: u64) -> WriteBudget {
         WriteBudget {
@@ -182,8 +191,7 @@ impl WriteBudget {
         let range = self.absorbing.front().copied().unwrap_or(absorbed);
         let through = must_absorb.saturating_sub(range.first_byte);
         let span = (range.end_byte - range.first_byte).max(1);
-        let at =
-            range.start_ns + ((range.end_ns - range.start_ns) as u128 * u128::from(through) / u128::from(span)) as u64;
+        let at = range.start_ns + mul_div(range.end_ns - range.start_ns, through, span);
         ready.max(at)
     }
 
@@ -195,10 +203,7 @@ impl WriteBudget {
             match now {
                 now if now <= range.start_ns => bytes,
                 now if now >= range.end_ns => 0,
-                now => {
-                    let left_ns = u128::from(range.end_ns - now);
-                    (u128::from(bytes) * left_ns / u128::from(range.end_ns - range.start_ns)) as u64
-                }
+                now => mul_div(bytes, range.end_ns - now, range.end_ns - range.start_ns),
             }
         };
         self.absorbing.iter().map(left).sum::<u64>().min(self.buffer_bytes)
