@@ -296,7 +296,7 @@ pub fn run_reporting(
     if invocation.trace.is_some() {
         device.enable_trace();
     }
-    // The path's CPU per command is spent on each job's thread (`JobHostCost::of`, `submit_on_job_core`): a job, one
+    // The path's CPU per command is spent on each job's thread (`JobHostCost::of`, `JobState::submit_on_core`): a job, one
     // thread on one core, cannot submit and reap faster than it allows. The runtime adds only the rest of the
     // path's latency, the waits that occupy no core.
     let host_side = host_side.waits_only(&config.host);

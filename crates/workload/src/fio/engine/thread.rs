@@ -206,6 +206,25 @@ impl JobState {
         }
     }
 
+    /// Submits a synchronous job's one I/O on its thread at `now`: the command reaches the scheduler when its
+    /// submission's CPU work ends, after what the job's core is busy with, or when Linux defers its dispatch, when
+    /// the kblockd worker runs next. Returns its arrival, and fio's two timestamps for it: when the core began its
+    /// submission and when that CPU work ended.
+    pub(super) fn submit_on_core(&mut self, now: u64, direction: Direction) -> (u64, SubmitTimes) {
+        let dispatch_ns = self.cost.dispatch_ns(direction);
+        let prepared_ns = self.prepare_on_core(now);
+        let issued_ns = self.core_busy_until_ns;
+        (self.dispatched_at(issued_ns, dispatch_ns), SubmitTimes { prepared_ns, issued_ns })
+    }
+
+    /// Reaps a synchronous job's completed command on its thread at `now`: its CPU work runs after what the core
+    /// is busy with. Returns when the reap ends.
+    pub(super) fn reap_on_core(&mut self, now: u64) -> u64 {
+        let measured = now >= self.ramp_end_ns;
+        self.core_busy_until_ns = self.thread.reap(now, self.core_busy_until_ns, self.cost.complete_ns, measured);
+        self.core_busy_until_ns
+    }
+
     /// When a command issued at `issued_ns` reaches the device: then, or, when Linux defers its dispatch
     /// (`dispatch_ns` > 0), when the kblockd worker runs next; a command that finds a run already due leaves
     /// with it.

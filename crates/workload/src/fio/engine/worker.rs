@@ -5,7 +5,7 @@ use super::*;
 
 /// Queues a command for the job's next submission call (an asynchronous job) and waits for the call: the command
 /// reaches the scheduler when the call's CPU work ends, or, in a call Linux does not plug, when the kblockd
-/// worker runs next where Linux defers the dispatch. Returns fio's two timestamps, as `submit_on_job_core`.
+/// worker runs next where Linux defers the dispatch. Returns fio's two timestamps, as `JobState::submit_on_core`.
 pub(super) async fn submit_in_batch<S: MediaStore + 'static>(
     queue: &JobQueue<S>,
     state: &Rc<RefCell<JobState>>,
@@ -32,33 +32,26 @@ pub(super) async fn submit_in_batch<S: MediaStore + 'static>(
     SubmitTimes { prepared_ns, issued_ns: submission.issued_ns }
 }
 
-/// Reaps a completed command on the job's thread: an asynchronous job's in the round fio's thread reaps it in
-/// (see `FioLoop`), psync's on its own, its CPU work after what the core is busy with. Resolves when the reap ends,
-/// with the reap when the worker may have to wait before it queues again (`wait_to_queue`).
-pub(super) async fn reap<S: MediaStore + 'static>(
+/// Reaps an asynchronous job's completed command in the round fio's thread reaps it in (see `FioLoop`). Resolves
+/// when the reap ends, with the reap, as the worker may have to wait before it queues again (`wait_to_queue`).
+pub(super) async fn reap_in_batch<S: MediaStore + 'static>(
     queue: &JobQueue<S>,
     state: &Rc<RefCell<JobState>>,
-) -> Option<Rc<Reaped>> {
-    let now = queue.now_ns();
-    let waiting = {
+) -> Rc<Reaped> {
+    let reaped = {
         let mut job = state.borrow_mut();
-        match job.fio_loop.as_mut() {
-            Some(fio_loop) => {
-                let reaped = Rc::new(Reaped::default());
-                fio_loop.completed.push_back(Rc::clone(&reaped));
-                job.settle_batches(now);
-                Some(reaped)
-            }
-            None => None,
-        }
-    };
-    let Some(reaped) = waiting else {
-        reap_on_job_core(queue, state).await;
-        return None;
+        let reaped = Rc::new(Reaped::default());
+        job.fio_loop
+            .as_mut()
+            .expect("only an asynchronous job reaps in batches")
+            .completed
+            .push_back(Rc::clone(&reaped));
+        job.settle_batches(queue.now_ns());
+        reaped
     };
     let reaped_ns = wait_for(&reaped.changed, || reaped.at.get()).await;
     sleep_until(queue, reaped_ns).await;
-    Some(reaped)
+    reaped
 }
 
 /// Waits until fio's thread has drained its queue to the low-water mark, if `reaped` is held for it.
@@ -97,45 +90,11 @@ pub(super) async fn off_the_thread<S: MediaStore + 'static>(
     state.borrow_mut().set_waiting(queue.now_ns(), false);
 }
 
-/// Submits a synchronous job's one I/O on its thread: the command reaches the scheduler when its submission's CPU
-/// work ends, after what the job's core is busy with, or when Linux defers its dispatch, when the kblockd worker
-/// runs next. Resolves at the command's arrival, and returns fio's two timestamps for it: when the core began its
-/// submission and when that CPU work ended.
-pub(super) async fn submit_on_job_core<S: MediaStore + 'static>(
-    queue: &JobQueue<S>,
-    state: &Rc<RefCell<JobState>>,
-    direction: Direction,
-) -> SubmitTimes {
-    let now = queue.now_ns();
-    let (arrival, times) = {
-        let mut job = state.borrow_mut();
-        let dispatch_ns = job.cost.dispatch_ns(direction);
-        let prepared_ns = job.prepare_on_core(now);
-        let issued_ns = job.core_busy_until_ns;
-        (job.dispatched_at(issued_ns, dispatch_ns), SubmitTimes { prepared_ns, issued_ns })
-    };
-    sleep_until(queue, arrival).await;
-    times
-}
-
 /// fio's timestamps of one I/O before the device: `start_time` (prepared) and `issue_time` (issued).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct SubmitTimes {
     pub(super) prepared_ns: u64,
     pub(super) issued_ns: u64,
-}
-
-/// Reaps a completed command on the job's thread: its CPU work runs after what the core is busy with.
-pub(super) async fn reap_on_job_core<S: MediaStore + 'static>(queue: &JobQueue<S>, state: &Rc<RefCell<JobState>>) {
-    let now = queue.now_ns();
-    let done = {
-        let mut job = state.borrow_mut();
-        let (busy_until, complete_ns, measured) =
-            (job.core_busy_until_ns, job.cost.complete_ns, now >= job.ramp_end_ns);
-        job.core_busy_until_ns = job.thread.reap(now, busy_until, complete_ns, measured);
-        job.core_busy_until_ns
-    };
-    sleep_until(queue, done).await;
 }
 
 /// What a job submits to: the device's scheduler, or a host FTL over it (`hostftl`).
@@ -295,10 +254,18 @@ pub(super) async fn worker<S: MediaStore + 'static>(
         let times = if asynchronous {
             submit_in_batch(&queue, &state, direction).await
         } else {
-            submit_on_job_core(&queue, &state, direction).await
+            let (arrival, times) = state.borrow_mut().submit_on_core(queue.now_ns(), direction);
+            sleep_until(&queue, arrival).await;
+            times
         };
         let result = queue.submit(command).await;
-        last_reap = reap(&queue, &state).await;
+        last_reap = if asynchronous {
+            Some(reap_in_batch(&queue, &state).await)
+        } else {
+            let reaped_ns = state.borrow_mut().reap_on_core(queue.now_ns());
+            sleep_until(&queue, reaped_ns).await;
+            None
+        };
         let completed = queue.now_ns();
         if zoned && zones.borrow_mut().release(geometry.zone_of(lba)) {
             zone_released.notify_waiters();
