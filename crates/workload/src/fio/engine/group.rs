@@ -276,8 +276,17 @@ impl<S: MediaStore + 'static> GroupRunner<S> {
                 let depth = if job.ioengine == IoEngine::Psync { 1 } else { job.iodepth };
                 for _ in 0..depth {
                     let (zones, released) = (Rc::clone(&zones), Rc::clone(&self.zone_released));
-                    // A worker awaits one thing at a time.
-                    self.simulation.spawn_sequential(worker(queue.clone(), Rc::clone(&state), zones, released));
+                    // A worker awaits one thing at a time. Each kind of queue has its own, so that a command
+                    // goes straight to it.
+                    let state = Rc::clone(&state);
+                    match &queue {
+                        JobQueue::Direct(scheduled) => {
+                            self.simulation.spawn_sequential(worker(scheduled.clone(), state, zones, released));
+                        }
+                        JobQueue::HostFtl(ftl) => {
+                            self.simulation.spawn_sequential(worker(ftl.clone(), state, zones, released));
+                        }
+                    }
                 }
                 instances.push(state);
             }

@@ -6,8 +6,8 @@ use super::*;
 /// Queues a command for the job's next submission call (an asynchronous job) and waits for the call: the command
 /// reaches the scheduler when the call's CPU work ends, or, in a call Linux does not plug, when the kblockd
 /// worker runs next where Linux defers the dispatch. Returns fio's two timestamps, as `JobState::submit_on_core`.
-pub(super) async fn submit_in_batch<S: MediaStore + 'static>(
-    queue: &JobQueue<S>,
+pub(super) async fn submit_in_batch<Q: CommandQueue>(
+    queue: &Q,
     state: &Rc<RefCell<JobState>>,
     direction: Direction,
 ) -> SubmitTimes {
@@ -34,10 +34,7 @@ pub(super) async fn submit_in_batch<S: MediaStore + 'static>(
 
 /// Reaps an asynchronous job's completed command in the round fio's thread reaps it in (see `FioLoop`). Resolves
 /// when the reap ends, with the reap, as the worker may have to wait before it queues again (`wait_to_queue`).
-pub(super) async fn reap_in_batch<S: MediaStore + 'static>(
-    queue: &JobQueue<S>,
-    state: &Rc<RefCell<JobState>>,
-) -> Rc<Reaped> {
+pub(super) async fn reap_in_batch<Q: CommandQueue>(queue: &Q, state: &Rc<RefCell<JobState>>) -> Rc<Reaped> {
     let reaped = {
         let mut job = state.borrow_mut();
         let reaped = Rc::new(Reaped::default());
@@ -71,7 +68,7 @@ pub(super) async fn wait_for<T>(changed: &Notify, ready: impl Fn() -> Option<T>)
 }
 
 /// Sleeps until device time `at` (not at all if it has passed, nor when the clock may simply move there).
-pub(super) async fn sleep_until<S: MediaStore + 'static>(queue: &JobQueue<S>, at: u64) {
+pub(super) async fn sleep_until<Q: CommandQueue>(queue: &Q, at: u64) {
     let now = queue.now_ns();
     if at > now && !queue.pass_alone(at) {
         queue.sleep(at - now).await;
@@ -80,8 +77,8 @@ pub(super) async fn sleep_until<S: MediaStore + 'static>(queue: &JobQueue<S>, at
 
 /// Runs `wait` with the worker off fio's thread (waiting for a zone, for written blocks to verify, for its
 /// rate), so that an asynchronous job's thread may submit and reap meanwhile.
-pub(super) async fn off_the_thread<S: MediaStore + 'static>(
-    queue: &JobQueue<S>,
+pub(super) async fn off_the_thread<Q: CommandQueue>(
+    queue: &Q,
     state: &Rc<RefCell<JobState>>,
     wait: impl Future<Output = ()>,
 ) {
@@ -122,54 +119,9 @@ impl<S> Clone for JobQueue<S> {
     }
 }
 
-impl<S: MediaStore + 'static> CommandQueue for JobQueue<S> {
-    // Borrows the queue rather than cloning it: a clone and its drop cost every I/O.
-    async fn submit(&self, command: QueuedCommand) -> Result<Output, Status> {
-        match self {
-            JobQueue::Direct(scheduled) => scheduled.submit(command).await,
-            JobQueue::HostFtl(ftl) => ftl.submit(command).await,
-        }
-    }
-
-    fn now_ns(&self) -> u64 {
-        match self {
-            JobQueue::Direct(queue) => queue.now_ns(),
-            JobQueue::HostFtl(ftl) => ftl.now_ns(),
-        }
-    }
-
-    fn geometry(&self) -> Geometry {
-        match self {
-            JobQueue::Direct(queue) => queue.geometry(),
-            JobQueue::HostFtl(ftl) => ftl.geometry(),
-        }
-    }
-
-    fn task(&self) -> Option<u32> {
-        match self {
-            JobQueue::Direct(queue) => queue.task(),
-            JobQueue::HostFtl(ftl) => ftl.task(),
-        }
-    }
-
-    async fn sleep(&self, duration_ns: u64) {
-        match self {
-            JobQueue::Direct(scheduled) => scheduled.sleep(duration_ns).await,
-            JobQueue::HostFtl(ftl) => ftl.sleep(duration_ns).await,
-        }
-    }
-
-    fn pass_alone(&self, until_ns: u64) -> bool {
-        match self {
-            JobQueue::Direct(scheduled) => scheduled.pass_alone(until_ns),
-            JobQueue::HostFtl(ftl) => ftl.pass_alone(until_ns),
-        }
-    }
-}
-
 /// One worker: issue, wait, record, until the job is done.
-pub(super) async fn worker<S: MediaStore + 'static>(
-    queue: JobQueue<S>,
+pub(super) async fn worker<Q: CommandQueue>(
+    queue: Q,
     state: Rc<RefCell<JobState>>,
     zones: Rc<RefCell<ZoneCache>>,
     zone_released: Rc<Notify>,
