@@ -166,42 +166,8 @@ pub(super) async fn worker<Q: CommandQueue>(
         if wait > 0 {
             off_the_thread(&queue, &state, queue.sleep(wait)).await;
         }
-        let (direction, mut command, lba) = io.command(lba_shift);
-        let mut logged_write = None;
-        if let (Io::Write { lba, blocks } | Io::Append { zone_start: lba, blocks }, QueuedCommand::Write { data, .. })
-        | (
-            Io::Write { lba, blocks } | Io::Append { zone_start: lba, blocks },
-            QueuedCommand::Append { data, .. },
-        ) = (&io, &mut command)
-        {
-            let mut job = state.borrow_mut();
-            if let Some((bytes, numberio)) = job.write_data(*lba, *blocks, queue.now_ns()) {
-                *data = IoData::Bytes(bytes);
-                if let Some(verifier) = job.verify.as_mut() {
-                    verifier.writes_in_flight += 1;
-                    logged_write = Some((*lba, *blocks, numberio));
-                }
-            }
-        }
-        let is_internal_reset = {
-            let job = state.borrow();
-            direction == Direction::Trim
-                && job.replay.is_none()
-                && !matches!(job.options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish)
-        };
-        let submitted = queue.now_ns();
-        if !is_internal_reset {
-            let mut job = state.borrow_mut();
-            let (geometry, started) = (job.geometry, job.started_ns);
-            if let (Some(trace), Some((action, offset, len))) = (job.trace.as_mut(), io.traced(&geometry)) {
-                trace.record(submitted.saturating_sub(started), action, offset, len);
-            }
-        }
-        let in_flight = {
-            let mut job = state.borrow_mut();
-            job.in_flight += 1;
-            job.in_flight
-        };
+        let (issued, command) = state.borrow_mut().issue(io, lba_shift, queue.now_ns());
+        let direction = issued.direction;
         let asynchronous = state.borrow().fio_loop.is_some();
         let times = if asynchronous {
             submit_in_batch(&queue, &state, direction).await
@@ -219,85 +185,95 @@ pub(super) async fn worker<Q: CommandQueue>(
             None
         };
         let completed = queue.now_ns();
-        if zoned && zones.borrow_mut().release(geometry.zone_of(lba)) {
+        if zoned && zones.borrow_mut().release(geometry.zone_of(issued.lba)) {
             zone_released.notify_waiters();
         }
-        let mut job = state.borrow_mut();
-        job.in_flight -= 1;
-        let blocks = io.bytes(&job.geometry) >> lba_shift;
-        if let Some(spans) = job.spans.as_mut() {
-            let (start_ns, issued_ns, ok) = (times.prepared_ns, times.issued_ns, result.is_ok());
-            let kind = match direction {
-                Direction::Read => IoKind::Read,
-                Direction::Write => IoKind::Write,
-                Direction::Trim => IoKind::Trim,
-                Direction::Sync => IoKind::Sync,
-            };
-            spans.push(IoSpan { kind, lba, blocks, start_ns, issued_ns, end_ns: completed, ok });
-        }
-        let (backlog, batch) = (job.options.verify_backlog, job.options.verify_batch);
-        if let (Some(piece), Some(verifier)) = (logged_write, job.verify.as_mut()) {
-            verifier.writes_in_flight -= 1;
-            if result.is_ok() {
-                let (lba, blocks, numberio) = piece;
-                let index = verifier.logged;
-                verifier.latest.extend((lba..lba + blocks).map(|block| (block, index)));
-                verifier.pending.push_back((lba, blocks, numberio, index));
-                verifier.logged += 1;
-                if backlog != 0 && verifier.logged % backlog == 0 {
-                    verifier.batch_left = if batch != 0 { batch } else { backlog };
+        state.borrow_mut().complete(issued, times, completed, result);
+    }
+}
+
+/// One I/O on its way to the device: what the worker accounts for once it completes.
+pub(super) struct Issued {
+    io: Io,
+    direction: Direction,
+    lba: u64,
+    /// A write the verifier logs once it succeeds: its first block, its blocks and fio's `numberio`.
+    logged_write: Option<(u64, u64, Option<u16>)>,
+    /// A reset fio issues itself before writing a zone again, which is not one of the job's I/Os.
+    internal_reset: bool,
+    /// The job's I/Os in flight with this one.
+    in_flight: u64,
+}
+
+impl JobState {
+    /// Turns `io` into its command at `now`, with the data fio writes, and notes it in flight, in the verifier's
+    /// log and in the job's trace.
+    fn issue(&mut self, io: Io, lba_shift: u32, now: u64) -> (Issued, QueuedCommand) {
+        let (direction, mut command, lba) = io.command(lba_shift);
+        let mut logged_write = None;
+        if let (Io::Write { lba, blocks } | Io::Append { zone_start: lba, blocks }, QueuedCommand::Write { data, .. })
+        | (
+            Io::Write { lba, blocks } | Io::Append { zone_start: lba, blocks },
+            QueuedCommand::Append { data, .. },
+        ) = (&io, &mut command)
+        {
+            if let Some((bytes, numberio)) = self.write_data(*lba, *blocks, now) {
+                *data = IoData::Bytes(bytes);
+                if let Some(verifier) = self.verify.as_mut() {
+                    verifier.writes_in_flight += 1;
+                    logged_write = Some((*lba, *blocks, numberio));
                 }
             }
-            if verifier.writes_in_flight == 0 {
-                verifier.drained.notify_waiters();
+        }
+        let internal_reset = direction == Direction::Trim
+            && self.replay.is_none()
+            && !matches!(self.options.rw, ReadWrite::Trim | ReadWrite::RandTrim | ReadWrite::Finish);
+        if !internal_reset {
+            let (geometry, started) = (self.geometry, self.started_ns);
+            if let (Some(trace), Some((action, offset, len))) = (self.trace.as_mut(), io.traced(&geometry)) {
+                trace.record(now.saturating_sub(started), action, offset, len);
             }
+        }
+        self.in_flight += 1;
+        let in_flight = self.in_flight;
+        (Issued { io, direction, lba, logged_write, internal_reset, in_flight }, command)
+    }
+
+    /// Accounts for an I/O that completed at `completed` with `result`: the verifier's log and checks, errors,
+    /// and, past the ramp, fio's statistics and logs.
+    fn complete(&mut self, issued: Issued, times: SubmitTimes, completed: u64, result: Result<Output, Status>) {
+        let Issued { io, direction, lba, logged_write, internal_reset, in_flight } = issued;
+        self.in_flight -= 1;
+        if self.spans.is_some() {
+            self.record_span(&io, direction, lba, times, completed, result.is_ok());
+        }
+        if let Some(piece) = logged_write {
+            self.log_written(piece, result.is_ok());
         }
         if let (Io::Verify { lba, numberio, .. }, Ok(Output::Data(data))) = (&io, &result) {
-            let file = job.options.filename.clone().unwrap_or_default();
-            let offset = lba << lba_shift;
-            let checked =
-                job.verify.as_ref().map_or(Ok(()), |verifier| verifier.layout.check(&file, offset, data, *numberio));
-            // The read counts as a read either way, as fio accounts it before its verify callback.
-            if let Err(message) = checked {
-                if job.options.continue_on_error.verify {
-                    job.total_errors += 1;
-                    job.first_error.get_or_insert(libc_errno::EILSEQ);
-                } else {
-                    job.verify_error.get_or_insert(message);
-                }
-            }
+            self.check_read_back(*lba, data, *numberio);
         }
         if let Err(status) = result {
-            let coe = job.options.continue_on_error;
-            let continued = if direction == Direction::Read { coe.read } else { coe.write };
-            // fio goes on only past errors it deems non-fatal: EIO and EILSEQ.
-            if continued && matches!(status.errno(), libc_errno::EIO | libc_errno::EILSEQ) {
-                job.total_errors += 1;
-                job.first_error.get_or_insert(status.errno());
-                continue;
-            }
-            let len_bytes = io.data_bytes(&job.geometry);
-            job.error.get_or_insert(IoFailure { status, direction, lba, len_bytes });
-            // The job has failed: the next turn finds it done.
-            continue;
+            self.fail(status, direction, lba, &io);
+            return;
         }
         if let Io::Reset { .. } = io {
-            job.zone_resets += 1;
+            self.zone_resets += 1;
         }
-        if is_internal_reset || completed < job.ramp_end_ns {
-            continue;
+        if internal_reset || completed < self.ramp_end_ns {
+            return;
         }
-        let bytes = io.bytes(&job.geometry);
+        let bytes = io.bytes(&self.geometry);
         let total = completed - times.prepared_ns;
         // fio samples no submission latency for a synchronous engine: its clat is the whole system call.
-        let synchronous = job.options.ioengine == IoEngine::Psync;
+        let synchronous = self.options.ioengine == IoEngine::Psync;
         let slat = if synchronous { 0 } else { times.issued_ns - times.prepared_ns };
-        job.last_completion_ns = job.last_completion_ns.max(completed);
+        self.last_completion_ns = self.last_completion_ns.max(completed);
         let stats = match direction {
-            Direction::Read => &mut job.read,
-            Direction::Write => &mut job.write,
-            Direction::Trim => &mut job.trim,
-            Direction::Sync => &mut job.sync,
+            Direction::Read => &mut self.read,
+            Direction::Write => &mut self.write,
+            Direction::Trim => &mut self.trim,
+            Direction::Sync => &mut self.sync,
         };
         stats.ios += 1;
         stats.bytes += bytes;
@@ -307,23 +283,98 @@ pub(super) async fn worker<Q: CommandQueue>(
             stats.slat.record(slat);
             stats.lat.record(total);
         }
-        job.distribution.record(in_flight, total - slat);
-        job.sample(completed);
-        let started = job.started_ns;
-        if let Some(log) = job.log.as_mut() {
-            let direction = match direction {
-                Direction::Read => 0,
-                Direction::Write => 1,
-                Direction::Trim => 2,
-                Direction::Sync => 3,
-            };
-            let time_ns = completed - started;
+        self.distribution.record(in_flight, total - slat);
+        self.sample(completed);
+        if self.log.is_some() {
+            self.log_latency(direction, completed, bytes, slat, total);
+        }
+    }
+
+    // The rest of an I/O's accounting is for options most jobs leave off, or for failures: out of line, so that
+    // the common path's code stays compact.
+
+    #[cold]
+    fn record_span(&mut self, io: &Io, direction: Direction, lba: u64, times: SubmitTimes, end_ns: u64, ok: bool) {
+        let blocks = io.bytes(&self.geometry) >> self.geometry.lba_shift;
+        let kind = match direction {
+            Direction::Read => IoKind::Read,
+            Direction::Write => IoKind::Write,
+            Direction::Trim => IoKind::Trim,
+            Direction::Sync => IoKind::Sync,
+        };
+        let (start_ns, issued_ns) = (times.prepared_ns, times.issued_ns);
+        if let Some(spans) = self.spans.as_mut() {
+            spans.push(IoSpan { kind, lba, blocks, start_ns, issued_ns, end_ns, ok });
+        }
+    }
+
+    /// A write the verifier logged has completed: once it succeeded, its blocks are to be read back.
+    #[cold]
+    fn log_written(&mut self, (lba, blocks, numberio): (u64, u64, Option<u16>), ok: bool) {
+        let (backlog, batch) = (self.options.verify_backlog, self.options.verify_batch);
+        let Some(verifier) = self.verify.as_mut() else { return };
+        verifier.writes_in_flight -= 1;
+        if ok {
+            let index = verifier.logged;
+            verifier.latest.extend((lba..lba + blocks).map(|block| (block, index)));
+            verifier.pending.push_back((lba, blocks, numberio, index));
+            verifier.logged += 1;
+            if backlog != 0 && verifier.logged % backlog == 0 {
+                verifier.batch_left = if batch != 0 { batch } else { backlog };
+            }
+        }
+        if verifier.writes_in_flight == 0 {
+            verifier.drained.notify_waiters();
+        }
+    }
+
+    /// Checks the data a verifying read brought back. The read counts as a read either way, as fio accounts it
+    /// before its verify callback.
+    #[cold]
+    fn check_read_back(&mut self, lba: u64, data: &[u8], numberio: Option<u16>) {
+        let file = self.options.filename.clone().unwrap_or_default();
+        let offset = lba << self.geometry.lba_shift;
+        let checked =
+            self.verify.as_ref().map_or(Ok(()), |verifier| verifier.layout.check(&file, offset, data, numberio));
+        if let Err(message) = checked {
+            if self.options.continue_on_error.verify {
+                self.total_errors += 1;
+                self.first_error.get_or_insert(libc_errno::EILSEQ);
+            } else {
+                self.verify_error.get_or_insert(message);
+            }
+        }
+    }
+
+    /// An I/O failed: fio goes on only past errors it deems non-fatal (EIO and EILSEQ) when told to continue;
+    /// otherwise the job has failed, and the worker's next turn finds it done.
+    #[cold]
+    fn fail(&mut self, status: Status, direction: Direction, lba: u64, io: &Io) {
+        let coe = self.options.continue_on_error;
+        let continued = if direction == Direction::Read { coe.read } else { coe.write };
+        if continued && matches!(status.errno(), libc_errno::EIO | libc_errno::EILSEQ) {
+            self.total_errors += 1;
+            self.first_error.get_or_insert(status.errno());
+            return;
+        }
+        let len_bytes = io.data_bytes(&self.geometry);
+        self.error.get_or_insert(IoFailure { status, direction, lba, len_bytes });
+    }
+
+    #[cold]
+    fn log_latency(&mut self, direction: Direction, completed: u64, bytes: u64, slat: u64, total: u64) {
+        let time_ns = completed - self.started_ns;
+        let direction = match direction {
+            Direction::Read => 0,
+            Direction::Write => 1,
+            Direction::Trim => 2,
+            Direction::Sync => 3,
+        };
+        if let Some(log) = self.log.as_mut() {
             log.push(LogEntry { time_ns, direction, bytes, slat_ns: slat, clat_ns: total - slat, lat_ns: total });
         }
     }
-}
 
-impl JobState {
     /// Whether the job has stopped issuing: an error, its deadline, or its size done.
     pub(super) fn finished(&self, now: u64) -> bool {
         let checking = self.verify.as_ref().is_some_and(|verifier| !verifier.pending.is_empty());
