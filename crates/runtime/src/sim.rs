@@ -153,6 +153,16 @@ impl<S: MediaStore> Shared<S> {
             && self.timers.next_ns().is_none_or(|next| next > until_ns)
     }
 
+    /// Moves the clock to `until_ns` when the task being polled may (`alone_until`), as the executor would move
+    /// it to a sleep's timer; false changes nothing.
+    fn pass_alone(&mut self, until_ns: u64) -> bool {
+        let alone = until_ns >= self.now_ns && self.alone_until(until_ns, 0);
+        if alone {
+            self.now_ns = until_ns;
+        }
+        alone
+    }
+
     /// A sequential task alone at this instant with the command it has just queued in `slot`: hands the command
     /// to the device now, as the end of the instant would, and if its completion comes before anything else,
     /// moves the clock there and gives the result, as the executor would on waking the task. None sets the
@@ -350,9 +360,7 @@ impl<S: MediaStore> Future for Sleep<S> {
             Some(_) => Poll::Pending,
             None => {
                 let until = now.saturating_add(self.duration_ns);
-                // Nothing could happen before: the clock moves now, as the executor would move it to this timer.
-                if shared.alone_until(until, 0) {
-                    shared.now_ns = until;
+                if shared.pass_alone(until) {
                     return Poll::Ready(());
                 }
                 let wakee = shared.wakee(context);
@@ -402,14 +410,8 @@ impl<S: MediaStore + 'static> CommandQueue for Host<S> {
         shared.alone_until(shared.now_ns, 0)
     }
 
-    // What `Sleep`'s first poll does when alone, without the future.
     fn pass_alone(&self, until_ns: u64) -> bool {
-        let mut shared = self.shared.borrow_mut();
-        let alone = until_ns >= shared.now_ns && shared.alone_until(until_ns, 0);
-        if alone {
-            shared.now_ns = until_ns;
-        }
-        alone
+        self.shared.borrow_mut().pass_alone(until_ns)
     }
 }
 
