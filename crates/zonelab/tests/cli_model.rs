@@ -122,6 +122,13 @@ fn bench_fio_times_the_same_writes_through_zonelab_and_real_fios_null_engine() {
     let (ours, theirs) = (&json["zonelab"]["median_s"], &json["fio_null"]["median_s"]);
     let ratio = ours.as_f64().expect("zonelab's time") / theirs.as_f64().expect("fio's time");
     assert!((json["ratio"].as_f64().expect("ratio") - ratio).abs() < 1e-9, "{out}");
+    // CPU time: zonelab's run is all CPU, so its CPU time cannot exceed its wall time by more than rounding;
+    // fio's spans its job process too, which a wall clock around fio alone would not show.
+    let (ours_cpu, theirs_cpu) = (&json["zonelab"]["median_cpu_s"], &json["fio_null"]["median_cpu_s"]);
+    let (ours_cpu, theirs_cpu) = (ours_cpu.as_f64().expect("zonelab's CPU"), theirs_cpu.as_f64().expect("fio's CPU"));
+    assert!(ours_cpu > 0.0 && ours_cpu <= ours.as_f64().expect("wall") + 0.02, "{out}");
+    assert!(theirs_cpu > 0.0, "fio's job process ran 1.1 M writes: {out}");
+    assert!((json["cpu_ratio"].as_f64().expect("cpu ratio") - ours_cpu / theirs_cpu).abs() < 1e-9, "{out}");
 }
 
 #[test]
