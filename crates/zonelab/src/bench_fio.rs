@@ -68,6 +68,13 @@ fn cpu_seconds(who: libc::c_int) -> f64 {
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
+/// Runs `work`; its result, the wall time it took and the CPU time `who` (`RUSAGE_SELF` or `RUSAGE_CHILDREN`) spent.
+fn timed<T>(who: libc::c_int, work: impl FnOnce() -> T) -> (T, f64, f64) {
+    let (started, cpu_before) = (Instant::now(), cpu_seconds(who));
+    let result = work();
+    (result, started.elapsed().as_secs_f64(), cpu_seconds(who) - cpu_before)
+}
+
 /// One `zonelab fio` run of the job; its wall time, its CPU time and the writes it made.
 fn zonelab_round() -> Result<(f64, f64, u64), CliError> {
     let job =
@@ -75,22 +82,22 @@ fn zonelab_round() -> Result<(f64, f64, u64), CliError> {
     let args: Vec<String> = job.split_whitespace().map(str::to_string).collect();
     let invocation = parse_invocation(&args, |path| Err(format!("no job file {path} here")))
         .map_err(|error| CliError::Failed(error.to_string()))?;
-    let (started, cpu_before) = (Instant::now(), cpu_seconds(libc::RUSAGE_SELF));
-    let result = run_fio(&invocation, 1).map_err(|error| CliError::Failed(error.to_string()))?;
-    let (seconds, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds(libc::RUSAGE_SELF) - cpu_before);
+    let (result, seconds, cpu) = timed(libc::RUSAGE_SELF, || run_fio(&invocation, 1));
+    let result = result.map_err(|error| CliError::Failed(error.to_string()))?;
     Ok((seconds, cpu, result.jobs.iter().map(|job| job.write.ios).sum()))
 }
 
 /// One run of real fio's null engine on the same job; its wall time and its CPU time (fio's and its job
 /// process's).
 fn null_engine_round() -> Result<(f64, f64), CliError> {
-    let (started, cpu_before) = (Instant::now(), cpu_seconds(libc::RUSAGE_CHILDREN));
-    let output = Command::new("fio")
-        .args(["--name=w", "--ioengine=null", "--rw=write", "--bs=4k", "--output-format=json"])
-        .arg(format!("--size={BYTES}"))
-        .output()
-        .map_err(|error| CliError::Failed(format!("bench fio runs real fio, which could not start: {error}")))?;
-    let (seconds, cpu) = (started.elapsed().as_secs_f64(), cpu_seconds(libc::RUSAGE_CHILDREN) - cpu_before);
+    let (output, seconds, cpu) = timed(libc::RUSAGE_CHILDREN, || {
+        Command::new("fio")
+            .args(["--name=w", "--ioengine=null", "--rw=write", "--bs=4k", "--output-format=json"])
+            .arg(format!("--size={BYTES}"))
+            .output()
+    });
+    let output =
+        output.map_err(|error| CliError::Failed(format!("bench fio runs real fio, which could not start: {error}")))?;
     if !output.status.success() {
         return Err(CliError::Failed(format!("real fio failed: {}", String::from_utf8_lossy(&output.stderr))));
     }
