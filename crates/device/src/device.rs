@@ -512,7 +512,8 @@ impl<S: MediaStore> Device<S> {
     }
 
     /// The end of a command: errors complete as soon as the device has them; the trace records it (`described`
-    /// when there is a trace).
+    /// when there is a trace). Inlined, with the trace out of line: every command ends here.
+    #[inline]
     fn complete(
         &mut self,
         now: u64,
@@ -527,31 +528,43 @@ impl<S: MediaStore> Device<S> {
             }
         };
         let complete_ns = device_done.max(now);
-        if let (Some(trace), Some((nsid, opcode, slba, nlb, action))) = (&mut self.trace, described) {
-            if trace.len() < TRACE_LIMIT {
-                let status = result.err().map_or(0, Status::code);
-                let (open_zones, active_zones) = (self.namespace.open_zones(), self.namespace.active_zones());
-                trace.push(TraceEvent {
-                    submit_ns: now,
-                    complete_ns,
-                    nsid,
-                    opcode,
-                    action,
-                    slba,
-                    nlb,
-                    status,
-                    open_zones,
-                    active_zones,
-                    empty_zones: self.namespace.empty_zones(),
-                    write_buffer_bytes: self.media.write_buffer_bytes(now),
-                    submitter: self.trace_submitter,
-                });
-            } else {
-                self.trace_dropped += 1;
-            }
-            self.media.trace_cause(None);
+        if let (true, Some(described)) = (self.trace.is_some(), described) {
+            self.record(now, complete_ns, described, result.err());
         }
         Submitted { complete_ns, result }
+    }
+
+    #[cold]
+    fn record(
+        &mut self,
+        now: u64,
+        complete_ns: u64,
+        (nsid, opcode, slba, nlb, action): (u32, u8, u64, u64, u8),
+        error: Option<Status>,
+    ) {
+        let Some(trace) = &mut self.trace else { return };
+        if trace.len() < TRACE_LIMIT {
+            let status = error.map_or(0, Status::code);
+            let (open_zones, active_zones) = (self.namespace.open_zones(), self.namespace.active_zones());
+            trace.push(TraceEvent {
+                submit_ns: now,
+                complete_ns,
+                nsid,
+                opcode,
+                action,
+                slba,
+                nlb,
+                status,
+                open_zones,
+                active_zones,
+                empty_zones: self.namespace.empty_zones(),
+                write_buffer_bytes: self.media.write_buffer_bytes(now),
+                submitter: self.trace_submitter,
+            });
+        } else {
+            self.trace_dropped += 1;
+        }
+        self.media.trace_cause(None);
     }
 
     /// Runs `command` through the namespace, then hands what it did (its effects) to the flash model.

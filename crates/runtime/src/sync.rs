@@ -46,11 +46,17 @@ impl Waiters {
         listing.0 = Some((round, waker.clone()));
     }
 
+    /// Inlined, with the waking out of line: a notify with no waiter (every write a worker completes, in a
+    /// zone no other worker waits for) only counts the round.
+    #[inline]
     fn wake_all(&self) {
         self.round.set(self.round.get() + 1);
-        if self.wakers.borrow().is_empty() {
-            return;
+        if !self.wakers.borrow().is_empty() {
+            self.wake_listed();
         }
+    }
+
+    fn wake_listed(&self) {
         let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
         for waker in wakers {
             waker.wake();

@@ -81,12 +81,19 @@ pub(super) struct ZoneLocks {
 }
 
 impl ZoneLocks {
+    /// Inlined, with the growth out of line: every write looks its zone up twice.
+    #[inline]
     fn zone(&mut self, zone: u64) -> &mut ZoneQueue {
         let index = usize::try_from(zone).expect("a zone number fits in memory");
         if index >= self.zones.len() {
-            self.zones.resize_with(index + 1, ZoneQueue::default);
+            self.grow_to(index);
         }
         &mut self.zones[index]
+    }
+
+    #[cold]
+    fn grow_to(&mut self, index: usize) {
+        self.zones.resize_with(index + 1, ZoneQueue::default);
     }
 }
 
@@ -124,28 +131,34 @@ pub(super) struct LockedWrite<'a, Q> {
 }
 
 impl<Q: CommandQueue> LockedWrite<'_, Q> {
-    /// The write path: queue, wait for the zone lock and to be the lowest queued LBA, then dispatch with every
-    /// adjacent queued write merged in; the other merged requests get the same result.
+    /// The write path: a write alone at its idle zone dispatches at once (`lock_alone`); any other is queued, waits
+    /// for the zone lock and to be the lowest queued LBA, then dispatches with every adjacent queued write merged
+    /// in, and the other merged requests get the same result.
     pub async fn write(&self, slba: u64, data: IoData) -> Result<Output, Status> {
-        let zone = slba >> self.zone_shift;
+        if self.lock_alone(slba) {
+            return self.submit_locked(slba, data, None).await;
+        }
+        self.write_queued(slba, data).await
+    }
+
+    /// The write path of a write `lock_alone` did not lock.
+    pub async fn write_queued(&self, slba: u64, data: IoData) -> Result<Output, Status> {
         self.counters.borrow_mut().write_requests += 1;
-        // A write to an idle zone when no other task has anything to do at this instant: nothing can join it
-        // behind the plug, so it dispatches at once, as the queue would let it.
-        let (data, group) = if self.inner.alone_at_this_instant() && self.locks.borrow_mut().zone(zone).lock_if_idle() {
-            self.counters.borrow_mut().write_commands += 1;
-            (data, None)
-        } else {
-            let mut group = match self.queue_until_dispatched(zone, slba, data).await {
-                Err(merged) => return merged,
-                Ok(group) => group,
-            };
-            // A request alone hands its buffer on; merged ones are copied into one.
-            let data = match group.merged.is_empty() {
-                true => std::mem::replace(&mut group.head.data, IoData::Zeros(0)),
-                false => merge(group.members().map(|member| &member.data)),
-            };
-            (data, Some(group))
+        let mut group = match self.queue_until_dispatched(slba >> self.zone_shift, slba, data).await {
+            Err(merged) => return merged,
+            Ok(group) => group,
         };
+        // A request alone hands its buffer on; merged ones are copied into one.
+        let data = match group.merged.is_empty() {
+            true => std::mem::replace(&mut group.head.data, IoData::Zeros(0)),
+            false => merge(group.members().map(|member| &member.data)),
+        };
+        self.submit_locked(slba, data, Some(group)).await
+    }
+
+    /// Submits the command of a write whose zone is locked (carrying `group`'s requests if it is merged), then
+    /// unlocks.
+    async fn submit_locked(&self, slba: u64, data: IoData, group: Option<Group>) -> Result<Output, Status> {
         let units = write_units(data.len());
         if let Some(zinc) = self.zinc {
             zinc.borrow_mut().write_dispatched(units);
@@ -154,20 +167,49 @@ impl<Q: CommandQueue> LockedWrite<'_, Q> {
         if let Some(zinc) = self.zinc {
             zinc.borrow_mut().write_completed(units);
         }
+        if let Some(group) = &group {
+            self.hand_on(group, &result);
+        }
+        self.unlock(slba);
+        result
+    }
+
+    /// Locks the zone of a write to `slba` at once, as one request and one command, if it is idle and no other
+    /// task has anything to do at this instant: nothing can join the write behind the plug, so it dispatches at
+    /// once, as the queue would let it. Then the caller submits it and `unlock`s.
+    #[inline]
+    pub fn lock_alone(&self, slba: u64) -> bool {
+        let locked =
+            self.inner.alone_at_this_instant() && self.locks.borrow_mut().zone(slba >> self.zone_shift).lock_if_idle();
+        if locked {
+            let mut counters = self.counters.borrow_mut();
+            counters.write_requests += 1;
+            counters.write_commands += 1;
+        }
+        locked
+    }
+
+    /// The command of the requests merged into `group`'s head has `result`: it is theirs too.
+    fn hand_on(&self, group: &Group, result: &Result<Output, Status>) {
         let mut locks = self.locks.borrow_mut();
-        for member in group.iter().flat_map(|group| &group.merged) {
+        for member in &group.merged {
             locks.results.insert(member.id, result.clone());
             member.wake();
             if let Some(waker) = locks.merged_waiters.remove(&member.id) {
                 waker.wake();
             }
         }
-        let queue = locks.zone(zone);
+    }
+
+    /// The command of a write to `slba` has completed: unlocks its zone and wakes the zone's next queued write.
+    #[inline]
+    pub fn unlock(&self, slba: u64) {
+        let mut locks = self.locks.borrow_mut();
+        let queue = locks.zone(slba >> self.zone_shift);
         queue.locked = false;
         if let Some(head) = queue.writes.front() {
             head.wake();
         }
-        result
     }
 
     /// Queues the write and waits until it heads its unlocked zone after the plug (Ok: the zone is locked and its

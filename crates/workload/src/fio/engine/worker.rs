@@ -28,7 +28,9 @@ pub(super) async fn submit_in_batch<Q: CommandQueue>(
         let dispatch_ns = if submission.plugged { 0 } else { job.cost.dispatch_ns(direction) };
         job.dispatched_at(submission.issued_ns, dispatch_ns)
     };
-    sleep_until(queue, arrival).await;
+    if let Some(sleep) = sleep_until(queue, arrival) {
+        sleep.await;
+    }
     SubmitTimes { prepared_ns, issued_ns: submission.issued_ns }
 }
 
@@ -47,13 +49,14 @@ pub(super) async fn reap_in_batch<Q: CommandQueue>(queue: &Q, state: &Rc<RefCell
         reaped
     };
     let reaped_ns = wait_for(&reaped.changed, || reaped.at.get()).await;
-    sleep_until(queue, reaped_ns).await;
+    if let Some(sleep) = sleep_until(queue, reaped_ns) {
+        sleep.await;
+    }
     reaped
 }
 
 /// Waits until fio's thread has drained its queue to the low-water mark, if `reaped` is held for it.
-pub(super) async fn wait_to_queue(reaped: Option<Rc<Reaped>>) {
-    let Some(reaped) = reaped else { return };
+pub(super) async fn wait_to_queue(reaped: Rc<Reaped>) {
     wait_for(&reaped.changed, || (!reaped.held.get()).then_some(())).await;
 }
 
@@ -67,12 +70,11 @@ pub(super) async fn wait_for<T>(changed: &Notify, ready: impl Fn() -> Option<T>)
     }
 }
 
-/// Sleeps until device time `at` (not at all if it has passed, nor when the clock may simply move there).
-pub(super) async fn sleep_until<Q: CommandQueue>(queue: &Q, at: u64) {
+/// The sleep until device time `at`; None if there is none to wait (`at` has passed, or the clock may simply move
+/// there), so that the common case polls no future.
+pub(super) fn sleep_until<Q: CommandQueue>(queue: &Q, at: u64) -> Option<impl Future<Output = ()> + '_> {
     let now = queue.now_ns();
-    if at > now && !queue.pass_alone(at) {
-        queue.sleep(at - now).await;
-    }
+    (at > now && !queue.pass_alone(at)).then(|| queue.sleep(at - now))
 }
 
 /// Runs `wait` with the worker off fio's thread (waiting for a zone, for written blocks to verify, for its
@@ -132,10 +134,15 @@ pub(super) async fn worker<Q: CommandQueue>(
         let job = state.borrow();
         (job.options.zonemode_zbd, job.started_ns)
     };
-    sleep_until(&queue, started).await;
+    if let Some(sleep) = sleep_until(&queue, started) {
+        sleep.await;
+    }
     let mut last_reap = None;
     loop {
-        wait_to_queue(last_reap.take()).await;
+        // (Only an asynchronous job's reaps can hold it: a synchronous one polls no waiting future here.)
+        if let Some(reaped) = last_reap.take() {
+            wait_to_queue(reaped).await;
+        }
         let now = queue.now_ns();
         let next = state.borrow_mut().next_io(now, &mut zones.borrow_mut());
         let io = match next {
@@ -173,7 +180,9 @@ pub(super) async fn worker<Q: CommandQueue>(
             submit_in_batch(&queue, &state, direction).await
         } else {
             let (arrival, times) = state.borrow_mut().submit_on_core(queue.now_ns(), direction);
-            sleep_until(&queue, arrival).await;
+            if let Some(sleep) = sleep_until(&queue, arrival) {
+                sleep.await;
+            }
             times
         };
         let result = queue.submit(command).await;
@@ -181,7 +190,9 @@ pub(super) async fn worker<Q: CommandQueue>(
             Some(reap_in_batch(&queue, &state).await)
         } else {
             let reaped_ns = state.borrow_mut().reap_on_core(queue.now_ns());
-            sleep_until(&queue, reaped_ns).await;
+            if let Some(sleep) = sleep_until(&queue, reaped_ns) {
+                sleep.await;
+            }
             None
         };
         let completed = queue.now_ns();
