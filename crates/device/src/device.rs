@@ -534,6 +534,7 @@ impl<S: MediaStore> Device<S> {
         Submitted { complete_ns, result }
     }
 
+    /// Records an ended command in the trace, or counts it dropped once the trace is full.
     #[cold]
     fn record(
         &mut self,
