@@ -528,13 +528,14 @@ impl<S: MediaStore> Device<S> {
             }
         };
         let complete_ns = device_done.max(now);
-        if let (true, Some(described)) = (self.trace.is_some(), described) {
+        if let Some(described) = described {
             self.record(now, complete_ns, described, result.err());
         }
         Submitted { complete_ns, result }
     }
 
-    /// Records an ended command in the trace, or counts it dropped once the trace is full.
+    /// Records an ended command in the trace (`described` is Some only when there is one), or counts it dropped
+    /// once the trace is full.
     #[cold]
     fn record(
         &mut self,

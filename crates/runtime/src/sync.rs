@@ -56,6 +56,7 @@ impl Waiters {
         }
     }
 
+    /// Wakes every listed waker and empties the list.
     fn wake_listed(&self) {
         let wakers = std::mem::take(&mut *self.wakers.borrow_mut());
         for waker in wakers {
