@@ -111,6 +111,18 @@ def test_a_killed_sweep_resumes_without_running_a_point_twice(tmp_path):
     assert after.iloc[: len(before)].equals(before), "what the killed sweep wrote stays"
 
 
+def test_a_torn_table_drops_its_torn_row_and_glues_none(tmp_path):
+    table = tmp_path / "table.csv"
+    zonelab.sweep(GRID, table=table)
+    whole = table.read_bytes()
+    table.write_bytes(whole[:-40])
+    grid = {**GRID, "axes": {**GRID["axes"], "iodepth": [1, 16, 4]}}
+    frame = zonelab.sweep(grid, table=table)
+    after = pd.read_csv(table)
+    assert len(frame) == len(after) == 12
+    assert after["point"].is_unique and after["error"].isna().all()
+
+
 def test_dask_runs_the_same_rows_as_this_process(tmp_path):
     distributed = pytest.importorskip("distributed") if os.environ.get("CI") != "true" else __import__("distributed")
     local = zonelab.sweep(GRID)

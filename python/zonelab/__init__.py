@@ -123,6 +123,20 @@ def _typed(frame: pd.DataFrame, axes: Sequence[str]) -> pd.DataFrame:
     return frame
 
 
+def _drop_torn_row(table_path: Path) -> None:
+    """Cuts a table that does not end in a line break back to its last whole row, from the file too.
+
+    Such a table was cut short (a sweep killed mid-write, a full disk); its torn last row's point then runs
+    again, and the next row starts a line of its own instead of being glued to it.
+    """
+    if not table_path.exists():
+        return
+    data = table_path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with table_path.open("r+b") as file:
+            file.truncate(data.rfind(b"\n") + 1)
+
+
 def sweep(
     grid: Grid,
     client: Any = None,
@@ -159,6 +173,8 @@ def sweep(
     rows: List[List[str]] = []
     done = set()
     table_path = Path(table) if table is not None else None
+    if table_path is not None:
+        _drop_torn_row(table_path)
     if table_path is not None and table_path.exists() and table_path.stat().st_size > 0:
         with table_path.open(newline="") as file:
             reader = csv.reader(file)

@@ -15,12 +15,15 @@
 //! answered `ok` (with the answer, if any), `status CODE` (the device refused the command with NVMe status CODE) or `error MESSAGE` (the
 //! request cannot be carried out: a bad zone, malformed data).
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use zonelab_device::ZoneFault;
 use zonelab_runtime::{block_on, IoData, Output, QueuedCommand, RealTimeHost};
@@ -45,12 +48,9 @@ pub(crate) struct ControlChannel {
 }
 
 impl ControlChannel {
-    /// Listens on `path` (a stale socket left by a mount that died is replaced) for requests to `host`'s device.
+    /// Listens on `path` for requests to `host`'s device (see [`listen`] for what may already be there).
     pub(crate) fn start(path: &Path, host: RealTimeHost) -> io::Result<ControlChannel> {
-        if path.exists() && UnixStream::connect(path).is_err() {
-            std::fs::remove_file(path)?;
-        }
-        let listener = UnixListener::bind(path)?;
+        let listener = listen(path)?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
         let thread = std::thread::Builder::new().name("zonelab-control".into()).spawn(move || {
@@ -58,8 +58,10 @@ impl ControlChannel {
                 if stopping.load(Ordering::SeqCst) {
                     break;
                 }
-                if let Ok(stream) = stream {
-                    // A client that goes away mid-request loses its answer; the mount goes on.
+                // A client that goes away mid-request loses its answer; the mount goes on. Only the mount's own
+                // user (or root) may drive the device: the socket is 0600, and its peer is checked as well, since
+                // a client may have connected in the moment between the bind and the chmod.
+                if let Ok(stream) = stream.and_then(|stream| peer_may_drive(&stream).map(|()| stream)) {
                     let _ = serve(stream, &host);
                 }
             }
@@ -80,9 +82,79 @@ impl Drop for ControlChannel {
     }
 }
 
+/// How long a client may take to send its request: a silent one must not hold the device's other clients (or
+/// the unmount) behind it.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest request line: a `write` of 1 MiB in hex, with its words.
+const MAX_REQUEST_BYTES: u64 = 2 * 1024 * 1024 + 64;
+
+/// Binds the control socket at `path`, readable and writable by the mount's user alone. What is already at `path`
+/// is replaced only when it is a socket nobody answers (left by a mount that died); anything else (a user's file,
+/// a live mount's socket) is refused, naming it, and left as it is.
+fn listen(path: &Path) -> io::Result<UnixListener> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if !metadata.file_type().is_socket() => {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "{} exists and is not a socket; the control channel replaces only a stale socket",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(_) if UnixStream::connect(path).is_ok() => {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("{} is the control socket of a running mount", path.display()),
+            ));
+        }
+        Ok(_) => std::fs::remove_file(path)?,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+        Err(error) => return Err(error),
+    }
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Accepts a client run by the mount's own user or by root, refuses any other (SO_PEERCRED).
+fn peer_may_drive(stream: &UnixStream) -> io::Result<()> {
+    let mut credentials = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: SO_PEERCRED fills a `ucred` of the length given, on a socket this function borrows.
+    let result = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut credentials as *mut libc::ucred).cast(),
+            &mut length,
+        )
+    };
+    if result != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: geteuid has no preconditions.
+    let own = unsafe { libc::geteuid() };
+    if credentials.uid == own || credentials.uid == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("user {} may not drive this mount", credentials.uid),
+        ))
+    }
+}
+
 fn serve(stream: UnixStream, host: &RealTimeHost) -> io::Result<()> {
+    stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
     let mut line = String::new();
-    BufReader::new(&stream).read_line(&mut line)?;
+    BufReader::new((&stream).take(MAX_REQUEST_BYTES)).read_line(&mut line)?;
+    if !line.ends_with('\n') {
+        let reply = format!("error the request must be one line of at most {MAX_REQUEST_BYTES} bytes\n");
+        return (&stream).write_all(reply.as_bytes());
+    }
     let reply = match execute(line.trim_end(), host) {
         ControlReply::Ok(answer) if answer.is_empty() => "ok".to_string(),
         ControlReply::Ok(answer) => format!("ok {answer}"),
@@ -195,5 +267,26 @@ mod tests {
         assert_eq!(from_hex(&to_hex(&data)), Some(data.to_vec()));
         assert_eq!(from_hex("abc"), None);
         assert_eq!(from_hex("zz"), None);
+    }
+
+    #[test]
+    fn the_control_socket_replaces_only_a_stale_socket_and_is_private() {
+        let dir = std::env::temp_dir().join(format!("zonelab-control-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let file = dir.join("user-file");
+        std::fs::write(&file, b"a user's data").expect("write the user's file");
+        let error = listen(&file).expect_err("a regular file is not a socket to replace");
+        assert!(error.to_string().contains("is not a socket"), "{error}");
+        assert_eq!(std::fs::read(&file).expect("the file is still there"), b"a user's data");
+
+        let socket = dir.join("control.sock");
+        let live = listen(&socket).expect("a fresh socket");
+        let mode = std::fs::metadata(&socket).expect("socket metadata").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the socket is the mount's user's alone");
+        let error = listen(&socket).expect_err("a live mount's socket is not stale");
+        assert_eq!(error.kind(), io::ErrorKind::AddrInUse, "{error}");
+        drop(live);
+        listen(&socket).expect("a socket nobody answers is stale and replaced");
+        std::fs::remove_dir_all(&dir).expect("clean up");
     }
 }

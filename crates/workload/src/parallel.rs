@@ -10,6 +10,18 @@ use std::time::Instant;
 /// `work` of every item, `jobs` at a time (at least one), in the items' order; `what` names them in the
 /// progress line (`runs`, `points`).
 pub fn map<T: Sync, R: Send>(items: &[T], jobs: usize, what: &str, work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_as_done(items, jobs, what, work, |_, _| ())
+}
+
+/// As [`map`], and `done` sees each item with its result as soon as it finishes, one at a time, in the order
+/// they finish: what a caller saves there survives an interruption of the rest.
+pub fn map_as_done<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    what: &str,
+    work: impl Fn(&T) -> R + Sync,
+    done: impl Fn(&T, &R) + Sync,
+) -> Vec<R> {
     let next = AtomicUsize::new(0);
     let finished = Mutex::new(Vec::with_capacity(items.len()));
     let progress = Progress::new(what, items.len());
@@ -20,6 +32,7 @@ pub fn map<T: Sync, R: Send>(items: &[T], jobs: usize, what: &str, work: impl Fn
                 let Some(item) = items.get(index) else { break };
                 let result = work(item);
                 let mut finished = finished.lock().unwrap_or_else(PoisonError::into_inner);
+                done(item, &result);
                 finished.push((index, result));
                 progress.show(finished.len());
             });

@@ -58,6 +58,18 @@ fn a_sweep_is_one_row_a_point_whatever_the_threads_and_resumes() {
     let more = run(&grid(&grown), &one, 2, None).expect("a grown grid");
     assert_eq!((more.points, more.skipped, more.rows), (12, 8, 4), "only the new points run");
 
+    // A table cut short ends in a torn row: it is dropped and its point runs again, and no row is glued to it.
+    let whole = std::fs::read_to_string(&one).expect("table");
+    std::fs::write(&one, &whole[..whole.len() - 40]).expect("cut the table short");
+    let widest = GRID.replace("iodepth = [1, 16]", "iodepth = [1, 16, 4, 2]");
+    let resumed = run(&grid(&widest), &one, 2, None).expect("resume a torn table");
+    assert_eq!((resumed.points, resumed.skipped, resumed.rows), (16, 11, 5), "the torn point and the 4 new ones");
+    let text = std::fs::read_to_string(&one).expect("table");
+    let (_, rows) = read_table(&text);
+    assert_eq!(rows.len(), 16);
+    let keys: std::collections::HashSet<&String> = rows.iter().map(|row| &row["point"]).collect();
+    assert_eq!(keys.len(), 16, "every point once");
+
     let other = GRID.replace("iodepth", "bs");
     let refused = run(&grid(&other), &one, 1, None).expect_err("another grid's table");
     assert!(refused.to_string().contains("write to another table"), "{refused}");

@@ -135,7 +135,13 @@ impl ImageLock {
     fn replace_file(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
         let path = self.dir.join(name);
         let partial = self.dir.join(format!("{name}.partial"));
-        let mut file = fs::File::create(&partial)?;
+        // A crash may have left a partial copy; whatever is at that name (a symbolic link planted there too) is
+        // removed, never written through, and the copy is a file created new (O_EXCL does not follow a link).
+        match fs::remove_file(&partial) {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+            _ => {}
+        }
+        let mut file = fs::OpenOptions::new().write(true).create_new(true).open(&partial)?;
         io::Write::write_all(&mut file, bytes)?;
         file.sync_all()?;
         fs::rename(&partial, &path)?;

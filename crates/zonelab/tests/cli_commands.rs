@@ -211,3 +211,48 @@ fn every_subcommand_answers_help_as_zonelab_help_does() {
     }
     assert!(ok(&["help", "file-churn"]).contains("--fs=logfs|zonefs"));
 }
+
+/// A sweep interrupted keeps the rows of the points it finished: each point's rows are in the table as soon as it
+/// finishes (docs/sweeps.md promises resuming after an interruption).
+#[test]
+fn an_interrupted_sweep_keeps_the_points_it_finished() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (grid, table) = (dir.path().join("grid.toml"), dir.path().join("table.csv"));
+    std::fs::write(
+        &grid,
+        "args = \"--name=r --filename=preset:zn540 --rw=randread --bs=4k --runtime=100ms --time_based\"\n\
+         seeds = [1, 2, 3, 4, 5, 6, 7, 8]\n[axes]\niodepth = [1, 4, 16, 64]\n",
+    )
+    .expect("write the grid");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_zonelab"))
+        .args(["sweep", grid.to_str().expect("utf-8"), "--out", table.to_str().expect("utf-8"), "--jobs", "1"])
+        .spawn()
+        .expect("start the sweep");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let rows = || std::fs::read_to_string(&table).map_or(0, |text| text.lines().count().saturating_sub(1));
+    while rows() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: kill has no memory effects; the pid is that of a child this test holds.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().expect("wait for the sweep");
+    let kept = rows();
+    assert!(kept >= 2, "the finished points' rows are in the table after SIGINT ({status:?})");
+    assert!(kept < 32, "the sweep was interrupted before its end");
+    let text = std::fs::read_to_string(&table).expect("table");
+    assert!(text.ends_with('\n'), "whole rows only");
+}
+
+/// Saving an image's media state never writes through a symbolic link planted at its temporary name: the
+/// planted link is replaced, its target left as it was.
+#[test]
+fn saving_state_does_not_follow_a_planted_link() {
+    let img = image(&[]);
+    let victim = img.path.with_extension("victim");
+    std::fs::write(&victim, b"not zonelab's").expect("write the victim");
+    std::os::unix::fs::symlink(&victim, img.path.join("media.json.partial")).expect("plant a link");
+    ok(&["write", img.s(), "--lba", "0", "--pattern", "0xab", "--blocks", "3"]);
+    assert_eq!(std::fs::read(&victim).expect("the victim"), b"not zonelab's");
+    assert!(std::fs::read_to_string(img.path.join("media.json")).expect("the media state").starts_with('{'));
+    std::fs::remove_file(&victim).expect("clean up");
+}

@@ -189,11 +189,7 @@ pub fn run(grid: &Grid, table: &Path, jobs: usize, traces: Option<&Path>) -> Res
         .chain(["seed".to_string()])
         .chain(MEASURES.map(String::from))
         .collect();
-    let existing = match std::fs::read_to_string(table) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => return Err(io(error)),
-    };
+    let existing = whole_rows(table).map_err(io)?;
     if let Some(first) = existing.lines().next() {
         if first != header.join(",") {
             return Err(SweepError::Grid {
@@ -211,34 +207,89 @@ pub fn run(grid: &Grid, table: &Path, jobs: usize, traces: Option<&Path>) -> Res
     if let Some(dir) = traces {
         std::fs::create_dir_all(dir).map_err(|source| SweepError::Io { path: dir.display().to_string(), source })?;
     }
-    let results = crate::parallel::map(&todo, jobs, "points", |point| {
-        point_rows(&point.args, point.seed, traces.map(|dir| dir.join(format!("{}.json", point.key))))
-    });
-    let mut text = String::new();
-    if existing.is_empty() {
-        text.push_str(&header.join(","));
-        text.push('\n');
-    }
-    let (mut rows, mut failed) = (0, 0);
-    for (point, result) in todo.iter().zip(results) {
-        let prefix: Vec<String> = [point.key.clone()]
-            .into_iter()
-            .chain(point.values.iter().map(|value| csv_field(value)))
-            .chain([point.seed.to_string()])
-            .collect();
-        let lines = result.unwrap_or_else(|rows| {
-            failed += 1;
-            rows
-        });
-        for row in lines {
-            let fields: Vec<String> = row.iter().map(|field| csv_field(field)).collect();
-            let _ = writeln!(text, "{},{}", prefix.join(","), fields.join(","));
-            rows += 1;
-        }
-    }
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(table).map_err(io)?;
-    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io)?;
+    if existing.is_empty() {
+        std::io::Write::write_all(&mut file, format!("{}\n", header.join(",")).as_bytes()).map_err(io)?;
+    }
+    // Each point's rows are appended as it finishes, so that a sweep that is stopped keeps what it ran.
+    let appending = std::sync::Mutex::new((file, None::<std::io::Error>));
+    let results = crate::parallel::map_as_done(
+        &todo,
+        jobs,
+        "points",
+        |point| point_rows(&point.args, point.seed, traces.map(|dir| dir.join(format!("{}.json", point.key)))),
+        |point, result| {
+            let text = point_text(point, result.as_ref().unwrap_or_else(|rows| rows));
+            let mut appending = appending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (file, failure) = &mut *appending;
+            if failure.is_none() {
+                *failure = std::io::Write::write_all(file, text.as_bytes()).err();
+            }
+        },
+    );
+    if let (_, Some(error)) = appending.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+        return Err(io(error));
+    }
+    let failed = results.iter().filter(|result| result.is_err()).count();
+    let rows = results.iter().map(|result| result.as_ref().unwrap_or_else(|rows| rows).len()).sum();
+    // The rows went in as points finished; a finished sweep puts its own in the grid's order, so that its table
+    // is the same for any number of threads.
+    let mut ordered = existing;
+    if ordered.is_empty() {
+        ordered = format!("{}\n", header.join(","));
+    }
+    for (point, result) in todo.iter().zip(&results) {
+        ordered.push_str(&point_text(point, result.as_ref().unwrap_or_else(|rows| rows)));
+    }
+    replace_table(table, &ordered).map_err(io)?;
     Ok(SweepOutcome { points: points.len(), skipped: points.len() - todo.len(), failed, rows })
+}
+
+/// A point's rows as the table's lines: its key, axis values and seed, then each row's measures.
+fn point_text(point: &Point, rows: &[Vec<String>]) -> String {
+    let prefix: Vec<String> = [point.key.clone()]
+        .into_iter()
+        .chain(point.values.iter().map(|value| csv_field(value)))
+        .chain([point.seed.to_string()])
+        .collect();
+    let mut text = String::new();
+    for row in rows {
+        let fields: Vec<String> = row.iter().map(|field| csv_field(field)).collect();
+        let _ = writeln!(text, "{},{}", prefix.join(","), fields.join(","));
+    }
+    text
+}
+
+/// The table's text up to its last whole row. A table that does not end in a line break was cut short (a sweep
+/// killed mid-write, a full disk): its torn last row is dropped, from the file too, so that its point runs again
+/// and the next row starts a line of its own.
+fn whole_rows(table: &Path) -> std::io::Result<String> {
+    let bytes = match std::fs::read(table) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(error) => return Err(error),
+    };
+    let whole = bytes.iter().rposition(|&byte| byte == b'\n').map_or(0, |at| at + 1);
+    if whole < bytes.len() {
+        std::fs::OpenOptions::new().write(true).open(table)?.set_len(whole as u64)?;
+    }
+    Ok(String::from_utf8_lossy(&bytes[..whole]).into_owned())
+}
+
+/// Replaces the table with `text` at once: written beside it, then renamed over it.
+fn replace_table(table: &Path, text: &str) -> std::io::Result<()> {
+    let mut partial = table.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    match std::fs::remove_file(&partial) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+        _ => {}
+    }
+    // A new file, never one found there (create_new does not follow a symbolic link planted at the name).
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&partial)?;
+    std::io::Write::write_all(&mut file, text.as_bytes())?;
+    file.sync_all()?;
+    std::fs::rename(&partial, table)
 }
 
 /// Runs one point (fio's arguments and the seed), writing its trace to `trace` if given, and gives its rows of

@@ -151,7 +151,7 @@ fn salvage_journal(seen: &[Seen], block: usize) -> Option<Journal> {
                     touched.push(name);
                 }
             }
-            let unchecked = stretch.unchecked.as_ref().map_or("unreadable".to_string(), |record| {
+            let unchecked = stretch.unchecked.as_ref().map_or(UNREADABLE.to_string(), |record| {
                 let file = record_file(record).and_then(|id| names.get(&id));
                 let file = file.map_or(String::new(), |name| format!(" (file {name})"));
                 format!("{}{file}", serde_json::to_string(record).unwrap_or_default())
@@ -177,6 +177,10 @@ fn salvage_journal(seen: &[Seen], block: usize) -> Option<Journal> {
         needs_roll: true,
     })
 }
+
+/// What a salvage says of a damaged record it cannot read: it cannot name the files that record changed.
+const UNREADABLE: &str = "unreadable, so the files it changed cannot be named (a file it grew may be shorter now; \
+                          data no file names is kept in /lost+found)";
 
 /// `reason` at a byte offset of a zone, with the block it falls in.
 fn at_offset(offset: usize, block: usize, reason: &str) -> String {

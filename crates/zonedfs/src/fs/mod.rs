@@ -526,7 +526,11 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             for record in &records {
                 apply(&mut state, record);
             }
-            fs.adopt_report(&mut state, &report)
+            let dead = fs.adopt_report(&mut state, &report);
+            if fs.inner.options.salvage && !state.mount_problems.is_empty() {
+                fs.find_lost_data(&mut state);
+            }
+            dead
         };
         if !fs.inner.options.read_only {
             if needs_roll {
@@ -675,6 +679,63 @@ impl<Q: CommandQueue + Clone + 'static> ZonedFs<Q> {
             })
             .map(|(index, _)| index as u32)
             .collect()
+    }
+
+    /// After a salvage that skipped damage: the data written in data zones that no file names any more (a
+    /// damaged record may have named it) becomes files of `/lost+found`, one per unnamed run, as e2fsck keeps
+    /// orphaned inodes, so that it stays findable and live; a read-only check lists each. Such a run may also
+    /// be data of a file deleted before the damage: a person tells which.
+    fn find_lost_data(&self, state: &mut State) {
+        let geometry = self.inner.geometry;
+        let block = self.inner.block_bytes;
+        let mut named: Vec<(u64, u64)> = state
+            .files
+            .values()
+            .flat_map(|node| {
+                node.record.extents.iter().map(|extent| (extent.lba, extent.lba + extent.len_bytes.div_ceil(block)))
+            })
+            .collect();
+        named.sort_unstable();
+        let mut lost = Vec::new();
+        for (zone, zone_use) in state.zones.iter().enumerate() {
+            if zone_use.role != Role::Data || zone_use.wal_of.is_some() || zone_use.written_lba == 0 {
+                continue;
+            }
+            let start = geometry.zone_start_lba(zone as u32);
+            let end = start + zone_use.written_lba;
+            let mut at = start;
+            for &(from, to) in named.iter().filter(|(from, _)| (start..end).contains(from)) {
+                if from > at {
+                    lost.push((at, from));
+                }
+                at = at.max(to);
+            }
+            if at < end {
+                lost.push((at, end));
+            }
+        }
+        for (from, to) in lost {
+            let name = format!("/lost+found/lba-{from}");
+            let zone = geometry.zone_of(from);
+            if self.inner.options.read_only {
+                state.mount_problems.push(format!(
+                    "LBAs {from}..{to} of zone {zone} are written and no file names them; `--repair` keeps them as \
+                     {name}"
+                ));
+                continue;
+            }
+            state.dirs.insert("/lost+found".to_string());
+            let id = state.next_id;
+            state.next_id += 1;
+            let extents = vec![Extent { lba: from, len_bytes: (to - from) * block }];
+            let record = FileRecord { id, name: name.clone(), lifetime: 0, mtime_s: self.now_s(), extents, wal: None };
+            state.names.insert(name.clone(), id);
+            state.files.insert(id, Node::new(record));
+            state.zones[zone as usize].live_lba += to - from;
+            state
+                .mount_problems
+                .push(format!("LBAs {from}..{to} of zone {zone} were written and no file named them: kept as {name}"));
+        }
     }
 
     fn now_s(&self) -> u64 {
