@@ -23,7 +23,8 @@ pub use api::{CommandQueue, HostExt, IoData, Output, QueuedCommand};
 pub use host_thread::HostThread;
 pub use placement::{Placement, Wait};
 pub use realtime::{
-    block_on, Pacing, PacingSummary, Pending, RealTime, RealTimeHost, StartError, Stopped, LATE_SHARE_WARNING,
+    block_on, block_termination_signals, Pacing, PacingSummary, Pending, RealTime, RealTimeHost, StartError, Stopped,
+    LATE_SHARE_WARNING,
 };
 pub use sim::{Host, Simulation};
 pub use zonelab_device::rng;

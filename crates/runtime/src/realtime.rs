@@ -740,6 +740,11 @@ impl RealTimeHost {
         answer.recv().ok()
     }
 
+    /// The namespace IDs the device has, lowest first (`Device::namespace_ids`).
+    pub fn namespace_ids(&self) -> Vec<u32> {
+        lock(&self.shared.engine).device.namespace_ids()
+    }
+
     /// A handle with a queue pair of its own on namespace `nsid` of the same device; None if it has none.
     pub fn on_namespace(&self, nsid: u32) -> Option<RealTimeHost> {
         let geometry = lock(&self.shared.engine).device.geometry_of(nsid)?;
@@ -829,6 +834,23 @@ struct ThreadWaker(Thread);
 impl Wake for ThreadWaker {
     fn wake(self: Arc<Self>) {
         self.0.unpark();
+    }
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread, and so in every thread it starts from then on, and
+/// gives the set for one thread to take them with `sigwait`: how a real-time front end (the mount, the ublk
+/// server) stops cleanly, its devices removed and its device flushed, whichever thread the signal reaches.
+pub fn block_termination_signals() -> libc::sigset_t {
+    // SAFETY: a zeroed sigset_t is valid storage; sigemptyset/sigaddset initialise it, and pthread_sigmask
+    // only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, signal);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
     }
 }
 

@@ -165,6 +165,13 @@ enum Command {
     /// Mount a device as a zonefs-compatible file system (FUSE): seq/N is zone N. Runs until unmounted.
     /// Example: zonelab mount preset:zn540,namespace.zones=64 /mnt/zns -o errors=zone-ro
     Mount(mount::MountArgs),
+    /// Every namespace of a device as a Linux block device through ublk (`zonelab ublk serve DEVICE`, `zonelab
+    /// ublk del N`): runs the `zonelab-ublk` program installed beside this one (docs/kernel.md).
+    #[command(disable_help_flag = true)]
+    Ublk {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// A guided tour: create an image, write, append, hit the limits, and report.
     Demo {
         /// Where to create the tour's image (default: a fresh temporary directory).
@@ -613,11 +620,25 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Calibrate(args) => calibrate::run(&args, &mut stdout),
         Command::Bench { which } => bench::run(which, &mut stdout),
         Command::Mount(args) => mount::run(&args),
+        Command::Ublk { args } => run_ublk(&args),
         Command::Demo { dir } => {
             drop(stdout);
             demo::run_tour(dir.as_deref(), &mut io::stdout())
         }
     }
+}
+
+/// Runs `zonelab-ublk` from beside this program, in its place: the kernel front end is a program of its own
+/// because it builds with libclang (libublk's bindings), which the rest of zonelab does without.
+fn run_ublk(args: &[String]) -> Result<(), CliError> {
+    use std::os::unix::process::CommandExt;
+    let program = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("zonelab-ublk")))
+        .filter(|program| program.exists())
+        .unwrap_or_else(|| PathBuf::from("zonelab-ublk"));
+    let error = std::process::Command::new(&program).args(args).exec();
+    Err(CliError::Io(program, error))
 }
 
 fn stdout_error(error: io::Error) -> CliError {

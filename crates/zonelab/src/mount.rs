@@ -57,7 +57,7 @@ pub fn run(args: &MountArgs) -> Result<(), CliError> {
         options.control = Some(image.join(CONTROL_SOCKET));
     }
     // Signals are taken by one thread, with sigwait; every thread started from here on inherits the mask.
-    let signals = termination_signals();
+    let signals = zonelab_runtime::block_termination_signals();
     // The mount pays the FUSE and kernel cost for real, so the device model adds no host path of its own.
     let builder = DeviceBuilder::new(device).host(HostPath::Spdk).store(StoreChoice::Memory);
     let mut mounted =
@@ -93,19 +93,6 @@ pub fn run(args: &MountArgs) -> Result<(), CliError> {
 }
 
 /// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and the threads it starts) and returns them as a set.
-fn termination_signals() -> libc::sigset_t {
-    // SAFETY: a zeroed sigset_t is valid storage; sigemptyset/sigaddset initialise it, and pthread_sigmask
-    // only changes this thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaddset(&mut set, signal);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    }
-}
 
 /// Sends `request` to the mount serving `image` (`image` itself when it is a mount's control socket, else the
 /// socket in the image's directory); None when no mount listens there, so that the command opens the image

@@ -42,6 +42,28 @@ impl FileStore {
     }
 }
 
+impl FileStore {
+    /// Gives a range's space back to the file system; false when it cannot punch holes.
+    fn punch_hole(&self, offset_bytes: u64, len_bytes: u64) -> Result<bool, StoreError> {
+        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset_bytes), libc::off_t::try_from(len_bytes)) else {
+            return Ok(false);
+        };
+        // SAFETY: fallocate only reads its integer arguments; the descriptor is owned by `self.file`.
+        let result = unsafe {
+            libc::fallocate(self.file.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, offset, len)
+        };
+        if result == 0 {
+            return Ok(true);
+        }
+        let error = std::io::Error::last_os_error();
+        if error.raw_os_error() == Some(libc::EOPNOTSUPP) {
+            Ok(false)
+        } else {
+            Err(error.into())
+        }
+    }
+}
+
 impl MediaStore for FileStore {
     /// The file's data extents, found with `SEEK_DATA` and `SEEK_HOLE`: holes were never written (or were
     /// discarded).
@@ -81,22 +103,18 @@ impl MediaStore for FileStore {
     }
 
     fn discard(&mut self, offset_bytes: u64, len_bytes: u64) -> Result<(), StoreError> {
-        let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset_bytes), libc::off_t::try_from(len_bytes)) else {
+        // A file system without hole punching keeps the bytes; the namespace never reads above a write pointer,
+        // so they stay invisible.
+        self.punch_hole(offset_bytes, len_bytes).map(|_| ())
+    }
+
+    fn deallocate(&mut self, offset_bytes: u64, len_bytes: u64) -> Result<(), StoreError> {
+        // A punched hole reads as zeros and costs one call however long it is (a whole-device discard from
+        // mkfs); only a file system without hole punching has the zeros written.
+        if self.punch_hole(offset_bytes, len_bytes)? {
             return Ok(());
-        };
-        // SAFETY: fallocate only reads its integer arguments; the descriptor is owned by `self.file`.
-        let result = unsafe {
-            libc::fallocate(self.file.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, offset, len)
-        };
-        if result != 0 {
-            let error = std::io::Error::last_os_error();
-            // A file system without hole punching keeps the bytes; the namespace never reads above a write
-            // pointer, so they stay invisible.
-            if error.raw_os_error() != Some(libc::EOPNOTSUPP) {
-                return Err(error.into());
-            }
         }
-        Ok(())
+        self.write_zeroes_at(offset_bytes, len_bytes)
     }
 
     fn sync(&mut self) -> Result<(), StoreError> {

@@ -1,0 +1,469 @@
+//! The kernel's view of a zonelab device: every namespace as a Linux block device through ublk (user-space block
+//! devices, `ublk_drv`; zoned devices since Linux 6.6). A zoned namespace is a host-managed zoned block device
+//! (zone size, capacity, open and active limits and the zone append limit in sysfs, as on a real ZNS drive); a
+//! conventional namespace is a regular block device with discard. Every request becomes a command to the same
+//! device as every other front end, on one real-time device thread: the zone rules, the status codes and the
+//! timing are the device's own, and a refused command is the errno the kernel's NVMe driver gives for it.
+//!
+//! Data moves with `UBLK_F_USER_COPY` (read and written through the control character device at the request's
+//! offset), which a zoned device needs: the completion's buffer field carries zone append's LBA.
+
+use std::os::fd::RawFd;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use libublk::ctrl::{UblkCtrl, UblkCtrlBuilder};
+use libublk::io::{BufDescList, UblkDev, UblkIOCtx, UblkQueue};
+use libublk::sys;
+use libublk::{BufDesc, UblkFlags, UblkIORes};
+use zonelab_runtime::{block_on, IoData, Output, QueuedCommand, RealTime, RealTimeHost};
+use zonelab_zns::{Geometry, NamespaceKind, ReportFilter, Status, ZoneDescriptor, ZoneSendAction, ZoneState};
+
+/// Why a namespace could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "this kernel has no ublk (/dev/ublk-control is missing): load it with `modprobe ublk_drv` (Linux 6.0 or \
+         newer; 6.6 or newer for a zoned namespace), or run zonelab in the guest of docs/kernel.md"
+    )]
+    NoUblk,
+    #[error("this kernel's ublk serves no zoned devices (UBLK_F_ZONED needs Linux 6.6 or newer)")]
+    NoZonedUblk,
+    #[error("namespace {nsid}: {reason}")]
+    Namespace { nsid: u32, reason: String },
+    #[error("ublk refused namespace {nsid}'s {step}: {source:?}")]
+    Ublk { nsid: u32, step: &'static str, source: libublk::UblkError },
+}
+
+/// The largest request the kernel sends, when the namespace sets no MDTS: 512 KiB, libublk's default buffer.
+const DEFAULT_MAX_IO_BYTES: u64 = 512 * 1024;
+
+/// The largest discard (Dataset Management deallocate) the kernel sends in one request.
+const MAX_DISCARD_BYTES: u64 = 1 << 30;
+
+/// Requests a namespace's queue takes at once.
+const QUEUE_DEPTH: u16 = 128;
+
+/// One namespace served as a block device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Served {
+    pub nsid: u32,
+    /// ublk's device number: the block device is `/dev/ublkbN`, its control device `/dev/ublkcN`.
+    pub dev_id: u32,
+    pub geometry: Geometry,
+}
+
+impl Served {
+    pub fn block_device(&self) -> String {
+        format!("/dev/ublkb{}", self.dev_id)
+    }
+
+    /// What a user reads at start: which namespace is which block device, and its shape.
+    pub fn describe(&self) -> String {
+        let geometry = &self.geometry;
+        let bytes = geometry.nsze_lba << geometry.lba_shift;
+        match geometry.kind {
+            NamespaceKind::Zoned => format!(
+                "namespace {} (zoned): {}, {} zones of {} MiB ({} MiB writable), {} B blocks, max open {} active {}",
+                self.nsid,
+                self.block_device(),
+                geometry.zones,
+                (geometry.zone_size_lba << geometry.lba_shift) >> 20,
+                (geometry.zone_cap_lba << geometry.lba_shift) >> 20,
+                geometry.lba_size,
+                limit(geometry.max_open),
+                limit(geometry.max_active),
+            ),
+            NamespaceKind::Conventional => format!(
+                "namespace {} (conventional): {}, {} MiB, {} B blocks, discard",
+                self.nsid,
+                self.block_device(),
+                bytes >> 20,
+                geometry.lba_size
+            ),
+        }
+    }
+}
+
+fn limit(value: u32) -> String {
+    if value == 0 {
+        "unlimited".into()
+    } else {
+        value.to_string()
+    }
+}
+
+/// The namespaces of a running device, each served by a thread of its own until stopped.
+pub struct Server {
+    served: Vec<Served>,
+    threads: Vec<JoinHandle<()>>,
+    /// Each namespace thread sends its namespace ID here when its device goes away (stopped here, or deleted
+    /// from outside with `zonelab ublk del`), until a caller takes it (`take_ends`).
+    ended: Option<mpsc::Receiver<u32>>,
+}
+
+impl Server {
+    /// Serves every namespace of `device` as a block device; returns once all of them are live.
+    pub fn start(device: &RealTime) -> Result<Server, ServeError> {
+        if !std::path::Path::new("/dev/ublk-control").exists() {
+            return Err(ServeError::NoUblk);
+        }
+        let host = device.host();
+        let (ended_tx, ended) = mpsc::channel();
+        let mut server = Server { served: Vec::new(), threads: Vec::new(), ended: Some(ended) };
+        for nsid in host.namespace_ids() {
+            let Some(namespace) = host.on_namespace(nsid) else { continue };
+            let (live_tx, live) = mpsc::channel();
+            let ended_tx = ended_tx.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("zonelab-ublk-ns{nsid}"))
+                .spawn(move || {
+                    if let Err(error) = serve_namespace(nsid, namespace, &live_tx) {
+                        let _ = live_tx.send(Err(error));
+                    }
+                    let _ = ended_tx.send(nsid);
+                })
+                .map_err(|error| ServeError::Namespace { nsid, reason: error.to_string() })?;
+            server.threads.push(thread);
+            match live.recv() {
+                Ok(Ok(served)) => server.served.push(served),
+                Ok(Err(error)) => {
+                    server.stop();
+                    return Err(error);
+                }
+                Err(_) => {
+                    server.stop();
+                    return Err(ServeError::Namespace { nsid, reason: "its thread ended before the device".into() });
+                }
+            }
+        }
+        Ok(server)
+    }
+
+    pub fn served(&self) -> &[Served] {
+        &self.served
+    }
+
+    /// Where the namespace ID of each device that goes away arrives (once: the first caller takes it).
+    pub fn take_ends(&mut self) -> Option<mpsc::Receiver<u32>> {
+        self.ended.take()
+    }
+
+    /// Removes every device and waits for its thread.
+    pub fn stop(&mut self) {
+        for served in &self.served {
+            if let Ok(ctrl) = UblkCtrl::new_simple(served.dev_id as i32) {
+                let _ = ctrl.kill_dev();
+            }
+        }
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Creates the block device of namespace `nsid` and serves its requests until the device is stopped; `live`
+/// hears of it once it is up.
+fn serve_namespace(
+    nsid: u32,
+    host: RealTimeHost,
+    live: &mpsc::Sender<Result<Served, ServeError>>,
+) -> Result<(), ServeError> {
+    let geometry = zonelab_runtime::CommandQueue::geometry(&host);
+    let ublk = |step| move |source| ServeError::Ublk { nsid, step, source };
+    let zoned = geometry.kind == NamespaceKind::Zoned;
+    let max_io_bytes = geometry
+        .max_transfer_lba
+        .map_or(DEFAULT_MAX_IO_BYTES, |blocks| (blocks << geometry.lba_shift).min(DEFAULT_MAX_IO_BYTES));
+    if zoned && !geometry.zone_size_lba.is_power_of_two() {
+        return Err(ServeError::Namespace {
+            nsid,
+            reason: format!(
+                "its zone size ({} blocks) is not a power of two, which Linux requires of a zoned block device",
+                geometry.zone_size_lba
+            ),
+        });
+    }
+    let mut flags = u64::from(sys::UBLK_F_USER_COPY);
+    if zoned {
+        flags |= u64::from(sys::UBLK_F_ZONED);
+    }
+    let name = format!("zonelab-ns{nsid}");
+    let ctrl = UblkCtrlBuilder::default()
+        .name(&name)
+        .nr_queues(1)
+        .depth(QUEUE_DEPTH)
+        .io_buf_bytes(max_io_bytes as u32)
+        .ctrl_flags(flags)
+        .dev_flags(UblkFlags::UBLK_DEV_F_ADD_DEV)
+        .build()
+        .map_err(ublk("device"))?;
+    if zoned && ctrl.get_driver_features().is_none_or(|features| features & u64::from(sys::UBLK_F_ZONED) == 0) {
+        return Err(ServeError::NoZonedUblk);
+    }
+    let target = move |dev: &mut UblkDev| {
+        set_params(dev, &geometry, max_io_bytes);
+        Ok(())
+    };
+    let queue_host = host.clone();
+    let queue = move |qid: u16, dev: &UblkDev| serve_queue(qid, dev, &queue_host, &geometry);
+    let live = live.clone();
+    let started = move |ctrl: &UblkCtrl| {
+        let _ = live.send(Ok(Served { nsid, dev_id: ctrl.dev_info().dev_id, geometry }));
+    };
+    ctrl.run_target(target, queue, started).map_err(ublk("start"))?;
+    Ok(())
+}
+
+/// The block device's limits from the namespace's geometry, as the kernel's NVMe driver sets them from Identify.
+fn set_params(dev: &mut UblkDev, geometry: &Geometry, max_io_bytes: u64) {
+    let bytes = geometry.nsze_lba << geometry.lba_shift;
+    dev.set_default_params(bytes);
+    let params = &mut dev.tgt.params;
+    let shift = geometry.lba_shift as u8;
+    params.basic.logical_bs_shift = shift;
+    params.basic.physical_bs_shift = shift.max(12);
+    params.basic.io_min_shift = shift.max(12);
+    params.basic.io_opt_shift = shift.max(12);
+    params.basic.max_sectors = (max_io_bytes >> 9) as u32;
+    match geometry.kind {
+        NamespaceKind::Zoned => {
+            let zone_sectors = (geometry.zone_size_lba << geometry.lba_shift) >> 9;
+            let append_sectors = geometry
+                .max_append_lba
+                .map_or(max_io_bytes >> 9, |blocks| (blocks << geometry.lba_shift) >> 9)
+                .min(max_io_bytes >> 9);
+            params.types |= sys::UBLK_PARAM_TYPE_ZONED;
+            params.basic.chunk_sectors = zone_sectors as u32;
+            // ublk refuses a limit above the zone count (a device of fewer zones than its limits has none).
+            params.zoned = sys::ublk_param_zoned {
+                max_open_zones: geometry.max_open.min(geometry.zones),
+                max_active_zones: geometry.max_active.min(geometry.zones),
+                max_zone_append_sectors: append_sectors as u32,
+                ..Default::default()
+            };
+        }
+        NamespaceKind::Conventional => {
+            params.types |= sys::UBLK_PARAM_TYPE_DISCARD;
+            params.discard = sys::ublk_param_discard {
+                discard_alignment: 0,
+                discard_granularity: geometry.lba_size,
+                // A whole number of blocks, so that the kernel never splits a discard off a block boundary.
+                max_discard_sectors: (MAX_DISCARD_BYTES >> 9) as u32,
+                max_write_zeroes_sectors: (max_io_bytes >> 9) as u32,
+                max_discard_segments: 1,
+                ..Default::default()
+            };
+        }
+    }
+}
+
+/// Serves one queue: each request runs to completion on the device before the next is taken.
+fn serve_queue(qid: u16, dev: &UblkDev, host: &RealTimeHost, geometry: &Geometry) {
+    let cdev = dev.tgt.fds[0];
+    let queue = match UblkQueue::new(qid, dev)
+        .and_then(|queue| queue.submit_fetch_commands_unified(BufDescList::Slices(None)))
+    {
+        Ok(queue) => queue,
+        Err(error) => {
+            eprintln!("zonelab-ublk: queue {qid} of {} did not start: {error}", dev.dev_info.dev_id);
+            return;
+        }
+    };
+    let request = Request { host, geometry, cdev, qid };
+    queue.wait_and_handle_io(|queue: &UblkQueue, tag: u16, _io: &UblkIOCtx| {
+        let iod = queue.get_iod(tag);
+        let (result, appended) = request.execute(tag, iod);
+        let buffer = match appended {
+            Some(sector) => BufDesc::ZonedAppendLba(sector),
+            None => BufDesc::Slice(&[]),
+        };
+        if let Err(error) = queue.complete_io_cmd_unified(tag, buffer, Ok(UblkIORes::Result(result))) {
+            eprintln!("zonelab-ublk: completing request {tag} failed: {error}");
+        }
+    });
+}
+
+/// What one request needs: the namespace, its geometry and where its data is copied.
+struct Request<'a> {
+    host: &'a RealTimeHost,
+    geometry: &'a Geometry,
+    cdev: RawFd,
+    qid: u16,
+}
+
+impl Request<'_> {
+    /// Runs request `tag` on the device: the bytes done (or a negative errno), and zone append's sector.
+    fn execute(&self, tag: u16, iod: &sys::ublksrv_io_desc) -> (i32, Option<u64>) {
+        let op = iod.op_flags & 0xff;
+        let shift = self.geometry.lba_shift;
+        let slba = (iod.start_sector << 9) >> shift;
+        let bytes = u64::from(iod.nr_sectors) << 9;
+        let nlb = bytes >> shift;
+        let done = |result: Result<Output, Status>| result.map(|_| bytes as i32).unwrap_or_else(errno);
+        match op {
+            sys::UBLK_IO_OP_READ => match self.run(QueuedCommand::Read { slba, nlb, keep: true }) {
+                Ok(Output::Data(data)) => (self.copy_out(tag, &data), None),
+                Ok(_) => (-libc::EIO, None),
+                Err(status) => (errno(status), None),
+            },
+            sys::UBLK_IO_OP_WRITE => match self.copy_in(tag, bytes) {
+                Ok(data) => (done(self.run(QueuedCommand::Write { slba, data: IoData::Bytes(data) })), None),
+                Err(error) => (error, None),
+            },
+            sys::UBLK_IO_OP_ZONE_APPEND => match self.copy_in(tag, bytes) {
+                Ok(data) => match self.run(QueuedCommand::Append { zslba: slba, data: IoData::Bytes(data) }) {
+                    Ok(Output::Appended(lba)) => (bytes as i32, Some((lba << shift) >> 9)),
+                    Ok(_) => (-libc::EIO, None),
+                    Err(status) => (errno(status), None),
+                },
+                Err(error) => (error, None),
+            },
+            sys::UBLK_IO_OP_FLUSH => (done(self.run(QueuedCommand::Flush)).min(0), None),
+            sys::UBLK_IO_OP_DISCARD => (done(self.run(QueuedCommand::Deallocate { slba, nlb })).min(0), None),
+            sys::UBLK_IO_OP_WRITE_ZEROES => (done(self.run(QueuedCommand::WriteZeroes { slba, nlb })).min(0), None),
+            sys::UBLK_IO_OP_REPORT_ZONES => (self.report_zones(tag, slba, iod.nr_sectors), None),
+            sys::UBLK_IO_OP_ZONE_OPEN => (self.zone_send(slba, ZoneSendAction::Open, false), None),
+            sys::UBLK_IO_OP_ZONE_CLOSE => (self.zone_send(slba, ZoneSendAction::Close, false), None),
+            sys::UBLK_IO_OP_ZONE_FINISH => (self.zone_send(slba, ZoneSendAction::Finish, false), None),
+            sys::UBLK_IO_OP_ZONE_RESET => (self.zone_send(slba, ZoneSendAction::Reset, false), None),
+            sys::UBLK_IO_OP_ZONE_RESET_ALL => (self.zone_send(0, ZoneSendAction::Reset, true), None),
+            _ => (-libc::EOPNOTSUPP, None),
+        }
+    }
+
+    fn run(&self, command: QueuedCommand) -> Result<Output, Status> {
+        block_on(self.host.submit_pending(command))
+    }
+
+    fn zone_send(&self, slba: u64, action: ZoneSendAction, select_all: bool) -> i32 {
+        match self.run(QueuedCommand::ZoneSend { slba, action, select_all }) {
+            Ok(_) => 0,
+            Err(status) => errno(status),
+        }
+    }
+
+    /// Report Zones: up to `zones` zones from the one at `slba`, as the kernel's `struct blk_zone`s.
+    fn report_zones(&self, tag: u16, slba: u64, zones: u32) -> i32 {
+        let command = QueuedCommand::Report { slba, filter: ReportFilter::All, partial: true, max_zones: zones };
+        let report = match self.run(command) {
+            Ok(Output::Report(report)) => report,
+            Ok(_) => return -libc::EIO,
+            Err(status) => return errno(status),
+        };
+        let mut bytes = Vec::with_capacity(report.zones.len() * BLK_ZONE_BYTES);
+        for zone in &report.zones {
+            bytes.extend_from_slice(&blk_zone(zone, self.geometry.lba_shift));
+        }
+        self.copy_out(tag, &bytes)
+    }
+
+    /// Copies `data` into the request's buffer; gives the bytes copied or a negative errno.
+    fn copy_out(&self, tag: u16, data: &[u8]) -> i32 {
+        let at = UblkIOCtx::ublk_user_copy_pos(self.qid, tag, 0);
+        // SAFETY: `data` is a live slice of `data.len()` bytes; pwrite only reads it.
+        let written = unsafe { libc::pwrite(self.cdev, data.as_ptr().cast(), data.len(), at as libc::off_t) };
+        if written < 0 {
+            -std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+        } else {
+            written as i32
+        }
+    }
+
+    /// The request's `bytes` of data, or a negative errno.
+    fn copy_in(&self, tag: u16, bytes: u64) -> Result<Vec<u8>, i32> {
+        let mut data = vec![0u8; bytes as usize];
+        let at = UblkIOCtx::ublk_user_copy_pos(self.qid, tag, 0);
+        // SAFETY: `data` is a live buffer of `data.len()` bytes, which pread fills.
+        let read = unsafe { libc::pread(self.cdev, data.as_mut_ptr().cast(), data.len(), at as libc::off_t) };
+        if read < 0 {
+            return Err(-std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+        }
+        if read as u64 != bytes {
+            return Err(-libc::EIO);
+        }
+        Ok(data)
+    }
+}
+
+/// The size of the kernel's `struct blk_zone` (include/uapi/linux/blkzoned.h).
+pub const BLK_ZONE_BYTES: usize = 64;
+
+/// A zone as the kernel's `struct blk_zone` lays it out, in 512-byte sectors: start, len, wp (le64), type,
+/// cond, non_seq, reset, 4 reserved bytes, capacity (le64), 24 reserved bytes. A full zone's write pointer is
+/// its end, and so is that of a zone without one (read-only, offline), as the kernel's NVMe driver reports them.
+pub fn blk_zone(zone: &ZoneDescriptor, lba_shift: u32) -> [u8; BLK_ZONE_BYTES] {
+    let sectors = |lba: u64| (lba << lba_shift) >> 9;
+    let start = sectors(zone.start_lba);
+    let len = sectors(zone.size_lba);
+    let wp = match (zone.state, zone.wp_lba()) {
+        (ZoneState::Full, _) | (_, None) => start + len,
+        (_, Some(wp)) => sectors(wp),
+    };
+    let mut bytes = [0u8; BLK_ZONE_BYTES];
+    bytes[0..8].copy_from_slice(&start.to_le_bytes());
+    bytes[8..16].copy_from_slice(&len.to_le_bytes());
+    bytes[16..24].copy_from_slice(&wp.to_le_bytes());
+    bytes[24] = sys::BLK_ZONE_TYPE_SEQWRITE_REQ as u8;
+    bytes[25] = zone.state as u8;
+    bytes[32..40].copy_from_slice(&sectors(zone.capacity_lba).to_le_bytes());
+    bytes
+}
+
+/// The errno the kernel's NVMe driver makes of a status (`nvme_error_status`): the open and active limits
+/// have block-layer statuses of their own (BLK_STS_ZONE_OPEN_RESOURCE and BLK_STS_ZONE_ACTIVE_RESOURCE,
+/// ETOOMANYREFS and EOVERFLOW in ublk's errno), an unsupported command is EOPNOTSUPP, a bad field EINVAL, and
+/// everything else (the zone boundary, full, read-only, offline and invalid-write errors among them) is EIO.
+pub fn errno(status: Status) -> i32 {
+    -match status {
+        Status::TooManyOpenZones => libc::ETOOMANYREFS,
+        Status::TooManyActiveZones => libc::EOVERFLOW,
+        Status::InvalidOpcode => libc::EOPNOTSUPP,
+        Status::InvalidField => libc::EINVAL,
+        _ => libc::EIO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zone_is_laid_out_as_the_kernels_blk_zone() {
+        let zone = ZoneDescriptor {
+            index: 3,
+            state: ZoneState::ImplicitlyOpened,
+            attrs: 0,
+            start_lba: 3 * 256,
+            size_lba: 256,
+            capacity_lba: 200,
+            wp_lba: 3 * 256 + 10,
+        };
+        let bytes = blk_zone(&zone, 12);
+        let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        assert_eq!((word(0), word(8), word(16), word(32)), (3 * 256 * 8, 256 * 8, (3 * 256 + 10) * 8, 200 * 8));
+        assert_eq!((bytes[24], bytes[25]), (2, 2), "sequential write required, implicitly open");
+        let full = ZoneDescriptor { state: ZoneState::Full, wp_lba: 3 * 256 + 200, ..zone };
+        let bytes = blk_zone(&full, 12);
+        assert_eq!(
+            u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes")),
+            4 * 256 * 8,
+            "a full zone's wp is its end"
+        );
+    }
+
+    #[test]
+    fn statuses_become_the_errnos_of_the_kernels_nvme_driver() {
+        assert_eq!(errno(Status::ZoneInvalidWrite), -libc::EIO);
+        assert_eq!(errno(Status::ZoneBoundaryError), -libc::EIO);
+        assert_eq!(errno(Status::ZoneIsFull), -libc::EIO);
+        assert_eq!(errno(Status::TooManyOpenZones), -libc::ETOOMANYREFS);
+        assert_eq!(errno(Status::TooManyActiveZones), -libc::EOVERFLOW);
+    }
+}

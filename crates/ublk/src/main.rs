@@ -1,0 +1,106 @@
+//! `zonelab-ublk` (also run as `zonelab ublk`): serve a device spec as one Linux block device per namespace,
+//! in the foreground until SIGINT or SIGTERM, or until `zonelab ublk del N` deletes one of its devices; the
+//! devices are then removed and the device flushed (an image keeps its data).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use zonelab_device::{BuildError, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+use zonelab_runtime::{Placement, RealTime, StartError};
+use zonelab_ublk::Server;
+
+#[derive(Parser)]
+#[command(name = "zonelab ublk", about = "Every namespace of a zonelab device as a Linux block device (ublk)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve DEVICE (an image, or preset:NAME[,key=value...]) until SIGINT or SIGTERM: one /dev/ublkbN per
+    /// namespace, named on standard output as each comes up. Needs Linux's ublk_drv (6.6 or newer for a zoned
+    /// namespace) and the privilege to create block devices.
+    Serve {
+        /// An image directory or a preset spec, with device-cpu= and device-wait= as for `zonelab mount`.
+        device: String,
+    },
+    /// Delete block device /dev/ublkbN; the server that serves it removes its other devices and stops.
+    Del {
+        /// The N of /dev/ublkbN.
+        id: u32,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve { device } => serve(&device),
+        Command::Del { id } => libublk::ctrl::UblkCtrl::new_simple(id as i32)
+            .and_then(|ctrl| ctrl.kill_dev())
+            .map(|_| ())
+            .map_err(|error| (1, format!("cannot delete /dev/ublkb{id}: {error}"))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn serve(spec: &str) -> Result<(), (u8, String)> {
+    let (spec, placement) = Placement::split_spec(spec).map_err(|error| (2, error))?;
+    // Signals are taken by one thread with sigwait; every thread started from here on inherits the mask.
+    let signals = zonelab_runtime::block_termination_signals();
+    // The kernel's block layer and ublk cost what they cost for real: the model adds no host path of its own.
+    let builder = DeviceBuilder::new(DeviceSpec::parse(&spec)).host(HostPath::Spdk).store(StoreChoice::Memory);
+    let device = RealTime::start_placed(builder, placement).map_err(|error| match error {
+        StartError::Build(BuildError::Config { .. } | BuildError::Namespace { .. }) | StartError::Placement(_) => {
+            (2, error.to_string())
+        }
+        other => (1, other.to_string()),
+    })?;
+    let mut server = match Server::start(&device) {
+        Ok(server) => server,
+        Err(error) => {
+            let _ = device.stop();
+            return Err((1, error.to_string()));
+        }
+    };
+    for served in server.served() {
+        println!("zonelab ublk: {}", served.describe());
+    }
+    let (stop_tx, stop) = std::sync::mpsc::channel();
+    let signalled = stop_tx.clone();
+    std::thread::Builder::new()
+        .name("zonelab-signals".into())
+        .spawn(move || {
+            let mut signal = 0;
+            // SAFETY: `signals` is a valid, initialised set; sigwait writes one signal number.
+            if unsafe { libc::sigwait(&signals, &mut signal) } == 0 {
+                let _ = signalled.send(format!("signal {signal}"));
+            }
+        })
+        .map_err(|error| (1, format!("cannot start the signal thread: {error}")))?;
+    if let Some(ends) = server.take_ends() {
+        let deleted = stop_tx.clone();
+        std::thread::spawn(move || {
+            if let Ok(nsid) = ends.recv() {
+                let _ = deleted.send(format!("namespace {nsid}'s device was deleted"));
+            }
+        });
+    }
+    let why = stop.recv().unwrap_or_default();
+    eprintln!("zonelab ublk: stopping ({why})");
+    server.stop();
+    let stopped = device.stop();
+    stopped.flushed.map_err(|status| (1, format!("the device's flush at stop failed: {status}")))?;
+    let pacing = stopped.pacing.summary();
+    eprintln!("zonelab ublk: devices removed; device flushed; {}", pacing.line());
+    if let Some(warning) = pacing.warning() {
+        eprintln!("zonelab ublk: {warning}");
+    }
+    Ok(())
+}

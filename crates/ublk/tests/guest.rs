@@ -1,0 +1,99 @@
+//! The kernel's zoned stack on zonelab's block devices, in a Linux guest booted once for the whole file:
+//! `tests/guest/kernel-stack.sh` runs inside it (sysfs, blkzone, fio, F2FS with kill -9 rounds, btrfs, ext4
+//! with discard, null_blk as the reference for errors) and prints one line per case. The guest is Debian's
+//! Linux 6.12 under virtme-ng (`vng`), which sees this machine's files and runs this build's binaries; it runs
+//! under QEMU's TCG unless `ZONELAB_GUEST_KVM=1` says KVM works here (docs/kernel.md). Without the guest's
+//! tools the test stops early with a note, except under CI=true, where it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The newest kernel image in /boot that has ublk's zoned devices (6.6 or newer), if any.
+fn guest_kernel() -> Option<PathBuf> {
+    let mut kernels: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir("/boot")
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let release = name.strip_prefix("vmlinuz-")?;
+            let version: Vec<u32> =
+                release.split(['.', '-', '+']).take(2).map_while(|part| part.parse().ok()).collect();
+            (version.len() == 2 && version >= vec![6, 6]).then(|| (version, entry.path()))
+        })
+        .collect();
+    kernels.sort();
+    kernels.pop().map(|(_, path)| path)
+}
+
+fn on_path(tool: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|out| out.status.success())
+}
+
+/// The guest's kernel when everything the guest needs is here; under CI=true a missing piece is a failure.
+fn guest() -> Option<PathBuf> {
+    let kernel = guest_kernel();
+    let mut missing: Vec<&str> = ["vng", "qemu-system-x86_64", "busybox", "fio", "blkzone", "mkfs.f2fs", "mkfs.btrfs"]
+        .into_iter()
+        .filter(|tool| !on_path(tool))
+        .collect();
+    if kernel.is_none() {
+        missing.push("a Linux 6.6+ kernel in /boot (linux-image-6.12-amd64)");
+    }
+    if missing.is_empty() {
+        return kernel;
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true and {missing:?} missing: .ci/run must install them");
+    eprintln!("skipped: {missing:?} not installed");
+    None
+}
+
+/// The directory of this build's `zonelab` and `zonelab-ublk`.
+fn binaries() -> PathBuf {
+    let ublk = PathBuf::from(env!("CARGO_BIN_EXE_zonelab-ublk"));
+    let dir = ublk.parent().expect("the binary's directory").to_path_buf();
+    // `zonelab ublk` runs zonelab-ublk from beside zonelab: both come from this workspace's build.
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "zonelab", "--bin", "zonelab"])
+        .args(if dir.ends_with("release") { vec!["--release"] } else { vec![] })
+        .status()
+        .expect("cargo build zonelab");
+    assert!(status.success(), "zonelab did not build");
+    dir
+}
+
+#[test]
+fn the_kernels_zoned_stack_runs_on_zonelabs_block_devices() {
+    let Some(kernel) = guest() else { return };
+    let bin = binaries();
+    let work = tempfile::tempdir().expect("tempdir");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/guest/kernel-stack.sh");
+    let kvm = std::env::var("ZONELAB_GUEST_KVM").as_deref() == Ok("1");
+    let mut vng = Command::new("vng");
+    vng.arg("-r").arg(&kernel).args(["--memory", "3G", "--cpus", "2"]).arg("--rwdir").arg(work.path());
+    if !kvm {
+        vng.arg("--disable-kvm");
+    }
+    let command = format!("bash {} {} {}", script.display(), bin.display(), work.path().display());
+    let started = std::time::Instant::now();
+    let out = vng.arg("--").arg(command).output().expect("run vng");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!(
+        "guest: {} under {} in {:.0} s\n{stdout}",
+        kernel.display(),
+        if kvm { "KVM" } else { "TCG" },
+        started.elapsed().as_secs_f64()
+    );
+    if let Ok(log) = std::fs::read_to_string(work.path().join("server.log")) {
+        eprintln!("server log:\n{log}");
+    }
+    let cases = std::fs::read_to_string(work.path().join("cases")).unwrap_or_default();
+    eprintln!("cases:\n{cases}");
+    assert!(cases.contains("CASES DONE"), "the guest did not run to the end: {}", String::from_utf8_lossy(&out.stderr));
+    let cases: Vec<&str> = cases.lines().filter(|line| line.starts_with("CASE ")).collect();
+    let failed: Vec<&&str> = cases.iter().filter(|line| !line.contains(": ok (")).collect();
+    assert!(failed.is_empty(), "{} of {} cases failed: {failed:#?}", failed.len(), cases.len());
+    for needed in ["sysfs-zoned", "blkzone-report", "fio-zbd-io_uring", "f2fs", "f2fs-crash-5", "btrfs", "ext4-discard"]
+    {
+        assert!(cases.iter().any(|line| line.starts_with(&format!("CASE {needed}:"))), "case {needed} did not run");
+    }
+}
