@@ -9,6 +9,7 @@
 //! offset), which a zoned device needs: the completion's buffer field carries zone append's LBA.
 
 use std::os::fd::RawFd;
+use std::path::Path;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -38,7 +39,7 @@ pub enum ServeError {
 /// The largest request the kernel sends, when the namespace sets no MDTS: 512 KiB, libublk's default buffer.
 const DEFAULT_MAX_IO_BYTES: u64 = 512 * 1024;
 
-/// The largest discard (Dataset Management deallocate) the kernel sends in one request.
+/// The largest discard (Dataset Management deallocate) or write zeroes the kernel sends in one request.
 const MAX_DISCARD_BYTES: u64 = 1 << 30;
 
 /// Requests a namespace's queue takes at once.
@@ -103,22 +104,30 @@ pub struct Server {
 }
 
 impl Server {
-    /// Serves every namespace of `device` as a block device; returns once all of them are live.
-    pub fn start(device: &RealTime) -> Result<Server, ServeError> {
-        if !std::path::Path::new("/dev/ublk-control").exists() {
+    /// Serves every namespace of `device` as a block device; returns once all of them are live. With
+    /// `numbers`, a file beside an image, each namespace gets the device number it had the last time (the
+    /// device a server killed left behind is deleted first), so that `/dev/ublkbN` stays the same across
+    /// restarts, as file systems that record their devices' paths (F2FS's second device) need.
+    pub fn start(device: &RealTime, numbers: Option<&Path>) -> Result<Server, ServeError> {
+        if !Path::new("/dev/ublk-control").exists() {
             return Err(ServeError::NoUblk);
         }
+        let previous = numbers.map(read_numbers).unwrap_or_default();
         let host = device.host();
         let (ended_tx, ended) = mpsc::channel();
         let mut server = Server { served: Vec::new(), threads: Vec::new(), ended: Some(ended) };
         for nsid in host.namespace_ids() {
             let Some(namespace) = host.on_namespace(nsid) else { continue };
+            let number = match previous.iter().find(|(recorded, _)| *recorded == nsid) {
+                Some(&(_, number)) => reclaim(nsid, number)?,
+                None => -1,
+            };
             let (live_tx, live) = mpsc::channel();
             let ended_tx = ended_tx.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("zonelab-ublk-ns{nsid}"))
                 .spawn(move || {
-                    if let Err(error) = serve_namespace(nsid, namespace, &live_tx) {
+                    if let Err(error) = serve_namespace(nsid, number, namespace, &live_tx) {
                         let _ = live_tx.send(Err(error));
                     }
                     let _ = ended_tx.send(nsid);
@@ -136,6 +145,12 @@ impl Server {
                     return Err(ServeError::Namespace { nsid, reason: "its thread ended before the device".into() });
                 }
             }
+        }
+        if let Some(path) = numbers {
+            let text: String =
+                server.served.iter().map(|served| format!("{} {}\n", served.nsid, served.dev_id)).collect();
+            std::fs::write(path, text)
+                .map_err(|error| ServeError::Namespace { nsid: 0, reason: format!("{}: {error}", path.display()) })?;
         }
         Ok(server)
     }
@@ -168,10 +183,42 @@ impl Drop for Server {
     }
 }
 
-/// Creates the block device of namespace `nsid` and serves its requests until the device is stopped; `live`
-/// hears of it once it is up.
+/// The namespace IDs and device numbers a `numbers` file records (`NSID NUMBER` lines); a line that does not
+/// read is skipped (the number is a wish, not state).
+fn read_numbers(path: &Path) -> Vec<(u32, i32)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let (nsid, number) = line.split_once(' ')?;
+            Some((nsid.parse().ok()?, number.parse().ok().filter(|&number: &i32| number >= 0)?))
+        })
+        .collect()
+}
+
+/// Device number `number` for namespace `nsid` again: free, or held by a device whose server is gone (deleted
+/// first), or -1 (any number) when another device uses it; a live device of a running server is refused.
+fn reclaim(nsid: u32, number: i32) -> Result<i32, ServeError> {
+    if !Path::new(&format!("/sys/class/ublk-char/ublkc{number}")).exists() {
+        return Ok(number);
+    }
+    let Ok(ctrl) = UblkCtrl::new_simple(number) else { return Ok(-1) };
+    let info = ctrl.dev_info();
+    // SAFETY: kill with signal 0 only asks whether the process exists.
+    let server_alive = info.ublksrv_pid > 0 && unsafe { libc::kill(info.ublksrv_pid, 0) } == 0;
+    if u32::from(info.state) == sys::UBLK_S_DEV_LIVE && server_alive {
+        return Err(ServeError::Namespace {
+            nsid,
+            reason: format!("/dev/ublkb{number} is served by process {}: stop it first", info.ublksrv_pid),
+        });
+    }
+    Ok(if ctrl.del_dev().is_ok() { number } else { -1 })
+}
+
+/// Creates the block device of namespace `nsid` (numbered `number`, or any with -1) and serves its requests
+/// until the device is stopped; `live` hears of it once it is up.
 fn serve_namespace(
     nsid: u32,
+    number: i32,
     host: RealTimeHost,
     live: &mpsc::Sender<Result<Served, ServeError>>,
 ) -> Result<(), ServeError> {
@@ -197,6 +244,7 @@ fn serve_namespace(
     let name = format!("zonelab-ns{nsid}");
     let ctrl = UblkCtrlBuilder::default()
         .name(&name)
+        .id(number)
         .nr_queues(1)
         .depth(QUEUE_DEPTH)
         .io_buf_bytes(max_io_bytes as u32)
@@ -256,7 +304,7 @@ fn set_params(dev: &mut UblkDev, geometry: &Geometry, max_io_bytes: u64) {
                 discard_granularity: geometry.lba_size,
                 // A whole number of blocks, so that the kernel never splits a discard off a block boundary.
                 max_discard_sectors: (MAX_DISCARD_BYTES >> 9) as u32,
-                max_write_zeroes_sectors: (max_io_bytes >> 9) as u32,
+                max_write_zeroes_sectors: (MAX_DISCARD_BYTES >> 9) as u32,
                 max_discard_segments: 1,
                 ..Default::default()
             };

@@ -50,6 +50,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// The file beside an image's files that keeps its namespaces' ublk device numbers.
+const DEVICE_NUMBERS: &str = "ublk-devices";
+
 fn serve(spec: &str) -> Result<(), (u8, String)> {
     let (spec, placement) = Placement::split_spec(spec).map_err(|error| (2, error))?;
     // Signals are taken by one thread with sigwait; every thread started from here on inherits the mask.
@@ -62,7 +65,12 @@ fn serve(spec: &str) -> Result<(), (u8, String)> {
         }
         other => (1, other.to_string()),
     })?;
-    let mut server = match Server::start(&device) {
+    // An image keeps its namespaces' device numbers beside it, so that a restarted server gives the same devices.
+    let numbers = match DeviceSpec::parse(&spec) {
+        DeviceSpec::Image(image) => Some(image.join(DEVICE_NUMBERS)),
+        _ => None,
+    };
+    let mut server = match Server::start(&device, numbers.as_deref()) {
         Ok(server) => server,
         Err(error) => {
             let _ = device.stop();

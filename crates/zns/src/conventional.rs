@@ -137,10 +137,9 @@ impl<S: MediaStore> ConventionalNamespace<S> {
                     return Err(Status::InvalidField);
                 }
                 self.geometry.check_range(slba, nlb)?;
-                let zeroed = match command {
-                    Command::Deallocate { .. } => self.store.deallocate(slba << shift, nlb << shift),
-                    _ => self.store.write_zeroes_at(slba << shift, nlb << shift),
-                };
+                // Both leave the range reading as zeros, which the store's deallocate gives at the least cost (a
+                // punched hole in an image): a whole-device Write Zeroes (mkfs) writes no gigabytes of zeros.
+                let zeroed = self.store.deallocate(slba << shift, nlb << shift);
                 self.fault(zeroed, Status::WriteFault)
             }
             Command::Flush => {

@@ -10,7 +10,10 @@ set -u
 bin=$1
 work=$2
 zonelab="$bin/zonelab"
-img="$work/img"
+# The image lives in the guest's memory (tmpfs): the host directory shared with the guest cannot punch holes, so a
+# discard there would write its zeros.
+mkdir -p "$work/memory" && mount -t tmpfs -o size=2500M tmpfs "$work/memory"
+img="$work/memory/img"
 log="$work/server.log"
 server=
 
@@ -45,8 +48,8 @@ mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 # 128 MiB (96 MiB writable): F2FS formatted over the study's 50 zones of 2 GiB zeroes about 1 GB of metadata,
 # which takes many minutes under TCG.
 zs=262144 # sectors a zone
-"$zonelab" create "$img" --preset zn540 --zones 64 --zone-size 128MiB --zone-cap 96MiB > /dev/null \
-    || { fail setup "zonelab create"; exit 1; }
+"$zonelab" create "$img" --preset zn540 --zones 64 --zone-size 128MiB --zone-cap 96MiB > "$work/create" 2>&1 \
+    || { fail setup "zonelab create: $(cat "$work/create")"; exit 1; }
 serve || { fail setup "the block devices did not appear: $(cat "$log")"; exit 1; }
 z=$(basename "$zns")
 c=$(basename "$cnv")
@@ -99,90 +102,126 @@ fio --name=randwrite --filename="$cnv" --direct=1 --ioengine=io_uring --iodepth=
 
 # 4. F2FS as the ZNS study formats it: the zoned namespace for data, the conventional one for metadata.
 blkzone reset "$zns"
-mkdir -p /mnt/f2fs
+mkdir -p $work/f2fs
 write_files() {
     for i in $(seq 1 "$2"); do
         head -c $((i * 37 * 1024)) /dev/urandom > "$1/f$i" && sync "$1/f$i"
     done
     (cd "$1" && sha256sum f* > "$work/sums")
 }
-if mkfs.f2fs -f -m -c "$zns" "$cnv" > "$work/mkfs.f2fs" 2>&1 && mount -t f2fs "$cnv" /mnt/f2fs; then
-    write_files /mnt/f2fs 40
-    umount /mnt/f2fs
-    fsck.f2fs "$cnv" > "$work/fsck.f2fs" 2>&1 && mount -t f2fs "$cnv" /mnt/f2fs \
-        && (cd /mnt/f2fs && sha256sum -c --quiet "$work/sums") && pass f2fs || fail f2fs "fsck or data"
-    umount /mnt/f2fs 2> /dev/null
+# fsck.f2fs's failed checks of a multi-device F2FS (none when it is clean); --dry-run changes nothing.
+f2fs_fails() {
+    fsck.f2fs --dry-run "$1" > "$work/fsck.$2" 2>&1
+    grep -o '\[FSCK\] [^[]*\[Fail\]' "$work/fsck.$2" | sed 's/  */ /g'
+}
+# mkfs, mount, files written and synced, unmount, fsck, remount, every byte checked: prints fsck's failed checks,
+# fails when a file is not as written.
+f2fs_round() { # zoned device, conventional device, label
+    mkfs.f2fs -f -m -c "$1" "$2" > "$work/mkfs.$3" 2>&1 && mount -t f2fs "$2" $work/f2fs || return 1
+    write_files $work/f2fs 40
+    umount $work/f2fs
+    f2fs_fails "$2" "$3" > "$work/fails.$3"
+    mount -t f2fs "$2" $work/f2fs && (cd $work/f2fs && sha256sum -c --quiet "$work/sums")
+    local intact=$?
+    umount $work/f2fs
+    return $intact
+}
+# null_blk devices shaped as the namespaces: memory-backed, 4 KiB blocks; the zoned one with the zoned
+# namespace's zone size and capacity (MiB) and limits. Prints the block device.
+null_blk() { # name, size in MiB, zoned (0 or 1)
+    local nb=/sys/kernel/config/nullb/$1
+    mkdir $nb || return 1
+    echo 4096 > $nb/blocksize
+    echo "$2" > $nb/size
+    echo 1 > $nb/memory_backed
+    if [ "$3" = 1 ]; then
+        echo 1 > $nb/zoned
+        echo 128 > $nb/zone_size
+        echo 96 > $nb/zone_capacity
+        echo 14 > $nb/zone_max_open
+        echo 14 > $nb/zone_max_active
+    fi
+    echo 1 > $nb/power
+    echo "/dev/nullb$(cat $nb/index)"
+}
+null_blk_off() {
+    echo 0 > /sys/kernel/config/nullb/$1/power
+    rmdir /sys/kernel/config/nullb/$1
+}
+# The kernel's reference: F2FS on null_blk of the same shape. What fsck.f2fs (f2fs-tools 1.15) says there, it says
+# of the file system whatever the device; zonelab's must say the same.
+if nullz=$(null_blk f2fs-zoned $((64 * 128)) 1) && nullc=$(null_blk f2fs-cnv 4096 0) \
+    && f2fs_round "$nullz" "$nullc" null_blk; then
+    echo "fsck.f2fs on null_blk: $(tr '\n' ' ' < "$work/fails.null_blk")"
 else
-    fail f2fs "$(tail -3 "$work/mkfs.f2fs")"
+    fail f2fs-reference "F2FS on null_blk: $(tail -2 "$work/mkfs.null_blk" 2> /dev/null)"
 fi
-
+null_blk_off f2fs-zoned 2> /dev/null
+null_blk_off f2fs-cnv 2> /dev/null
+same_as_null_blk() { cmp -s "$work/fails.$1" "$work/fails.null_blk"; }
+if f2fs_round "$zns" "$cnv" zonelab; then
+    same_as_null_blk zonelab && pass f2fs \
+        || fail f2fs "fsck.f2fs: $(tr '\n' ' ' < "$work/fails.zonelab"), on null_blk: $(tr '\n' ' ' < "$work/fails.null_blk")"
+else
+    fail f2fs "mkfs, mount or data: $(tail -2 "$work/mkfs.zonelab")"
+fi
 # F2FS's crash rounds: kill -9 of the server mid-write, a new server on the image, fsck, every fsynced file
 # intact.
 for round in 1 2 3 4 5; do
-    mount -t f2fs "$cnv" /mnt/f2fs || { fail "f2fs-crash-$round" "mount"; break; }
-    mkdir -p /mnt/f2fs/r$round
-    write_files /mnt/f2fs/r$round 12
+    mount -t f2fs "$cnv" $work/f2fs || { fail "f2fs-crash-$round" "mount"; break; }
+    mkdir -p $work/f2fs/r$round
+    write_files $work/f2fs/r$round 12
     cp "$work/sums" "$work/sums-$round"
-    (while true; do head -c 256k /dev/urandom > /mnt/f2fs/r$round/unsynced 2> /dev/null || break; done) &
+    (while true; do head -c 256k /dev/urandom > $work/f2fs/r$round/unsynced 2> /dev/null || break; done) &
     writer=$!
     sleep 1
     kill -9 "$server"
     wait "$server" 2> /dev/null
     kill "$writer" 2> /dev/null
     wait "$writer" 2> /dev/null
-    umount -l /mnt/f2fs 2> /dev/null
+    umount -l $work/f2fs 2> /dev/null
     for _ in $(seq 1 50); do [ -b "$zns" ] || break; sleep 0.1; done
     serve || { fail "f2fs-crash-$round" "restart: $(tail -2 "$log")"; break; }
-    fsck.f2fs -a "$cnv" > "$work/fsck-$round" 2>&1
-    if mount -t f2fs "$cnv" /mnt/f2fs && (cd /mnt/f2fs/r$round && sha256sum -c --quiet "$work/sums-$round"); then
-        umount /mnt/f2fs && fsck.f2fs "$cnv" > "$work/fsck-after-$round" 2>&1 && pass "f2fs-crash-$round" \
-            || fail "f2fs-crash-$round" "not clean after recovery: $(tail -3 "$work/fsck-after-$round")"
+    if mount -t f2fs "$cnv" $work/f2fs && (cd $work/f2fs/r$round && sha256sum -c --quiet "$work/sums-$round"); then
+        umount $work/f2fs
+        f2fs_fails "$cnv" "crash-$round" > "$work/fails.crash-$round"
+        same_as_null_blk "crash-$round" && pass "f2fs-crash-$round" \
+            || fail "f2fs-crash-$round" "fsck.f2fs after recovery: $(tr '\n' ' ' < "$work/fails.crash-$round")"
     else
-        fail "f2fs-crash-$round" "fsynced data lost or no mount: $(tail -3 "$work/fsck-$round")"
-        umount /mnt/f2fs 2> /dev/null
+        fail "f2fs-crash-$round" "fsynced data lost or no mount: $(dmesg | grep -i f2fs | tail -2)"
+        umount $work/f2fs 2> /dev/null
     fi
 done
 
 # 5. btrfs in zoned mode on the zoned namespace.
 blkzone reset "$zns"
-mkdir -p /mnt/btrfs
-if mkfs.btrfs -f -d single -m single "$zns" > "$work/mkfs.btrfs" 2>&1 && mount -t btrfs "$zns" /mnt/btrfs; then
-    write_files /mnt/btrfs 24
-    btrfs scrub start -B /mnt/btrfs > "$work/scrub" 2>&1 || fail btrfs "scrub: $(tail -3 "$work/scrub")"
-    umount /mnt/btrfs && mount -t btrfs "$zns" /mnt/btrfs && (cd /mnt/btrfs && sha256sum -c --quiet "$work/sums") \
+mkdir -p $work/btrfs
+if mkfs.btrfs -f -d single -m single "$zns" > "$work/mkfs.btrfs" 2>&1 && mount -t btrfs "$zns" $work/btrfs; then
+    write_files $work/btrfs 24
+    btrfs scrub start -B $work/btrfs > "$work/scrub" 2>&1 || fail btrfs "scrub: $(tail -3 "$work/scrub")"
+    umount $work/btrfs && mount -t btrfs "$zns" $work/btrfs && (cd $work/btrfs && sha256sum -c --quiet "$work/sums") \
         && pass btrfs || fail btrfs "data after remount"
-    umount /mnt/btrfs 2> /dev/null
+    umount $work/btrfs 2> /dev/null
 else
     fail btrfs "mkfs or mount: $(dmesg | grep -i btrfs | tail -3)"
 fi
 
 # 6. ext4 with discard on the conventional namespace.
-mkdir -p /mnt/ext4
-if mkfs.ext4 -q -F "$cnv" > "$work/mkfs.ext4" 2>&1 && mount -o discard "$cnv" /mnt/ext4; then
-    write_files /mnt/ext4 24
-    rm /mnt/ext4/f1 /mnt/ext4/f2 && sed -i '/ f[12]$/d' "$work/sums"
-    fstrim -v /mnt/ext4 > "$work/fstrim" 2>&1 || fail ext4 "fstrim: $(cat "$work/fstrim")"
-    umount /mnt/ext4 && mount "$cnv" /mnt/ext4 && (cd /mnt/ext4 && sha256sum -c --quiet "$work/sums") \
+mkdir -p $work/ext4
+if mkfs.ext4 -q -F "$cnv" > "$work/mkfs.ext4" 2>&1 && mount -o discard "$cnv" $work/ext4; then
+    write_files $work/ext4 24
+    rm $work/ext4/f1 $work/ext4/f2 && sed -i '/ f[12]$/d' "$work/sums"
+    fstrim -v $work/ext4 > "$work/fstrim" 2>&1 || fail ext4 "fstrim: $(cat "$work/fstrim")"
+    umount $work/ext4 && mount "$cnv" $work/ext4 && (cd $work/ext4 && sha256sum -c --quiet "$work/sums") \
         && pass ext4-discard || fail ext4-discard "data after remount"
-    umount /mnt/ext4 2> /dev/null
+    umount $work/ext4 2> /dev/null
 else
     fail ext4-discard "mkfs or mount: $(tail -2 "$work/mkfs.ext4") $(dmesg | tail -2)"
 fi
 
 # 7. null_blk's zoned device, shaped as the zoned namespace (zone size and capacity in MiB, 14 open and active),
 # gives the same errors for the same refused jobs.
-nb=/sys/kernel/config/nullb/zl
-if mkdir $nb 2> /dev/null; then
-    echo 4096 > $nb/blocksize
-    echo $((64 * 128)) > $nb/size
-    echo 1 > $nb/memory_backed
-    echo 1 > $nb/zoned
-    echo 128 > $nb/zone_size
-    echo 96 > $nb/zone_capacity
-    echo 14 > $nb/zone_max_open
-    echo 14 > $nb/zone_max_active
-    echo 1 > $nb/power
-    nullb=/dev/nullb$(cat $nb/index)
+if nullb=$(null_blk zl $((64 * 128)) 1); then
     blkzone reset "$zns"
     refused() { # device, name, fio arguments: prints fio's error number
         fio --name="$2" --filename="$1" --direct=1 --ioengine=psync --bs=64k --output-format=json "${@:3}" \
