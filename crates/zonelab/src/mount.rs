@@ -92,8 +92,6 @@ pub fn run(args: &MountArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Blocks SIGINT, SIGTERM and SIGHUP in this thread (and the threads it starts) and returns them as a set.
-
 /// Sends `request` to the mount serving `image` (`image` itself when it is a mount's control socket, else the
 /// socket in the image's directory); None when no mount listens there, so that the command opens the image
 /// itself (a socket a killed mount left behind refuses connections).
