@@ -1,6 +1,6 @@
 //! The kernel's zoned stack on zonelab's block devices, in a Linux guest booted once for the whole file:
 //! `tests/guest/kernel-stack.sh` runs inside it (sysfs, blkzone, fio, F2FS with kill -9 rounds, btrfs, ext4
-//! with discard, null_blk as the reference for errors) and prints one line per case. The guest is Debian's
+//! with discard, libzbd, dm-linear, null_blk as the reference for errors) and prints one line per case. The guest is Debian's
 //! Linux 6.12 under virtme-ng (`vng`), which sees this machine's files and runs this build's binaries; it runs
 //! under QEMU's TCG unless `ZONELAB_GUEST_KVM=1` says KVM works here (docs/kernel.md). Without the guest's
 //! tools the test stops early with a note, except under CI=true, where it fails.
@@ -91,8 +91,17 @@ fn the_kernels_zoned_stack_runs_on_zonelabs_block_devices() {
     let cases: Vec<&str> = cases.lines().filter(|line| line.starts_with("CASE ")).collect();
     let failed: Vec<&&str> = cases.iter().filter(|line| !line.contains(": ok (")).collect();
     assert!(failed.is_empty(), "{} of {} cases failed: {failed:#?}", failed.len(), cases.len());
-    for needed in ["sysfs-zoned", "blkzone-report", "fio-zbd-io_uring", "f2fs", "f2fs-crash-5", "btrfs", "ext4-discard"]
-    {
+    for needed in [
+        "sysfs-zoned",
+        "blkzone-report",
+        "fio-zbd-io_uring",
+        "f2fs",
+        "f2fs-crash-5",
+        "btrfs",
+        "ext4-discard",
+        "libzbd",
+        "dm-linear",
+    ] {
         assert!(cases.iter().any(|line| line.starts_with(&format!("CASE {needed}:"))), "case {needed} did not run");
     }
 }

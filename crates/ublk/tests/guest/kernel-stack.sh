@@ -223,7 +223,30 @@ else
     fail ext4-discard "mkfs or mount: $(tail -2 "$work/mkfs.ext4") $(dmesg | tail -2)"
 fi
 
-# 7. null_blk's zoned device, shaped as the zoned namespace (zone size and capacity in MiB, 14 open and active),
+# 7. The rest of the zoned ecosystem: libzbd's zbd (Debian's zbd-utils) and device mapper's dm-linear over the
+# zoned device, whose zones the kernel reports through the target.
+blkzone reset "$zns"
+dd if="$work/one" of="$zns" bs=64k count=2 oflag=direct status=none
+if zbd report -i "$zns" > "$work/zbd-report" 2>&1 && grep -qi "host-managed" "$work/zbd-report" \
+    && zbd reset -ofst 0 -len $((zs * 512)) "$zns" > /dev/null 2>&1 \
+    && [ "$(blkzone report -c 1 "$zns" | grep -o 'zcond: *[0-9]*' | tr -d ' ')" = "zcond:1" ]; then
+    pass libzbd
+else
+    fail libzbd "$(head -12 "$work/zbd-report")"
+fi
+if dmsetup create zonelab-linear --table "0 $((8 * zs)) linear $zns 0" 2> "$work/dmsetup"; then
+    lin=/dev/mapper/zonelab-linear
+    dd if="$work/one" of="$lin" bs=64k seek=$((zs * 512 / 65536)) count=4 oflag=direct status=none
+    [ "$(cat /sys/block/$(basename "$(readlink -f "$lin")")/queue/zoned)" = host-managed ] \
+        && [ "$(blkzone report -o "$zs" -c 1 "$lin" | sed 's/.*wptr \(0x[0-9a-f]*\).*/\1/')" = 0x000200 ] \
+        && [ "$(blkzone report -o "$zs" -c 1 "$zns" | sed 's/.*wptr \(0x[0-9a-f]*\).*/\1/')" = 0x000200 ] \
+        && pass dm-linear || fail dm-linear "$(blkzone report -o "$zs" -c 1 "$lin")"
+    dmsetup remove zonelab-linear
+else
+    fail dm-linear "$(cat "$work/dmsetup")"
+fi
+
+# 8. null_blk's zoned device, shaped as the zoned namespace (zone size and capacity in MiB, 14 open and active),
 # gives the same errors for the same refused jobs.
 if nullb=$(null_blk zl $((64 * 128)) 1); then
     blkzone reset "$zns"
