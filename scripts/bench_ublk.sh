@@ -12,12 +12,20 @@ if [ "${1:-}" = --guest ]; then
     accel=--disable-kvm
     [ "${ZONELAB_GUEST_KVM:-0}" = 1 ] && accel=
     echo "guest: $kernel, $([ -n "$accel" ] && echo TCG || echo KVM), $(nproc) host cores"
-    exec vng -r "$kernel" $accel --memory 2G --cpus 2 -- "ZONELAB_BIN=$bin bash $here/scripts/bench_ublk.sh"
+    # The figures come back through a file in a directory the guest may write (its console may drop lines).
+    out=$(mktemp -d)
+    vng -r "$kernel" $accel --memory 2G --cpus 2 --rwdir "$out" -- \
+        "ZONELAB_BIN=$bin BENCH_OUT=$out/figures bash $here/scripts/bench_ublk.sh" > "$out/console" 2>&1 || true
+    cat "$out/figures" 2> /dev/null || { tail -20 "$out/console"; exit 1; }
+    rm -rf "$out"
+    exit 0
 fi
 modprobe ublk_drv
 modprobe null_blk nr_devices=0
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 work=$(mktemp -d)
+# Every figure goes to standard output and, in the guest, to the file the host reads.
+exec > >(tee -a "${BENCH_OUT:-/dev/null}") 2>&1
 
 iops() { # device, label, fio arguments
     local dev=$1 label=$2
@@ -27,7 +35,7 @@ iops() { # device, label, fio arguments
         | tee -a "$work/$label"
 }
 measure() { # device, label: writes 32 MiB at zone 0, then reads at QD 1 and QD 32
-    fio --name=w --filename="$1" --direct=1 --rw=write --bs=128k --size=32M --zonemode=zbd --output-format=terse > /dev/null
+    fio --name=w --filename="$1" --direct=1 --rw=write --bs=128k --size=2z --io_size=32M --zonemode=zbd --output-format=terse > /dev/null
     echo "$2 QD1 $(iops "$1" "$2-qd1" --ioengine=psync) IOPS"
     echo "$2 QD32 $(iops "$1" "$2-qd32" --ioengine=io_uring --iodepth=32) IOPS"
 }
@@ -47,7 +55,10 @@ nb=/sys/kernel/config/nullb/bench
 mkdir $nb
 echo 4096 > $nb/blocksize; echo 256 > $nb/size; echo 1 > $nb/memory_backed; echo 1 > $nb/zoned
 echo 16 > $nb/zone_size; echo 1 > $nb/power
-measure "/dev/nullb$(cat $nb/index)" null_blk
+# Linux 6.12 names a configfs null_blk disk after its directory; older kernels nullbINDEX.
+nullb=/dev/bench
+[ -b $nullb ] || nullb="/dev/nullb$(cat $nb/index)"
+measure "$nullb" null_blk
 echo 0 > $nb/power; rmdir $nb
 for qd in qd1 qd32; do
     python3 -c "print('ratio at ${qd^^}: zonelab instant / null_blk = %.3f' % ($(cat "$work/zonelab-instant-$qd") / $(cat "$work/null_blk-$qd")))"
