@@ -32,10 +32,11 @@ fn on_path(tool: &str) -> bool {
 /// The guest's kernel when everything the guest needs is here; under CI=true a missing piece is a failure.
 fn guest() -> Option<PathBuf> {
     let kernel = guest_kernel();
-    let mut missing: Vec<&str> = ["vng", "qemu-system-x86_64", "busybox", "fio", "blkzone", "mkfs.f2fs", "mkfs.btrfs"]
-        .into_iter()
-        .filter(|tool| !on_path(tool))
-        .collect();
+    let mut missing: Vec<&str> =
+        ["vng", "qemu-system-x86_64", "busybox", "fio", "blkzone", "mkfs.f2fs", "mkfs.btrfs", "zbd", "dmsetup"]
+            .into_iter()
+            .filter(|tool| !on_path(tool))
+            .collect();
     if kernel.is_none() {
         missing.push("a Linux 6.6+ kernel in /boot (linux-image-6.12-amd64)");
     }
