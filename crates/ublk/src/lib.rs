@@ -32,6 +32,8 @@ pub enum ServeError {
     NoZonedUblk,
     #[error("namespace {nsid}: {reason}")]
     Namespace { nsid: u32, reason: String },
+    #[error("cannot record the device numbers in {path}: {source}")]
+    DeviceNumbers { path: String, source: std::io::Error },
     #[error("ublk refused namespace {nsid}'s {step}: {source:?}")]
     Ublk { nsid: u32, step: &'static str, source: libublk::UblkError },
 }
@@ -150,7 +152,7 @@ impl Server {
             let text: String =
                 server.served.iter().map(|served| format!("{} {}\n", served.nsid, served.dev_id)).collect();
             std::fs::write(path, text)
-                .map_err(|error| ServeError::Namespace { nsid: 0, reason: format!("{}: {error}", path.display()) })?;
+                .map_err(|source| ServeError::DeviceNumbers { path: path.display().to_string(), source })?;
         }
         Ok(server)
     }
@@ -373,9 +375,9 @@ impl Request<'_> {
                 },
                 Err(error) => (error, None),
             },
-            sys::UBLK_IO_OP_FLUSH => (done(self.run(QueuedCommand::Flush)).min(0), None),
-            sys::UBLK_IO_OP_DISCARD => (done(self.run(QueuedCommand::Deallocate { slba, nlb })).min(0), None),
-            sys::UBLK_IO_OP_WRITE_ZEROES => (done(self.run(QueuedCommand::WriteZeroes { slba, nlb })).min(0), None),
+            sys::UBLK_IO_OP_FLUSH => (self.no_data(QueuedCommand::Flush), None),
+            sys::UBLK_IO_OP_DISCARD => (self.no_data(QueuedCommand::Deallocate { slba, nlb }), None),
+            sys::UBLK_IO_OP_WRITE_ZEROES => (self.no_data(QueuedCommand::WriteZeroes { slba, nlb }), None),
             sys::UBLK_IO_OP_REPORT_ZONES => (self.report_zones(tag, slba, iod.nr_sectors), None),
             sys::UBLK_IO_OP_ZONE_OPEN => (self.zone_send(slba, ZoneSendAction::Open, false), None),
             sys::UBLK_IO_OP_ZONE_CLOSE => (self.zone_send(slba, ZoneSendAction::Close, false), None),
@@ -390,11 +392,13 @@ impl Request<'_> {
         block_on(self.host.submit_pending(command))
     }
 
+    /// Runs a command that moves no data (a flush, a discard, a zone action): 0, or the negative errno.
+    fn no_data(&self, command: QueuedCommand) -> i32 {
+        self.run(command).map_or_else(errno, |_| 0)
+    }
+
     fn zone_send(&self, slba: u64, action: ZoneSendAction, select_all: bool) -> i32 {
-        match self.run(QueuedCommand::ZoneSend { slba, action, select_all }) {
-            Ok(_) => 0,
-            Err(status) => errno(status),
-        }
+        self.no_data(QueuedCommand::ZoneSend { slba, action, select_all })
     }
 
     /// Report Zones: up to `zones` zones from the one at `slba`, as the kernel's `struct blk_zone`s.

@@ -58,18 +58,19 @@ fn serve(spec: &str) -> Result<(), (u8, String)> {
     // Signals are taken by one thread with sigwait; every thread started from here on inherits the mask.
     let signals = zonelab_runtime::block_termination_signals();
     // The kernel's block layer and ublk cost what they cost for real: the model adds no host path of its own.
-    let builder = DeviceBuilder::new(DeviceSpec::parse(&spec)).host(HostPath::Spdk).store(StoreChoice::Memory);
+    let device_spec = DeviceSpec::parse(&spec);
+    // An image keeps its namespaces' device numbers beside it, so that a restarted server gives the same devices.
+    let numbers = match &device_spec {
+        DeviceSpec::Image(image) => Some(image.join(DEVICE_NUMBERS)),
+        _ => None,
+    };
+    let builder = DeviceBuilder::new(device_spec).host(HostPath::Spdk).store(StoreChoice::Memory);
     let device = RealTime::start_placed(builder, placement).map_err(|error| match error {
         StartError::Build(BuildError::Config { .. } | BuildError::Namespace { .. }) | StartError::Placement(_) => {
             (2, error.to_string())
         }
         other => (1, other.to_string()),
     })?;
-    // An image keeps its namespaces' device numbers beside it, so that a restarted server gives the same devices.
-    let numbers = match DeviceSpec::parse(&spec) {
-        DeviceSpec::Image(image) => Some(image.join(DEVICE_NUMBERS)),
-        _ => None,
-    };
     let mut server = match Server::start(&device, numbers.as_deref()) {
         Ok(server) => server,
         Err(error) => {
