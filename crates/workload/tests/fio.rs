@@ -1185,3 +1185,52 @@ fn new_group_reports_apart_jobs_that_run_beside_each_other() {
     assert_eq!(json["jobs"][1]["groupid"], 1);
     assert_eq!(json["disk_util"][0]["write_ios"], 4096, "the run's device figures are counted once");
 }
+
+/// The offsets of the writes in a job's `write_iolog`, as fio's iolog names them.
+fn written_offsets(args: &str) -> Vec<u64> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("trace.log");
+    let trace = trace.to_str().expect("utf-8");
+    let result = fio(&format!("{args} --write_iolog={trace}")).expect("runs");
+    assert_eq!(result.jobs[0].error, 0, "{:?}", result.jobs[0].error_message);
+    zonelab_workload::fio::write_logs(&result.io_logs, std::path::Path::new("/")).expect("writes the trace");
+    let text = std::fs::read_to_string(trace).expect("trace");
+    text.lines()
+        .filter_map(|line| line.split_once(" write ").map(|(_, rest)| rest))
+        .map(|rest| rest.split_whitespace().next().expect("offset").parse().expect("a number"))
+        .collect()
+}
+
+#[test]
+fn a_random_pass_touches_every_block_once_as_fios_random_map_makes_it() {
+    let job = "--filename=preset:conventional --name=w --rw=randwrite --bs=4k --size=4M";
+    let covered = |extra: &str| {
+        let offsets = written_offsets(&format!("{job} {extra}"));
+        (offsets.len(), offsets.into_iter().collect::<std::collections::BTreeSet<_>>().len())
+    };
+    assert_eq!(covered(""), (1024, 1024), "the random map: 1,024 writes, each block once");
+    assert_eq!(covered("--random_generator=lfsr"), (1024, 1024), "lfsr: each block once without a map");
+    let (writes, distinct) = covered("--norandommap");
+    assert_eq!(writes, 1024);
+    assert!((600..700).contains(&distinct), "norandommap draws blocks again: {distinct} of 1,024 (1 - 1/e)");
+    // A second pass (io_size twice the size) starts when the first has used every block.
+    let offsets = written_offsets(&format!("{job} --io_size=8M"));
+    let distinct = |part: &[u64]| part.iter().collect::<std::collections::BTreeSet<_>>().len();
+    assert_eq!((distinct(&offsets[..1024]), distinct(&offsets[1024..])), (1024, 1024));
+}
+
+#[test]
+fn random_writes_at_depth_verify_on_a_conventional_namespace() {
+    // Without the random map two writes of one block in flight complete out of order and the later check sees
+    // the other's numberio (fio's "bad header numberio"); with it a pass never writes a block twice.
+    for seed in 1..=3 {
+        let result = fio(&format!(
+            "--filename=preset:conventional --name=v --rw=randwrite --bs=4k --size=16M --verify=crc32c \
+             --iodepth=32 --ioengine=io_uring --randseed={seed}"
+        ))
+        .expect("runs");
+        let job = &result.jobs[0];
+        assert_eq!(job.error, 0, "seed {seed}: {:?}", job.error_message);
+        assert_eq!(job.read.bytes, 16 << 20, "seed {seed}: every block is read back");
+    }
+}

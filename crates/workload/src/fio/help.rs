@@ -235,6 +235,16 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
         help: "Random offset distribution generator: random, zipf:theta, pareto:h, normal:dev",
         ..doc("random_distribution", STR, "", "zipf:1.2")
     },
+    OptionDoc {
+        default: Some("0"),
+        ..doc("norandommap", BOOL, "Accept potential duplicate random blocks", "1")
+    },
+    OptionDoc {
+        default: Some("tausworthe"),
+        help: "Type of Random Number Generator to use: tausworthe, lfsr, tausworthe64 (zonelab: lfsr visits each \
+               block once per pass, in an order of its own)",
+        ..doc("random_generator", STR, "", "lfsr")
+    },
     doc("bssplit", STR, "Set a specific mix of block sizes", "4k/50:64k/50"),
     OptionDoc {
         default: Some("0"),

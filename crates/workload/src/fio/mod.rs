@@ -8,6 +8,7 @@ mod histogram;
 mod iolog;
 mod logs;
 mod options;
+mod randommap;
 mod report;
 mod verify;
 

@@ -8,6 +8,7 @@ use zonelab_device::HostPath;
 use zonelab_host::{SchedulerKind, ZincConfig};
 
 use super::distribution::Distribution;
+use super::randommap::RandomGenerator;
 use super::verify::{parse_pattern, VerifyMethod};
 
 /// Why a fio run could not start or went wrong before its jobs ran, naming what is wrong.
@@ -450,6 +451,10 @@ pub struct JobOptions {
     pub bssplit: Vec<(u64, u64)>,
     /// `random_distribution`: how random I/Os pick their blocks.
     pub random_distribution: Distribution,
+    /// `norandommap`: uniform random I/Os draw blocks with no map of the ones a pass has used, so blocks repeat;
+    /// `random_generator`: where those draws come from (see `randommap.rs`).
+    pub norandommap: bool,
+    pub random_generator: RandomGenerator,
     /// `verify`: how written data is checked when read back (None: not checked).
     pub verify: Option<VerifyMethod>,
     /// `do_verify`: a writing job reads back and checks what it wrote once its writes are done.
@@ -545,6 +550,8 @@ impl Default for JobOptions {
             number_ios: 0,
             bssplit: Vec::new(),
             random_distribution: Distribution::Uniform,
+            norandommap: false,
+            random_generator: RandomGenerator::Draw,
             verify: None,
             do_verify: true,
             verify_backlog: 0,
@@ -574,7 +581,7 @@ const IGNORED: &[&str] = &[
     "nice",
     "prio",
     "prioclass",
-    "norandommap",
+    "softrandommap",
     "randrepeat",
     "invalidate",
     "exitall",
@@ -730,6 +737,8 @@ impl JobOptions {
             "number_ios" => self.number_ios = parse_number(&key, need(value)?)?,
             "bssplit" => self.bssplit = parse_bssplit(need(value)?, self.kb_base)?,
             "random_distribution" => self.random_distribution = Distribution::parse(need(value)?)?,
+            "norandommap" => self.norandommap = parse_bool(&key, value)?,
+            "random_generator" => self.random_generator = RandomGenerator::parse(need(value)?)?,
             // fio applies kb_base to the sizes given after it on the command line (it is parsed in order).
             "kb_base" => {
                 self.kb_base = match need(value)?.trim() {

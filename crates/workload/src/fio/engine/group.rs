@@ -26,6 +26,11 @@ impl JobState {
             .map_or(range_lbas << geometry.lba_shift, |io| io.resolve(device_bytes, zone_bytes))
             .saturating_mul(job.loops);
         let runtime = job.runtime_ns.unwrap_or(u64::MAX / 4);
+        // fio keeps a random map for a uniform random job unless told not to (`init_random_map`); zonelab follows
+        // it outside zbd and strided mode, where zones and windows choose the offsets.
+        let uniform_random = job.rw.is_random() && job.random_distribution == Distribution::Uniform;
+        let fio_keeps_map = uniform_random && !job.norandommap && job.random_generator == RandomGenerator::Draw;
+        let follows_pass = uniform_random && !job.zonemode_zbd && !job.zonemode_strided;
         // startdelay: the job's clock starts after it, as fio's does.
         let group_start = group_start.saturating_add(job.startdelay_ns);
         JobState {
@@ -64,6 +69,15 @@ impl JobState {
                 Picker::new(job.random_distribution, blocks)
             }),
             drawn_lba: None,
+            pass: if follows_pass {
+                let smallest = job.bssplit.iter().map(|&(bytes, _)| bytes).fold(job.bs_bytes, u64::min);
+                let unit = (smallest >> geometry.lba_shift).max(1);
+                let mut seed = SplitMix64::split(job.randseed, &format!("pass/{}/{instance}", job.name));
+                let blocks = ((end_lba - start_lba) / unit).max(1);
+                RandomPass::new(job.random_generator, job.norandommap, blocks, &mut seed).map(|pass| (pass, unit))
+            } else {
+                None
+            },
             readable: ((u64::MAX, 0), Vec::new()),
             deadline_ns: group_start.saturating_add(job.ramp_time_ns).saturating_add(runtime),
             ramp_end_ns: group_start + job.ramp_time_ns,
@@ -99,8 +113,9 @@ impl JobState {
                     pattern: job.verify_pattern.clone(),
                     randseed: job.randseed,
                 },
-                pending: VecDeque::new(),
+                pending: PendingChecks::new(fio_keeps_map),
                 latest: HashMap::new(),
+                issued: 0,
                 logged: 0,
                 batch_left: 0,
                 writes_in_flight: 0,

@@ -34,6 +34,9 @@ pub(super) struct JobState {
     /// read until its offset is chosen.
     pub(super) skew: Option<Picker>,
     pub(super) drawn_lba: Option<u64>,
+    /// A uniform random job outside zbd and strided mode: its pass over the range (fio's random map or lfsr),
+    /// with the LBAs of one of the pass's blocks (the smallest block size).
+    pub(super) pass: Option<(RandomPass, u64)>,
     /// The last I/O was a reset a write asked for; that write comes next and has been counted.
     pub(super) just_reset: bool,
     /// The zones this job may read (written at least one block size), as of a `ZoneCache` version.
@@ -107,15 +110,14 @@ pub(super) struct Stride {
 /// `verify_backlog` batches, and the verify phase after the writes (`do_verify`).
 pub(super) struct Verifier {
     pub(super) layout: VerifyLayout,
-    /// Blocks written and not yet checked, oldest first: LBA, blocks, the numberio expected in the header
-    /// (None when fio does not check it: more than one block size, or a time-based job), and the write's place
-    /// in the log.
-    pub(super) pending: VecDeque<(u64, u64, Option<u16>, u64)>,
-    /// The last logged write of each block written: a write that a later one overlaps is not checked, as fio
-    /// drops an overlapped entry from its log (`log_io_piece`; random writes to a namespace that is not zoned
-    /// overwrite blocks).
+    /// Blocks written and not yet checked.
+    pub(super) pending: PendingChecks,
+    /// The last issued of the logged writes of each block written: a write that a later one overlaps is not
+    /// checked, as fio drops an overlapped entry from its log (`log_io_piece`; random writes to a namespace
+    /// that is not zoned overwrite blocks).
     pub(super) latest: HashMap<u64, u64>,
-    /// Writes logged so far, and checks left in the current backlog batch.
+    /// Verified writes issued so far, writes logged so far, and checks left in the current backlog batch.
+    pub(super) issued: u64,
     pub(super) logged: u64,
     pub(super) batch_left: u64,
     pub(super) writes_in_flight: u64,
@@ -123,6 +125,60 @@ pub(super) struct Verifier {
     pub(super) verifying: bool,
     /// Wakes workers waiting for the last writes to complete before the verify phase.
     pub(super) drained: Rc<Notify>,
+}
+
+/// A written block to check: LBA, blocks, the numberio expected in the header (None when fio does not check it:
+/// more than one block size, or a time-based job), and the write's place in the log.
+pub(super) type Check = (u64, u64, Option<u16>, u64);
+
+/// The written blocks not yet checked, in the order fio checks them: as written when the job keeps a random map
+/// (fio's `io_hist_list`, whose pass never writes a block twice), else by offset (fio's `io_hist_tree`, sorted so
+/// that a block written again replaces its older entry: `log_io_piece`).
+pub(super) enum PendingChecks {
+    Written(VecDeque<Check>),
+    ByOffset(BTreeMap<(u64, u64), Check>),
+}
+
+impl PendingChecks {
+    pub(super) fn new(in_written_order: bool) -> PendingChecks {
+        if in_written_order {
+            PendingChecks::Written(VecDeque::new())
+        } else {
+            PendingChecks::ByOffset(BTreeMap::new())
+        }
+    }
+
+    pub(super) fn push(&mut self, check: Check) {
+        match self {
+            PendingChecks::Written(checks) => checks.push_back(check),
+            PendingChecks::ByOffset(checks) => {
+                checks.insert((check.0, check.3), check);
+            }
+        }
+    }
+
+    /// The next check, taken out.
+    pub(super) fn take_next(&mut self) -> Option<Check> {
+        match self {
+            PendingChecks::Written(checks) => checks.pop_front(),
+            PendingChecks::ByOffset(checks) => checks.pop_first().map(|(_, check)| check),
+        }
+    }
+
+    /// Puts back a check just taken, to be the next again.
+    pub(super) fn put_back(&mut self, check: Check) {
+        match self {
+            PendingChecks::Written(checks) => checks.push_front(check),
+            PendingChecks::ByOffset(_) => self.push(check),
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        match self {
+            PendingChecks::Written(checks) => checks.is_empty(),
+            PendingChecks::ByOffset(checks) => checks.is_empty(),
+        }
+    }
 }
 
 /// The errnos fio treats as non-fatal under `continue_on_error`.
@@ -378,7 +434,7 @@ impl JobState {
             io
         } else {
             let direction = self.next_direction(trims);
-            let (lba, blocks) = (self.unzoned_lba(), self.bs_blocks);
+            let (lba, blocks) = self.unzoned_block();
             match direction {
                 Direction::Read => Io::Read { lba, blocks },
                 Direction::Trim => Io::Trim { lba, blocks },
@@ -405,20 +461,24 @@ impl JobState {
     }
 
     /// The next check of a written block, when one is due: in a `verify_backlog` batch, or in the verify phase
-    /// (where the job ends, or waits for its last writes, once nothing is left to check).
+    /// (which waits for the last writes to complete, and ends once nothing is left to check).
     pub(super) fn next_check(&mut self, zones: &mut ZoneCache) -> Option<Next> {
         let verifier = self.verify.as_mut()?;
         if !verifier.verifying && verifier.batch_left == 0 {
             return None;
         }
-        while let Some((lba, blocks, numberio, index)) = verifier.pending.pop_front() {
+        // fio's verify phase starts once the job's last writes have completed (`do_verify` runs after `do_io`).
+        if verifier.verifying && verifier.writes_in_flight > 0 {
+            return Some(Next::WaitForWrites(Rc::clone(&verifier.drained)));
+        }
+        while let Some((lba, blocks, numberio, index)) = verifier.pending.take_next() {
             if (lba..lba + blocks).any(|block| verifier.latest.get(&block) != Some(&index)) {
                 continue;
             }
             if self.options.zonemode_zbd {
                 let zone = self.geometry.zone_of(lba);
                 if zones.held_by_another(zone, self.instance_id) {
-                    verifier.pending.push_front((lba, blocks, numberio, index));
+                    verifier.pending.put_back((lba, blocks, numberio, index));
                     return Some(Next::WaitForZone);
                 }
                 zones.hold(zone, self.instance_id);
@@ -545,8 +605,9 @@ impl JobState {
         }
     }
 
-    /// Outside zbd mode: a random block of the range, or the next one, wrapping at the end.
-    pub(super) fn unzoned_lba(&mut self) -> u64 {
+    /// Outside zbd mode: the LBA and length of the next I/O, a random block of the range or the next one,
+    /// wrapping at the end.
+    pub(super) fn unzoned_block(&mut self) -> (u64, u64) {
         let bs = self.bs_blocks;
         if let Some(stride) = self.stride.as_mut() {
             // fio's strided mode: zonesize bytes in a window of zonerange bytes, then the next window past
@@ -566,10 +627,15 @@ impl JobState {
             stride.moved += bs;
             if self.options.rw.is_random() {
                 let blocks = ((window_end - stride.start) / bs).max(1);
-                return stride.start + self.rng.below(blocks) * bs;
+                return (stride.start + self.rng.below(blocks) * bs, bs);
             }
             self.cursor_lba += bs;
-            return self.cursor_lba - bs;
+            return (self.cursor_lba - bs, bs);
+        }
+        if let Some((pass, unit)) = self.pass.as_mut() {
+            let block = pass.next_block(&mut self.rng);
+            let covered = pass.claim(block, bs.div_ceil(*unit));
+            return (self.start_lba + block * *unit, (covered * *unit).min(bs));
         }
         if self.options.rw.is_random() {
             let blocks = ((self.end_lba - self.start_lba) / bs).max(1);
@@ -577,13 +643,13 @@ impl JobState {
                 Some(picker) => picker.next(&mut self.rng) % blocks,
                 None => self.rng.below(blocks),
             };
-            return self.start_lba + block * bs;
+            return (self.start_lba + block * bs, bs);
         }
         if self.cursor_lba + bs > self.end_lba {
             self.cursor_lba = self.start_lba;
         }
         self.cursor_lba += bs;
-        self.cursor_lba - bs
+        (self.cursor_lba - bs, bs)
     }
 
     /// A zone with at least a block size written (fio's `zbd_adjust_block` for reads): a random one, or for

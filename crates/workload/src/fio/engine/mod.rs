@@ -6,7 +6,7 @@
 //! `verify`, writes carry fio's verify blocks and are read back and checked (`verify.rs`).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Instant;
@@ -27,6 +27,7 @@ use super::histogram::LatencyStats;
 use super::iolog::{parse_iolog, IoTrace, TraceAction, TraceOp};
 use super::logs::{IoLog, LogEntry};
 use super::options::{FioError, FioInvocation, IoEngine, JobOptions, ReadWrite, SizeSpec};
+use super::randommap::{RandomGenerator, RandomPass};
 use super::verify::{fill_pattern, BlockStamp, VerifyLayout};
 
 mod checks;

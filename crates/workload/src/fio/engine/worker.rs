@@ -208,8 +208,9 @@ pub(super) struct Issued {
     io: Io,
     direction: Direction,
     lba: u64,
-    /// A write the verifier logs once it succeeds: its first block, its blocks and fio's `numberio`.
-    logged_write: Option<(u64, u64, Option<u16>)>,
+    /// A write the verifier logs once it succeeds: its first block, its blocks, fio's `numberio`, and its place
+    /// among the job's verified writes in the order issued.
+    logged_write: Option<(u64, u64, Option<u16>, u64)>,
     /// A reset fio issues itself before writing a zone again, which is not one of the job's I/Os.
     internal_reset: bool,
     /// The job's I/Os in flight with this one.
@@ -232,7 +233,8 @@ impl JobState {
                 *data = IoData::Bytes(bytes);
                 if let Some(verifier) = self.verify.as_mut() {
                     verifier.writes_in_flight += 1;
-                    logged_write = Some((*lba, *blocks, numberio));
+                    logged_write = Some((*lba, *blocks, numberio, verifier.issued));
+                    verifier.issued += 1;
                 }
             }
         }
@@ -321,14 +323,18 @@ impl JobState {
 
     /// A write the verifier logged has completed: once it succeeded, its blocks are to be read back.
     #[cold]
-    fn log_written(&mut self, (lba, blocks, numberio): (u64, u64, Option<u16>), ok: bool) {
+    fn log_written(&mut self, (lba, blocks, numberio, index): (u64, u64, Option<u16>, u64), ok: bool) {
         let (backlog, batch) = (self.options.verify_backlog, self.options.verify_batch);
         let Some(verifier) = self.verify.as_mut() else { return };
         verifier.writes_in_flight -= 1;
         if ok {
-            let index = verifier.logged;
-            verifier.latest.extend((lba..lba + blocks).map(|block| (block, index)));
-            verifier.pending.push_back((lba, blocks, numberio, index));
+            // Of two writes of a block, the one issued later is the one checked, whichever completes first (fio
+            // logs a write as it issues it).
+            for block in lba..lba + blocks {
+                let latest = verifier.latest.entry(block).or_insert(index);
+                *latest = (*latest).max(index);
+            }
+            verifier.pending.push((lba, blocks, numberio, index));
             verifier.logged += 1;
             if backlog != 0 && verifier.logged % backlog == 0 {
                 verifier.batch_left = if batch != 0 { batch } else { backlog };
