@@ -92,7 +92,8 @@ out:
 }
 
 /* Says how the device kept the model's pace over the run, so that figures from a run whose device thread
- * could not keep time are seen as such. */
+ * could not keep time are seen as such. On standard error: fio's log_info writes to standard output, where
+ * it would break --output-format=json and terse output. */
 static void print_pacing(const struct zonelab_device *device)
 {
 	/* Figures and the placement (with an OS error when best effort was refused) fit well within this. */
@@ -100,7 +101,7 @@ static void print_pacing(const struct zonelab_device *device)
 	size_t needed = 0;
 
 	if (zl_pacing_line(device->handle, line, sizeof(line), &needed) == ZL_OK)
-		log_info("zonelab: %s: %s\n", device->spec, line);
+		fprintf(stderr, "zonelab: %s: %s\n", device->spec, line);
 }
 
 /* Drops a reference; the last one closes the device (completing its commands and flushing it). */

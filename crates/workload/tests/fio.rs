@@ -1234,3 +1234,25 @@ fn random_writes_at_depth_verify_on_a_conventional_namespace() {
         assert_eq!(job.read.bytes, 16 << 20, "seed {seed}: every block is read back");
     }
 }
+
+#[test]
+fn a_mixed_job_on_full_zones_reads_and_writes_for_its_whole_runtime() {
+    // Its first writes reset both full zones, leaving nothing to read for a moment: fio draws again and goes on.
+    let result =
+        fio("--filename=preset:zn540,zones=8 --zonemode=zbd --name=m --rw=randrw --bs=16k --size=2z --iodepth=8 \
+         --ioengine=io_uring --prefill=full --runtime=50ms --time_based")
+        .expect("runs");
+    let job = &result.jobs[0];
+    assert_eq!(job.error, 0, "{:?}", job.error_message);
+    assert!(
+        job.read.bytes > 1 << 20 && job.write.bytes > 1 << 20,
+        "{} read, {} written",
+        job.read.bytes,
+        job.write.bytes
+    );
+    assert!(job.runtime_ns >= 50_000_000, "runs its whole runtime: {} ns", job.runtime_ns);
+    // A job that only reads still fails, naming the cause, when its zones hold nothing.
+    let empty =
+        fio("--filename=preset:zn540,zones=8 --zonemode=zbd --name=r --rw=randread --bs=16k --size=2z").expect("runs");
+    assert_eq!(empty.jobs[0].error_message.as_deref(), Some("r: no written data to read in the job's zones"));
+}

@@ -81,10 +81,16 @@ fn real_fio_writes_and_verifies_through_the_engine() {
     assert_eq!(job["error"], 0);
     assert_eq!(job["write"]["io_bytes"], 32 << 20, "every byte written");
     assert_eq!(job["read"]["io_bytes"], 32 << 20, "and read back by fio's verification, which found it intact");
-    // The engine says how the device kept the model's pace, and where its thread ran.
-    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    // fio's JSON is the whole of standard output, for jq and the like.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&stdout).is_ok(),
+        "standard output is not one JSON document:\n{stdout}"
+    );
+    // The engine says how the device kept the model's pace, and where its thread ran, on standard error.
+    let said = stderr(&output);
     let pacing = said.lines().find(|line| line.starts_with("zonelab: preset:zn540,zones=8: late "));
-    let pacing = pacing.unwrap_or_else(|| panic!("no pacing line from the engine:\n{said}"));
+    let pacing = pacing.unwrap_or_else(|| panic!("no pacing line from the engine on standard error:\n{said}"));
     assert!(pacing.contains("pacing error p50") && pacing.contains("unpinned, normal class"), "{pacing}");
 }
 

@@ -403,8 +403,13 @@ impl JobState {
                 Some(waiting) => waiting,
                 None => {
                     let direction = self.next_direction(trims);
-                    let Some(zone) = self.pick_zone(direction, zones) else { return Next::Done };
-                    (direction, zone)
+                    match self.pick_zone(direction, zones) {
+                        Some(zone) => (direction, zone),
+                        // A mixed job whose zones hold no data yet (its writes reset full zones) writes instead,
+                        // as fio, finding no zone to read (`zbd_find_zone`), ends its loop and draws again.
+                        None if direction == Direction::Read && !self.failed() => (Direction::Write, self.write_zone()),
+                        None => return Next::Done,
+                    }
                 }
             };
             if zones.held_by_another(zone, self.instance_id) {
@@ -565,8 +570,8 @@ impl JobState {
         }
     }
 
-    /// The zone the next I/O of `direction` goes to; None (with the job's error set) when there is nothing to
-    /// read.
+    /// The zone the next I/O of `direction` goes to; None when there is nothing to read (with the job's error
+    /// set, for a job that only reads).
     pub(super) fn pick_zone(&mut self, direction: Direction, zones: &ZoneCache) -> Option<u32> {
         match direction {
             Direction::Trim if self.options.rw == ReadWrite::RandTrim => Some(self.random_zone()),
@@ -661,6 +666,9 @@ impl JobState {
             self.readable = ((zones.version, bs), readable);
         }
         let readable = &self.readable.1;
+        if readable.is_empty() && self.options.rw.writes() {
+            return None;
+        }
         if readable.is_empty() {
             self.error = Some(IoFailure {
                 status: Status::LbaOutOfRange,
