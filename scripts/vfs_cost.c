@@ -1,5 +1,5 @@
 /* Host CPU per file operation through the Linux VFS and page cache, no device I/O: the costs that
- * crates/workload/src/filebench.rs charges filebench's flowops (docs/logfs.md, "Host CPU").
+ * crates/bench/src/filebench.rs charges filebench's flowops (docs/logfs.md, "Host CPU").
  * Build and run on a tmpfs (so nothing reaches a device):
  *   cc -O2 -o /tmp/vfs_cost scripts/vfs_cost.c && /tmp/vfs_cost /dev/shm
  * Prints the mean nanoseconds of each operation over many repetitions. */

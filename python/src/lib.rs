@@ -10,9 +10,9 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use zonelab_device::{Device as Controller, DeviceBuilder, DeviceSpec, StoreChoice};
-use zonelab_workload::experiment;
-use zonelab_workload::fio::{parse_invocation, run as run_fio, to_json};
-use zonelab_workload::sweep::{self, Grid};
+use zonelab_experiments::experiment;
+use zonelab_experiments::sweep::{self, Grid};
+use zonelab_fio::{parse_invocation, run as run_fio, to_json};
 use zonelab_zns::{Command, Completion, MediaStore, Status, ZoneSendAction, WP_INVALID};
 
 create_exception!(_native, ZonelabError, PyException, "A usage or configuration error, named as the CLI names it.");
@@ -206,7 +206,7 @@ impl Device {
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("ZonelabError", module.py().get_type::<ZonelabError>())?;
     module.add("DeviceError", module.py().get_type::<DeviceError>())?;
-    module.add("VERSION", zonelab_workload::fio::ZONELAB_VERSION)?;
+    module.add("VERSION", zonelab_fio::ZONELAB_VERSION)?;
     module.add_function(wrap_pyfunction!(fio, module)?)?;
     module.add_function(wrap_pyfunction!(grid_points, module)?)?;
     module.add_function(wrap_pyfunction!(measures, module)?)?;

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use clap::Subcommand;
 use serde_json::json;
+use zonelab_bench::{run_closed_loop, LoopSpec, Operation};
 use zonelab_device::{DeviceBuilder, DeviceConfig, DeviceSpec};
 use zonelab_runtime::Simulation;
-use zonelab_workload::{run_closed_loop, LoopSpec, Operation};
 use zonelab_zns::{ByteSize, NamespaceConfig, NullStore, ZoneSendAction, ZonedNamespace};
 
 use crate::{stdout_error, CliError};

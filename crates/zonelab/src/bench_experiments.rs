@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use serde_json::json;
-use zonelab_workload::experiment::experiments;
+use zonelab_experiments::experiment::experiments;
 
 use crate::{stdout_error, CliError};
 

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use serde_json::json;
-use zonelab_workload::fio::{parse_invocation, run as run_fio};
+use zonelab_fio::{parse_invocation, run as run_fio};
 
 use crate::bench::spread;
 use crate::{stdout_error, CliError};

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use clap::Args;
 use zonelab_device::{DeviceConfig, PRESETS};
-use zonelab_workload::calibrate::calibrate;
+use zonelab_experiments::calibrate::calibrate;
 
 use crate::{stdout_error, CliError};
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Subcommand;
-use zonelab_workload::experiment::{experiments, run_traced as run_experiment, summary, ExperimentError};
+use zonelab_experiments::experiment::{experiments, run_traced as run_experiment, summary, ExperimentError};
 
 use crate::{stdout_error, CliError};
 

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use zonelab_device::BuildError;
-use zonelab_workload::fio::{
+use zonelab_fio::{
     help, parse_invocation, run_reporting, status_line, to_json, to_terse, to_text, write_logs, Eta, FioError,
     FioResult, OutputFormat, Progress,
 };

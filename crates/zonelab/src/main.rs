@@ -398,8 +398,8 @@ impl From<ImageError> for CliError {
 
 /// wal-bench and file-churn: what the user asked wrongly exits 2 (a bad preset too, as in `create`), a run
 /// that failed exits 1.
-impl From<zonelab_workload::ToolError> for CliError {
-    fn from(error: zonelab_workload::ToolError) -> Self {
+impl From<zonelab_bench::ToolError> for CliError {
+    fn from(error: zonelab_bench::ToolError) -> Self {
         if error.is_usage() {
             CliError::Usage(error.to_string())
         } else {
@@ -465,7 +465,7 @@ fn zone_timeline(args: ZoneTimelineArgs, out: &mut impl Write) -> Result<(), Cli
     let text = fs::read(&args.trace).map_err(|error| CliError::Io(args.trace.clone(), error))?;
     let trace: serde_json::Value = serde_json::from_slice(&text)
         .map_err(|error| CliError::Usage(format!("{}: not a trace's JSON: {error}", args.trace.display())))?;
-    let timeline = zonelab_workload::zonetimeline::zone_timeline(&trace, args.intervals as usize)
+    let timeline = zonelab_bench::zonetimeline::zone_timeline(&trace, args.intervals as usize)
         .map_err(|error| CliError::Usage(format!("{}: {error}", args.trace.display())))?;
     if let Some(path) = &args.tsv {
         fs::write(path, timeline.tsv()).map_err(|error| CliError::Io(path.clone(), error))?;
@@ -563,7 +563,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Fio { args } => fio::run(&args, &mut stdout),
         Command::Experiment { action } => experiment::run(action, &mut stdout),
         Command::Sweep { grid, out, parquet, jobs, trace } => {
-            use zonelab_workload::sweep::{self, SweepError};
+            use zonelab_experiments::sweep::{self, SweepError};
             let failed = |error: SweepError| match error {
                 SweepError::Grid { .. } => CliError::Config(error.to_string()),
                 _ => CliError::Failed(error.to_string()),
@@ -587,33 +587,33 @@ fn run(command: Command) -> Result<(), CliError> {
         }
         Command::Fs { action } => zonedfs_tool::run(action, &mut stdout),
         Command::WalBench { args } => {
-            let spec = zonelab_workload::walbench::parse_args(&args).map_err(CliError::from)?;
-            let result = zonelab_workload::walbench::run(&spec).map_err(CliError::from)?;
+            let spec = zonelab_bench::walbench::parse_args(&args).map_err(CliError::from)?;
+            let result = zonelab_bench::walbench::run(&spec).map_err(CliError::from)?;
             print_json_or_text(
                 &mut stdout,
                 spec.json,
-                || zonelab_workload::walbench::to_json(&result),
-                || zonelab_workload::walbench::to_text(&result),
+                || zonelab_bench::walbench::to_json(&result),
+                || zonelab_bench::walbench::to_text(&result),
             )
         }
         Command::KvBench { args } => {
-            let spec = zonelab_workload::kvbench::parse_args(&args).map_err(CliError::from)?;
-            let result = zonelab_workload::kvbench::run(&spec).map_err(CliError::from)?;
+            let spec = zonelab_bench::kvbench::parse_args(&args).map_err(CliError::from)?;
+            let result = zonelab_bench::kvbench::run(&spec).map_err(CliError::from)?;
             print_json_or_text(
                 &mut stdout,
                 spec.json,
-                || zonelab_workload::kvbench::to_json(&result),
-                || zonelab_workload::kvbench::to_text(&result),
+                || zonelab_bench::kvbench::to_json(&result),
+                || zonelab_bench::kvbench::to_text(&result),
             )
         }
         Command::FileChurn { args } => {
-            let spec = zonelab_workload::filechurn::parse_args(&args).map_err(CliError::from)?;
-            let result = zonelab_workload::filechurn::run(&spec).map_err(CliError::from)?;
+            let spec = zonelab_bench::filechurn::parse_args(&args).map_err(CliError::from)?;
+            let result = zonelab_bench::filechurn::run(&spec).map_err(CliError::from)?;
             print_json_or_text(
                 &mut stdout,
                 spec.json,
                 || serde_json::to_value(&result).unwrap_or_default(),
-                || zonelab_workload::filechurn::to_text(&result),
+                || zonelab_bench::filechurn::to_text(&result),
             )
         }
         Command::Presets => calibrate::list_presets(&mut stdout),

@@ -8,9 +8,9 @@ use std::io::Write;
 use std::rc::Rc;
 
 use clap::Subcommand;
+use zonelab_bench::zonemap::{draw, summarize, zone_map};
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
 use zonelab_runtime::{Host, Simulation};
-use zonelab_workload::zonemap::{draw, summarize, zone_map};
 use zonelab_zns::MediaStore;
 use zonelab_zonedfs::{FsOptions, ZonedFs, ZonedFsError};
 

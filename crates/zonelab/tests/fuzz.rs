@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use zonelab_device::{apply_override, DeviceBuilder, DeviceConfig, DeviceSpec};
-use zonelab_workload::fio::parse_invocation;
+use zonelab_fio::parse_invocation;
 use zonelab_zns::{ByteSize, Image, NamespaceConfig, StoreKind, ZoneSendAction};
 
 /// Values that have broken parsers before: empty, signs, non-finite, overflowing, wrong types, units.

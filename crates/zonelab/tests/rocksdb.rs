@@ -34,7 +34,7 @@ fn plugin() -> &'static Path {
     PLUGIN.get_or_init(|| {
         // In the target directory's scratch space, rebuilt in place each run: nothing is left in /tmp.
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zonelab-rocksdb-plugin");
-        zonelab_workload::realdb::build_plugin(Some(&out), "test").unwrap_or_else(|error| panic!("{error}"))
+        zonelab_bench::realdb::build_plugin(Some(&out), "test").unwrap_or_else(|error| panic!("{error}"))
     })
 }
 

@@ -2,7 +2,7 @@
 //! model, not of the machine: it fails when a change to the model moves it away from the measurements.
 
 use zonelab_device::DeviceConfig;
-use zonelab_workload::calibrate::calibrate;
+use zonelab_experiments::calibrate::calibrate;
 
 #[test]
 fn zn540_meets_its_targets() {

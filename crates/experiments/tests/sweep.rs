@@ -2,7 +2,7 @@
 //! of threads, traced or not, a resumed sweep runs only the points its table lacks, and a failing point is a row
 //! with its error.
 
-use zonelab_workload::sweep::{read_table, run, Grid};
+use zonelab_experiments::sweep::{read_table, run, Grid};
 
 fn grid(text: &str) -> Grid {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -5,8 +5,8 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::fio::{parse_invocation, run as run_fio, FioResult};
-use crate::realdb::RealDbTool;
+use zonelab_bench::realdb::RealDbTool;
+use zonelab_fio::{parse_invocation, run as run_fio, FioResult};
 
 use super::{Figure, Point, Series};
 
@@ -34,15 +34,15 @@ pub(super) enum RunKey {
 /// What a virtual-time run gave.
 enum Ran {
     Fio(Box<FioResult>),
-    WalBench(Box<crate::walbench::WalBenchResult>),
-    KvBench(Box<crate::kvbench::KvBenchResult>),
-    FileChurn(Box<crate::filechurn::FileChurnResult>),
+    WalBench(Box<zonelab_bench::walbench::WalBenchResult>),
+    KvBench(Box<zonelab_bench::kvbench::KvBenchResult>),
+    FileChurn(Box<zonelab_bench::filechurn::FileChurnResult>),
 }
 
 impl RunKey {
     /// Runs it; with `traces`, it writes its trace there (`trace_file`), which changes none of its figures.
     fn run(&self, traces: Option<&Path>) -> Result<Ran, String> {
-        let text = |error: crate::args::ToolError| error.to_string();
+        let text = |error: zonelab_bench::args::ToolError| error.to_string();
         let trace = traces.map(|dir| dir.join(self.trace_file()));
         Ok(match self {
             RunKey::Fio(args, seed) => {
@@ -52,19 +52,19 @@ impl RunKey {
                 Ran::Fio(Box::new(run_fio(&invocation, *seed).map_err(|error| error.to_string())?))
             }
             RunKey::WalBench(args) => {
-                let mut spec = crate::walbench::parse_args(args).map_err(text)?;
+                let mut spec = zonelab_bench::walbench::parse_args(args).map_err(text)?;
                 spec.trace = trace;
-                Ran::WalBench(Box::new(crate::walbench::run(&spec).map_err(text)?))
+                Ran::WalBench(Box::new(zonelab_bench::walbench::run(&spec).map_err(text)?))
             }
             RunKey::KvBench(args) => {
-                let mut spec = crate::kvbench::parse_args(args).map_err(text)?;
+                let mut spec = zonelab_bench::kvbench::parse_args(args).map_err(text)?;
                 spec.trace = trace;
-                Ran::KvBench(Box::new(crate::kvbench::run(&spec).map_err(text)?))
+                Ran::KvBench(Box::new(zonelab_bench::kvbench::run(&spec).map_err(text)?))
             }
             RunKey::FileChurn(args) => {
-                let mut spec = crate::filechurn::parse_args(args).map_err(text)?;
+                let mut spec = zonelab_bench::filechurn::parse_args(args).map_err(text)?;
                 spec.trace = trace;
-                Ran::FileChurn(Box::new(crate::filechurn::run(&spec).map_err(text)?))
+                Ran::FileChurn(Box::new(zonelab_bench::filechurn::run(&spec).map_err(text)?))
             }
         })
     }
@@ -103,7 +103,7 @@ impl RunKey {
 #[derive(Default)]
 pub(super) struct Runs {
     done: HashMap<RunKey, Ran>,
-    realdb: HashMap<Vec<String>, crate::realdb::RealDbResult>,
+    realdb: HashMap<Vec<String>, zonelab_bench::realdb::RealDbResult>,
     /// Where each virtual-time run writes its trace, when the experiment is traced.
     pub traces: Option<PathBuf>,
 }
@@ -120,7 +120,7 @@ impl Runs {
             }
         }
         let traces = self.traces.as_deref();
-        for (key, ran) in todo.iter().zip(crate::parallel::map(&todo, jobs, "runs", |key| key.run(traces))) {
+        for (key, ran) in todo.iter().zip(zonelab_bench::parallel::map(&todo, jobs, "runs", |key| key.run(traces))) {
             if let Ok(ran) = ran {
                 self.done.insert(key.clone(), ran);
             }
@@ -225,9 +225,9 @@ impl Tool {
                     let key: Vec<String> = std::iter::once(format!("{tool:?}")).chain(args.iter().cloned()).collect();
                     let result = match runs.realdb.entry(key) {
                         Entry::Occupied(done) => done.into_mut(),
-                        Entry::Vacant(slot) => slot.insert(crate::realdb::run(tool, &args)?),
+                        Entry::Vacant(slot) => slot.insert(zonelab_bench::realdb::run(tool, &args)?),
                     };
-                    measured.push(crate::realdb::metric(result, &series.metric)?);
+                    measured.push(zonelab_bench::realdb::metric(result, &series.metric)?);
                     late_shares.extend(result.stats.as_ref().and_then(|stats| stats["pacing"]["late_share"].as_f64()));
                 }
                 let mut ys: Vec<f64> = measured.iter().map(|&(y, _)| y).collect();
@@ -353,7 +353,7 @@ fn metric(result: &FioResult, metric: &str) -> Result<(f64, Option<u64>), String
     }
 }
 
-fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<f64, String> {
+fn wal_metric(result: &zonelab_bench::walbench::WalBenchResult, metric: &str) -> Result<f64, String> {
     match metric {
         "wal.kiops" => Ok(result.kiops),
         "wal.recovery_io_s" => result
@@ -372,7 +372,7 @@ fn wal_metric(result: &crate::walbench::WalBenchResult, metric: &str) -> Result<
 /// `Point::events`), where its files ended up: `kv.zones.live_pct` (the live share of what the zones in use
 /// hold), `kv.zones.files_per_zone`, `kv.zone_resets` (with itself as its count), or what the device did:
 /// `kv.blocks_erased` (with itself as its count), `kv.energy_j`.
-fn kv_metric(result: &crate::kvbench::KvBenchResult, metric: &str) -> Result<(f64, Option<u64>), String> {
+fn kv_metric(result: &zonelab_bench::kvbench::KvBenchResult, metric: &str) -> Result<(f64, Option<u64>), String> {
     match metric {
         "kv.kiops" => Ok((result.kiops, None)),
         "kv.zones.live_pct" => Ok((result.zones.live_fraction * 100.0, None)),
@@ -389,12 +389,15 @@ fn kv_metric(result: &crate::kvbench::KvBenchResult, metric: &str) -> Result<(f6
 }
 
 /// A file-churn metric, and for a count the count itself (see `Point::events`).
-fn churn_metric(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<(f64, Option<u64>), String> {
+fn churn_metric(
+    result: &zonelab_bench::filechurn::FileChurnResult,
+    metric: &str,
+) -> Result<(f64, Option<u64>), String> {
     let value = churn_value(result, metric)?;
     Ok((value, (metric == "churn.zones_erased").then_some(value.round() as u64)))
 }
 
-fn churn_value(result: &crate::filechurn::FileChurnResult, metric: &str) -> Result<f64, String> {
+fn churn_value(result: &zonelab_bench::filechurn::FileChurnResult, metric: &str) -> Result<f64, String> {
     if let Some((window, figure)) = metric.strip_prefix("window").and_then(|rest| rest.split_once('/')) {
         let n: usize = window.parse().map_err(|_| format!("metric {metric}: {window:?} is not a window's number"))?;
         let Some(window) = n.checked_sub(1).and_then(|index| result.windows.get(index)) else {

@@ -10,7 +10,7 @@ use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{CommandQueue, Host, HostExt, IoData, Simulation};
 use zonelab_zns::{MediaStore, Status};
 
-use crate::fio::Histogram;
+use zonelab_fio::Histogram;
 
 /// What each job does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

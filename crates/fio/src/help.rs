@@ -342,7 +342,7 @@ pub fn cmdhelp(which: Option<&str>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fio::parse_invocation;
+    use crate::parse_invocation;
 
     #[test]
     fn every_documented_option_parses_with_its_example() {

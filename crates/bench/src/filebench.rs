@@ -74,7 +74,7 @@ pub struct WriteWindows {
     begun: Option<(u64, LogFsStats)>,
     bytes: u64,
     writes: u64,
-    latencies: crate::fio::LatencyStats,
+    latencies: zonelab_fio::LatencyStats,
     pub closed: Vec<WriteWindow>,
 }
 
@@ -127,7 +127,7 @@ impl WriteWindows {
         });
         self.begun = Some((ended_ns, after));
         (self.bytes, self.writes) = (0, 0);
-        self.latencies = crate::fio::LatencyStats::default();
+        self.latencies = zonelab_fio::LatencyStats::default();
     }
 }
 

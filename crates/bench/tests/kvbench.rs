@@ -2,7 +2,7 @@
 //! levels and delete their inputs (so zonedfs resets zones), unsynced puts run at their host CPU's rate, and
 //! synced puts wait when a reset load's erases hold the dies.
 
-use zonelab_workload::kvbench::{parse_args, run, KvBenchResult};
+use zonelab_bench::kvbench::{parse_args, run, KvBenchResult};
 
 fn bench(args: &[&str]) -> KvBenchResult {
     let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
@@ -204,9 +204,9 @@ fn a_trace_holds_every_command_of_the_run_and_changes_nothing() {
     assert!(caused.iter().any(|name| name == "read") && caused.iter().any(|name| name == "write"), "{caused:?}");
 
     let wal = dir.path().join("wal.json");
-    let spec = zonelab_workload::walbench::parse_args(&["--records=500".into(), format!("--trace={}", wal.display())])
+    let spec = zonelab_bench::walbench::parse_args(&["--records=500".into(), format!("--trace={}", wal.display())])
         .expect("wal-bench options");
-    let result = zonelab_workload::walbench::run(&spec).expect("wal-bench runs");
+    let result = zonelab_bench::walbench::run(&spec).expect("wal-bench runs");
     let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&wal).expect("trace")).expect("json");
     let appends = trace["traceEvents"]
         .as_array()

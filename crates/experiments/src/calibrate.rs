@@ -6,7 +6,7 @@ use zonelab_device::{Built, DeviceBuilder, DeviceConfig, DeviceSpec, HostPath};
 use zonelab_runtime::{CommandQueue, HostExt, Simulation};
 use zonelab_zns::{MediaStore, Status, ZoneSendAction};
 
-use crate::{run_closed_loop, LoopSpec, Operation};
+use zonelab_bench::{run_closed_loop, LoopSpec, Operation};
 
 /// The measurements of `reference/`, compiled in by file name (the build script lists them).
 const REFERENCES: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/references.rs"));

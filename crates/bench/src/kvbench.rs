@@ -24,7 +24,7 @@ use zonelab_runtime::{CommandQueue, Simulation};
 use zonelab_zonedfs::{FsOptions, FsStats, OpenMode, ZonedFs};
 
 use crate::args::{take, Slot, ToolError, ToolOption};
-use crate::fio::LatencyStats;
+use zonelab_fio::LatencyStats;
 
 /// RocksDB's write-lifetime hints (`Env::WriteLifeTimeHint`), which zonedfs places by.
 const LIFETIME_SHORT: u8 = 2;

@@ -12,7 +12,7 @@
 //!
 //! Underneath every workload the layers check themselves in debug builds (the test profile): the namespace's
 //! invariants after every change, the zone mapping after every zone management command, the clock never
-//! moving back. CI runs 200 seeds; `cargo test -p zonelab-workload --release --test swarm -- --ignored` runs
+//! moving back. CI runs 200 seeds; `cargo test -p zonelab-fio --release --test swarm -- --ignored` runs
 //! 10,000 more. A failure names its seed and what it drew.
 
 use std::cell::RefCell;
@@ -20,11 +20,11 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use zonelab_device::{Device, DeviceConfig};
+use zonelab_fio as fio;
 use zonelab_host::{Scheduled, SchedulerKind};
 use zonelab_logfs::{LogFs, LogFsOptions};
 use zonelab_runtime::rng::SplitMix64;
 use zonelab_runtime::{Host, IoData, Simulation};
-use zonelab_workload::fio;
 use zonelab_zns::MemoryStore;
 use zonelab_zonedfs::{FsOptions, OpenMode, ZonedFs};
 
@@ -330,7 +330,7 @@ fn the_swarm_holds_for_200_seeds() {
 }
 
 #[test]
-#[ignore = "a soak: cargo test -p zonelab-workload --release --test swarm -- --ignored"]
+#[ignore = "a soak: cargo test -p zonelab-fio --release --test swarm -- --ignored"]
 fn the_swarm_holds_for_10000_seeds() {
     check_seeds(200..10_200);
 }

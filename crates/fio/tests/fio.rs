@@ -2,8 +2,8 @@
 //! rules hold.
 
 use serde_json::Value;
+use zonelab_fio::{parse_invocation, run, to_json, FioResult};
 use zonelab_media::{FlashOp, OpSource};
-use zonelab_workload::fio::{parse_invocation, run, to_json, FioResult};
 
 fn fio(args: &str) -> Result<FioResult, String> {
     let args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
@@ -281,16 +281,15 @@ fn progress_reports_do_not_change_the_run() {
     let text = format!("{DEVICE} --name=r --rw=randread --bs=4k --size=2z --ioengine=libaio --iodepth=8 --prefill=full --runtime=30ms --time_based --name=w --rw=write --bs=64k --size=2z --offset=4z --ioengine=spdk --runtime=30ms --time_based");
     let args: Vec<String> = text.split_whitespace().map(str::to_string).collect();
     let invocation = parse_invocation(&args, |_| Err("no files".into())).expect("parses");
-    let plain = deterministic_json(&zonelab_workload::fio::run(&invocation, 1).expect("runs"));
-    let mut reports: Vec<zonelab_workload::fio::Progress> = Vec::new();
-    let mut keep = |progress: &zonelab_workload::fio::Progress| reports.push(progress.clone());
+    let plain = deterministic_json(&zonelab_fio::run(&invocation, 1).expect("runs"));
+    let mut reports: Vec<zonelab_fio::Progress> = Vec::new();
+    let mut keep = |progress: &zonelab_fio::Progress| reports.push(progress.clone());
     let reported =
-        zonelab_workload::fio::run_reporting(&invocation, 1, Some((std::time::Duration::ZERO, &mut keep)), None)
-            .expect("runs");
+        zonelab_fio::run_reporting(&invocation, 1, Some((std::time::Duration::ZERO, &mut keep)), None).expect("runs");
     assert_eq!(deterministic_json(&reported), plain, "slicing the run changes nothing");
     assert!(reports.len() >= 20, "a report per millisecond of device time: {}", reports.len());
     assert!(reports.windows(2).all(|pair| pair[1].done >= pair[0].done), "the share done only grows");
-    let line = zonelab_workload::fio::status_line(&reports[5]);
+    let line = zonelab_fio::status_line(&reports[5]);
     assert!(line.starts_with("Jobs: 2 (f=2): [r(1),W(1)]["), "{line}");
     assert!(line.contains("IOPS][eta "), "{line}");
 }
@@ -303,10 +302,10 @@ fn status_interval_dumps_the_results_so_far() {
     let args: Vec<String> = text.split_whitespace().map(str::to_string).collect();
     let invocation = parse_invocation(&args, |_| Err("no files".into())).expect("parses");
     assert_eq!(invocation.status_interval_ns, Some(10_000_000));
-    let plain = deterministic_json(&zonelab_workload::fio::run(&invocation, 1).expect("runs"));
+    let plain = deterministic_json(&zonelab_fio::run(&invocation, 1).expect("runs"));
     let mut dumps: Vec<(u64, u64)> = Vec::new();
     let mut keep = |snapshot: &FioResult| dumps.push((snapshot.groups[0].device_time_ns, snapshot.jobs[0].write.bytes));
-    let dumped = zonelab_workload::fio::run_reporting(&invocation, 1, None, Some(&mut keep)).expect("runs");
+    let dumped = zonelab_fio::run_reporting(&invocation, 1, None, Some(&mut keep)).expect("runs");
     assert_eq!(deterministic_json(&dumped), plain, "dumps change nothing");
     // Each dump stands at the last event before its instant: 10, 20 and 30 ms.
     let instants: Vec<u64> = dumps.iter().map(|&(ns, _)| ns.div_ceil(1_000_000)).collect();
@@ -567,7 +566,7 @@ fn a_written_iolog_replays_the_same_io() {
         "{SMALL} --name=w --rw=randwrite --bs=16k --size=2z --io_size=512k --ioengine=libaio --iodepth=4 --write_iolog={trace}"
     ))
     .expect("runs");
-    zonelab_workload::fio::write_logs(&written.io_logs, std::path::Path::new("/")).expect("writes the trace");
+    zonelab_fio::write_logs(&written.io_logs, std::path::Path::new("/")).expect("writes the trace");
     let text = std::fs::read_to_string(trace).expect("trace");
     assert!(text.starts_with("fio version 3 iolog\n0 preset:zn540"), "{text}");
     assert_eq!(text.lines().filter(|line| line.contains(" write ")).count(), 32, "one line per write");
@@ -579,7 +578,7 @@ fn a_written_iolog_replays_the_same_io() {
     assert_eq!(after.error, 0, "{:?}", after.error_message);
     assert_eq!((after.write.ios, after.write.bytes), (before.write.ios, before.write.bytes));
     assert_eq!(replayed.groups[0].device.bytes_written, written.groups[0].device.bytes_written);
-    let iops = |job: &zonelab_workload::fio::JobResult| job.write.ios as f64 * 1e9 / job.runtime_ns as f64;
+    let iops = |job: &zonelab_fio::JobResult| job.write.ios as f64 * 1e9 / job.runtime_ns as f64;
     let ratio = iops(after) / iops(before);
     assert!((0.95..1.05).contains(&ratio), "the replay runs at the rate of the run it traced: {ratio:.3}");
 }
@@ -623,7 +622,7 @@ fn traced_offsets(args: &str) -> (FioResult, Vec<u64>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let trace = dir.path().join("t.log");
     let result = fio(&format!("{args} --write_iolog={}", trace.display())).expect("runs");
-    zonelab_workload::fio::write_logs(&result.io_logs, std::path::Path::new("/")).expect("writes the trace");
+    zonelab_fio::write_logs(&result.io_logs, std::path::Path::new("/")).expect("writes the trace");
     let text = std::fs::read_to_string(&trace).expect("trace");
     let offsets = text
         .lines()
@@ -1121,35 +1120,6 @@ fn a_trace_shows_the_schedulers_queues_and_what_left_them() {
     assert_eq!(named("dispatched") + named("merged"), locked.len() as u64);
 }
 
-/// Zones over time from a trace: a job fills two zones, then another resets the first; the replayed write
-/// pointers fill both, the reset empties the first, and every byte the job wrote is counted once.
-#[test]
-fn a_zone_timeline_replays_the_write_pointers_of_a_trace() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("trace.json");
-    let result = fio(&format!(
-        "--filename=preset:nvmevirt-rezns,zones=8 --zonemode=zbd --name=w --rw=write --bs=128k --ioengine=libaio \
-         --iodepth=4 --size=2z --name=r --stonewall --rw=trim --bs=64m --size=1z --trace={}",
-        path.display()
-    ))
-    .expect("runs");
-    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("trace")).expect("JSON");
-    let timeline = zonelab_workload::zonetimeline::zone_timeline(&trace, 10).expect("a timeline");
-    let capacity = timeline.zone_cap_bytes;
-    assert_eq!(timeline.zones.iter().map(|zone| zone.zone).collect::<Vec<_>>(), [0, 1], "the zones the run touched");
-    let (first, second) = (&timeline.zones[0], &timeline.zones[1]);
-    let written = result.jobs[0].write.bytes;
-    assert_eq!(first.bytes_written_total + second.bytes_written_total, written);
-    assert_eq!((first.resets.iter().sum::<u32>(), second.resets.iter().sum::<u32>()), (1, 0));
-    assert_eq!((first.written_bytes.last(), second.written_bytes.last()), (Some(&0), Some(&capacity)));
-    assert!(first.written_bytes.contains(&capacity), "zone 0 was full before its reset: {:?}", first.written_bytes);
-    assert!(first.written_bytes.windows(2).take_while(|pair| pair[1] != 0).all(|pair| pair[0] <= pair[1]));
-    assert_eq!(timeline.tsv().lines().count(), 1 + 2 * 10);
-    let png = dir.path().join("zones.png");
-    timeline.draw(&png).expect("drawn");
-    assert!(std::fs::metadata(&png).expect("a PNG").len() > 1000);
-}
-
 /// `new_group` starts a reporting group, not a run: its jobs run beside the ones before it, as fio runs them,
 /// where `stonewall` waits for them; `group_reporting` folds every job of a reporting group into one result,
 /// each direction over the window of the jobs that moved data in it.
@@ -1178,9 +1148,9 @@ fn new_group_reports_apart_jobs_that_run_beside_each_other() {
         "side by side the run takes {} ns, less than the {alone_ns} ns of its groups one after another",
         beside.groups[0].device_time_ns
     );
-    let text = zonelab_workload::fio::to_text(&beside);
+    let text = zonelab_fio::to_text(&beside);
     assert!(text.contains("device commands, shared with group 1, which ran beside it"), "{text}");
-    assert!(!zonelab_workload::fio::to_text(&after).contains("shared with"), "stonewalled groups share nothing");
+    assert!(!zonelab_fio::to_text(&after).contains("shared with"), "stonewalled groups share nothing");
     let json = to_json(&beside, false);
     assert_eq!(json["jobs"][1]["groupid"], 1);
     assert_eq!(json["disk_util"][0]["write_ios"], 4096, "the run's device figures are counted once");
@@ -1193,7 +1163,7 @@ fn written_offsets(args: &str) -> Vec<u64> {
     let trace = trace.to_str().expect("utf-8");
     let result = fio(&format!("{args} --write_iolog={trace}")).expect("runs");
     assert_eq!(result.jobs[0].error, 0, "{:?}", result.jobs[0].error_message);
-    zonelab_workload::fio::write_logs(&result.io_logs, std::path::Path::new("/")).expect("writes the trace");
+    zonelab_fio::write_logs(&result.io_logs, std::path::Path::new("/")).expect("writes the trace");
     let text = std::fs::read_to_string(trace).expect("trace");
     text.lines()
         .filter_map(|line| line.split_once(" write ").map(|(_, rest)| rest))

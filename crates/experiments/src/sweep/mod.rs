@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::fio::{parse_invocation, run as run_fio, DirectionStats, FioResult};
+use zonelab_fio::{parse_invocation, run as run_fio, DirectionStats, FioResult};
 
 mod parquet_file;
 
@@ -213,7 +213,7 @@ pub fn run(grid: &Grid, table: &Path, jobs: usize, traces: Option<&Path>) -> Res
     }
     // Each point's rows are appended as it finishes, so that a sweep that is stopped keeps what it ran.
     let appending = std::sync::Mutex::new((file, None::<std::io::Error>));
-    let results = crate::parallel::map_as_done(
+    let results = zonelab_bench::parallel::map_as_done(
         &todo,
         jobs,
         "points",

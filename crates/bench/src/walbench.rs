@@ -15,7 +15,7 @@ use zonelab_runtime::{CommandQueue, Simulation};
 use zonelab_zns::{ByteSize, MediaStore};
 
 use crate::args::{take, Slot, ToolError, ToolOption};
-use crate::fio::LatencyStats;
+use zonelab_fio::LatencyStats;
 
 /// Limits of the options, checked before anything is allocated: a record is built in memory once, and the
 /// device time of a run (records x put cost) stays far below 2^64 ns.

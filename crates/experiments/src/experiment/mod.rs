@@ -10,7 +10,7 @@ use serde_json::json;
 use zonelab_device::DeviceConfig;
 
 use crate::calibrate::calibrate;
-use crate::plot::{plot_lines, plot_scatter, Line, Mark};
+use zonelab_bench::plot::{plot_lines, plot_scatter, Line, Mark};
 
 mod tools;
 mod verdict;
@@ -384,7 +384,7 @@ pub fn run_traced(id: &str, quick: bool, out: &Path, jobs: usize, trace: bool) -
         if quick { "quick" } else { "full" }
     );
     if experiment.real_time {
-        if let Err(reason) = crate::realdb::plugin() {
+        if let Err(reason) = zonelab_bench::realdb::plugin() {
             return not_run(&experiment, report, &reason, quick, out);
         }
     }

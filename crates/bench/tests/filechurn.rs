@@ -2,8 +2,8 @@
 //! mapping policy and ReZNS's renewable zones erase less; on logfs (the F2FS-like default) resets come from
 //! checkpoints after cleaning and are of full zones, which ReZNS erases like the baseline.
 
+use zonelab_bench::filechurn::{parse_args, run, FileChurnResult};
 use zonelab_media::FlashOp;
-use zonelab_workload::filechurn::{parse_args, run, FileChurnResult};
 
 fn churn(policy: &str, fsync: u64) -> FileChurnResult {
     let args: Vec<String> = format!(

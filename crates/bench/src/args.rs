@@ -7,7 +7,7 @@ use zonelab_device::BuildError;
 use zonelab_host::{FsError, WalError};
 use zonelab_zns::Status;
 
-use crate::fio::{parse_size, SizeSpec};
+use zonelab_fio::{parse_size, SizeSpec};
 
 /// Why wal-bench or file-churn could not run, or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -127,7 +127,7 @@ impl<'a> ToolOption<'a> {
 fn bytes(key: &str, value: &str) -> Result<u64, String> {
     // fio's parser words the error for fio; these tools are not fio.
     let size = parse_size(key, value).map_err(|error| match error {
-        crate::fio::FioError::Options(message) => message,
+        zonelab_fio::FioError::Options(message) => message,
         other => other.to_string(),
     })?;
     match size {

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zonelab_workload::experiment::{experiments, run, run_traced, EXPERIMENTS};
+use zonelab_experiments::experiment::{experiments, run, run_traced, EXPERIMENTS};
 
 /// The RocksDB plugin for the real-time experiments, built with the test profile (as the RocksDB tests build
 /// it) and handed to them; None without RocksDB, which fails under CI=true.
@@ -20,8 +20,8 @@ fn rocksdb_plugin() -> Option<PathBuf> {
     }
     // In the target directory's scratch space, rebuilt in place each run: nothing is left in /tmp.
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("zonelab-experiments-plugin");
-    let plugin = zonelab_workload::realdb::build_plugin(Some(&out), "test").unwrap_or_else(|error| panic!("{error}"));
-    zonelab_workload::realdb::use_plugin(plugin.clone());
+    let plugin = zonelab_bench::realdb::build_plugin(Some(&out), "test").unwrap_or_else(|error| panic!("{error}"));
+    zonelab_bench::realdb::use_plugin(plugin.clone());
     Some(plugin)
 }
 
@@ -108,7 +108,7 @@ fn every_experiment_runs_quick_and_writes_its_outputs() {
 
 /// `experiments/quick-verdicts.tsv` holds every virtual-time claim of a quick run with its figure (4 significant
 /// digits) and verdict, so that a change to the model that moves one shows in review. Regenerate it with
-/// `ZONELAB_BLESS=1 cargo test -p zonelab-workload --test experiments every_experiment`.
+/// `ZONELAB_BLESS=1 cargo test -p zonelab-experiments --test experiments every_experiment`.
 fn check_golden_verdicts(verdicts: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/quick-verdicts.tsv");
     let header = "# experiment\tfigure\tclaim\tzonelab\tverdict (quick run, virtual time)\n";
