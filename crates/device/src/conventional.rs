@@ -125,10 +125,13 @@ impl ConventionalNamespaceConfig {
             ));
         }
         match self.mapping {
-            MappingKind::PageMapped => self
-                .ftl(media)
-                .validate()
-                .map_err(|error| refuse("conventional.over-provisioning", error.to_string()))?,
+            MappingKind::PageMapped => self.ftl(media).validate().map_err(|error| {
+                let field = match error {
+                    FtlError::MapTooLarge { .. } => "conventional.capacity",
+                    _ => "conventional.over-provisioning",
+                };
+                refuse(field, error.to_string())
+            })?,
             MappingKind::InPlace if self.over_provisioning != 0.0 => {
                 return Err(refuse(
                     "conventional.over-provisioning",

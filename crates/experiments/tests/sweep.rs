@@ -84,6 +84,12 @@ fn a_bad_grid_is_refused_by_name() {
     assert!(error.to_string().contains("axis iodepth"), "{error}");
     std::fs::write(&path, "argz = \"--name=j\"\n").expect("write");
     assert!(Grid::load(&path).is_err(), "an unknown key");
+    // Six axes of 1,000 values make 10^18 points: refused with the limit, before any point is built.
+    let axis: Vec<String> = (0..1000).map(|value| value.to_string()).collect();
+    let axes: String = (0..6).map(|axis_no| format!("a{axis_no} = [{}]\n", axis.join(", "))).collect();
+    std::fs::write(&path, format!("args = \"--name=j\"\nseeds = [1]\n[axes]\n{axes}")).expect("write");
+    let error = Grid::load(&path).expect_err("too many points");
+    assert!(error.to_string().contains("make 1000000000000000000 points; a sweep runs at most 1000000"), "{error}");
 }
 
 /// The table goes to pandas as it is: `examples/python/sweep_table.py` reads it with `pandas.read_csv` and finds

@@ -50,12 +50,22 @@ pub struct FtlConfig {
     pub read_ahead_pages: u32,
 }
 
+/// The most page entries the logical and physical maps may hold together (4 bytes each: 4 GiB), so that a
+/// capacity typed wrong is refused with a message instead of aborting the process on the allocation.
+pub const MAX_MAP_ENTRIES: u64 = 1 << 30;
+
 /// Why a configuration or a command is refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FtlError {
     #[error("invalid FTL configuration: {0}")]
     Config(String),
+    #[error(
+        "the FTL's maps of {logical} logical and {physical} physical pages would take {} GiB of memory; zonelab \
+         keeps them within 4 GiB ({MAX_MAP_ENTRIES} entries of 4 bytes: about 2 TB of 4 KiB pages)",
+        ((logical + physical) * 4) >> 30
+    )]
+    MapTooLarge { logical: u64, physical: u64 },
     #[error("logical page {lpn} is past the namespace's {pages} pages")]
     OutOfRange { lpn: u64, pages: u64 },
     #[error("stream {stream} is past the {streams} streams")]
@@ -125,6 +135,10 @@ impl FtlConfig {
         let physical_pages = u64::from(self.blocks) * u64::from(self.pages_per_block);
         if physical_pages >= u64::from(u32::MAX) {
             return bad(format!("{physical_pages} physical pages do not fit 32-bit page numbers"));
+        }
+        let entries = self.logical_pages + physical_pages;
+        if entries > MAX_MAP_ENTRIES {
+            return Err(FtlError::MapTooLarge { logical: self.logical_pages, physical: physical_pages });
         }
         // Open blocks (one per stream and one for GC) and the foreground reserve, which the collection's next
         // block comes from.

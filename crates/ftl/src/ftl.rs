@@ -527,7 +527,7 @@ impl Ftl {
             if ppn == UNMAPPED {
                 continue;
             }
-            if self.p2l[ppn as usize] != lpn as u32 {
+            if self.p2l.get(ppn as usize) != Some(&(lpn as u32)) {
                 return Err(format!("logical page {lpn} maps to physical page {ppn}, which maps elsewhere"));
             }
             let (block, offset) = self.place(ppn);
@@ -553,7 +553,7 @@ impl Ftl {
         }
         for (owner, open) in self.open.iter().enumerate() {
             if let Some(open) = open {
-                if self.blocks.state[open.block as usize] != BlockState::Open(owner as u32) {
+                if self.blocks.state.get(open.block as usize) != Some(&BlockState::Open(owner as u32)) {
                     return Err(format!("stream {owner}'s open block {} is not open to it", open.block));
                 }
             }

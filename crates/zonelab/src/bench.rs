@@ -59,8 +59,8 @@ pub enum BenchCommand {
         preset: String,
         /// Busy threads of its own beside the device thread while it measures: the pacing a loaded machine
         /// gives (with the preset's placement keys, `--preset zn540,device-cpu=1`, or ZONELAB_DEVICE_CPU and
-        /// ZONELAB_DEVICE_SCHED, what placement wins back).
-        #[arg(long, default_value_t = 0)]
+        /// ZONELAB_DEVICE_SCHED, what placement wins back). At most 1,024.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1024))]
         load: u32,
         #[arg(long)]
         json: bool,

@@ -34,10 +34,12 @@ pub fn ftl(preset: &str, logical_bytes: u64, writes: u64, json: bool, out: &mut 
     media.nand.channels_per_zone = 1;
     let unit_bytes = media.nand.program_unit_bytes;
     let block_bytes = u64::from(media.planes_per_zone()) * u64::from(media.nand.block_program_units) * unit_bytes;
-    if unit_bytes % PAGE_BYTES != 0 || logical_bytes < block_bytes {
+    if unit_bytes % PAGE_BYTES != 0 {
+        return Err(CliError::Usage(format!("{preset}: its {unit_bytes}-byte program unit is not whole 4 KiB pages")));
+    }
+    if logical_bytes < block_bytes {
         return Err(CliError::Usage(format!(
-            "{preset}: its {unit_bytes}-byte program unit is not whole 4 KiB pages, or the {logical_bytes}-byte \
-             space is below one {block_bytes}-byte block"
+            "--size {logical_bytes}: the space must hold at least one of {preset}'s {block_bytes}-byte blocks"
         )));
     }
     let mut rows = Vec::new();

@@ -70,11 +70,14 @@ pub fn run(args: &[String], out: &mut impl Write) -> Result<(), CliError> {
         eprintln!();
     }
     let result = result.map_err(|error| match error {
-        // A bad preset or namespace in the spec is a configuration error (exit 2); a missing or corrupt image,
-        // or a device that refused the prefill, exits 1 as every other command does.
-        FioError::Device(BuildError::Config { .. } | BuildError::Namespace { .. }) => {
-            CliError::Config(error.to_string())
-        }
+        // A bad preset, namespace, precondition or namespace ID in the spec is a configuration error (exit 2); a
+        // missing or corrupt image, or a device that refused the prefill, exits 1 as every other command does.
+        FioError::Device(
+            BuildError::Config { .. }
+            | BuildError::Namespace { .. }
+            | BuildError::Precondition { .. }
+            | BuildError::NoSuchNamespace { .. },
+        ) => CliError::Config(error.to_string()),
         FioError::Device(_) | FioError::Prefill { .. } => CliError::Failed(error.to_string()),
         _ => CliError::Usage(error.to_string()),
     })?;

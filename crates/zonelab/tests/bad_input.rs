@@ -280,6 +280,23 @@ const ATTACKS: &[Attack] = &[
         0,
         "err= 0",
     ),
+    // Issue 75, item 8: sizes that would abort the process on an allocation are refused, naming the limit.
+    attack(
+        75,
+        &["fio", "--name=j", "--filename=preset:conventional,conventional.capacity=14TiB", "--rw=read", "--size=4k"],
+        2,
+        "invalid conventional.capacity: the FTL's maps of 3758096384 logical",
+    ),
+    attack(75, &["bench", "ftl", "--size", "8TiB"], 2, "zonelab keeps them within 4 GiB"),
+    attack(75, &["bench", "ftl", "--size", "0"], 2, "--size 0: the space must hold at least one"),
+    attack(
+        75,
+        &["fio", "--name=j", "--filename=preset:zn540,ns=1,precondition=random:1000000000", "--rw=read", "--size=4k"],
+        2,
+        "N in random:N is at most 64 passes",
+    ),
+    attack(75, &["fio", "--name=j", "--filename=preset:zn540,ns=9", "--rw=read", "--size=4k"], 2, "no namespace 9"),
+    attack(75, &["bench", "realtime", "--load", "100000"], 2, "100000 is not in 0..=1024"),
 ];
 
 /// The longest any attack may run before it counts as a hang (defect 4 was a run that never ended).
@@ -371,7 +388,7 @@ fn every_attack_gets_its_exit_code_and_message_and_changes_nothing() {
         }
     }
     let defects: std::collections::BTreeSet<u32> = ATTACKS.iter().map(|case| case.defect).collect();
-    assert_eq!(defects.len(), 13, "every defect of the audit has at least one attack");
+    assert_eq!(defects.len(), 14, "every defect of the audit (13, and issue 75's sizes) has at least one attack");
     assert!(failures.is_empty(), "{} of {} attacks failed:\n{}", failures.len(), ATTACKS.len(), failures.join("\n"));
     eprintln!("bad input: {} attacks over {} defects, all passing", ATTACKS.len(), defects.len());
 }

@@ -67,6 +67,9 @@ pub struct Point {
     pub key: String,
 }
 
+/// The most points a grid may make, so that a grid typed wrong is refused before its points are built.
+pub const MAX_POINTS: u64 = 1_000_000;
+
 /// The table's columns after the point's key, its axes and seed.
 pub const MEASURES: [&str; 17] = [
     "job",
@@ -111,6 +114,17 @@ impl Grid {
         }
         if grid.seeds.is_empty() {
             return Err(SweepError::Grid { path: shown, reason: "seeds: give at least one".into() });
+        }
+        let points = grid
+            .axes
+            .values()
+            .map(|values| values.as_array().map_or(1, Vec::len) as u64)
+            .fold(grid.seeds.len() as u64, u64::saturating_mul);
+        if points > MAX_POINTS {
+            return Err(SweepError::Grid {
+                path: shown,
+                reason: format!("its axes and seeds make {points} points; a sweep runs at most {MAX_POINTS}"),
+            });
         }
         Ok(grid)
     }

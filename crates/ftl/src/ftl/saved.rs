@@ -117,7 +117,11 @@ impl Ftl {
         for owner in 0..ftl.open.len() {
             ftl.open[owner] = match reader.u32()? {
                 u32::MAX => None,
-                block => Some(OpenBlock { block, unit_ready_ns: 0 }),
+                block if (block as usize) < ftl.blocks.state.len() => Some(OpenBlock { block, unit_ready_ns: 0 }),
+                block => {
+                    let blocks = ftl.blocks.state.len();
+                    return Err(corrupt(format!("writer {owner}'s open block {block} is past the {blocks} blocks")));
+                }
             };
         }
         if reader.at != body.len() {
@@ -227,5 +231,15 @@ mod tests {
         doubled.extend_from_slice(&crc.to_le_bytes());
         let error = Ftl::from_saved(ftl.config.clone(), &doubled).err().expect("refused");
         assert!(error.to_string().contains("physical page"), "{error}");
+        // A valid checksum over an open block past the block table: refused, not a panic.
+        let writers = ftl.open.len();
+        let mut far = bytes[..bytes.len() - 4].to_vec();
+        let last_open = far.len() - 4;
+        assert!(writers > 0);
+        far[last_open..].copy_from_slice(&1_000_000u32.to_le_bytes());
+        let crc = crc32c::crc32c(&far);
+        far.extend_from_slice(&crc.to_le_bytes());
+        let error = Ftl::from_saved(ftl.config.clone(), &far).err().expect("refused");
+        assert!(error.to_string().contains("open block 1000000 is past the"), "{error}");
     }
 }
