@@ -13,7 +13,7 @@ use zonelab_device::{Device as Controller, DeviceBuilder, DeviceSpec, StoreChoic
 use zonelab_experiments::experiment;
 use zonelab_experiments::sweep::{self, Grid};
 use zonelab_fio::{parse_invocation, run as run_fio, to_json};
-use zonelab_zns::{Command, Completion, MediaStore, Status, ZoneSendAction, WP_INVALID};
+use zonelab_zns::{Command, Completion, MediaStore, NamespaceKind, Status, ZoneSendAction, WP_INVALID};
 
 create_exception!(_native, ZonelabError, PyException, "A usage or configuration error, named as the CLI names it.");
 create_exception!(
@@ -183,8 +183,12 @@ impl Device {
         self.submit(Command::ZoneManagementSend { slba, action, select_all: zone.is_none() }).map(|(_, took)| took)
     }
 
-    /// Every zone's state, write pointer and capacity, as JSON (what a zone report gives).
-    fn report_json(&self) -> String {
+    /// Every zone's state, write pointer and capacity, as JSON (what a zone report gives). A conventional
+    /// namespace has no zones: it refuses Zone Management Receive, as a drive does (Invalid Command Opcode).
+    fn report_json(&self) -> PyResult<String> {
+        if self.device.geometry().kind == NamespaceKind::Conventional {
+            return Err(refused(Status::InvalidOpcode));
+        }
         let namespace = self.device.namespace();
         let zones: Vec<serde_json::Value> = (0..namespace.geometry().zones)
             .map(|zone| {
@@ -198,7 +202,7 @@ impl Device {
                 })
             })
             .collect();
-        serde_json::Value::Array(zones).to_string()
+        Ok(serde_json::Value::Array(zones).to_string())
     }
 }
 

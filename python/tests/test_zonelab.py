@@ -53,6 +53,10 @@ def test_bad_options_and_refused_commands_are_exceptions():
         device.finish(9)
     with pytest.raises(zonelab.ZonelabError):
         zonelab.Device("preset:no-such-preset")
+    # The conventional namespace has no zones: its report is refused, not the zoned namespace's zones.
+    with pytest.raises(zonelab.DeviceError) as refused:
+        zonelab.Device("preset:zn540,ns=1").report()
+    assert refused.value.args[0] == 0x1
 
 
 def test_a_sweep_is_the_command_lines_table_typed(tmp_path):

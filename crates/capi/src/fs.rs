@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
-use zonelab_host::trace::{split_trace_option, HostTrace, OperationSpan};
+use zonelab_host::trace::{prepare_trace, split_trace_option, HostTrace, OperationSpan};
 use zonelab_host::{run_reset_load, ResetLoadStats, Scheduled, SchedulerKind, WalDesign};
 use zonelab_runtime::{
     block_on, CommandQueue, HostThread, Output, Pending, Placement, QueuedCommand, RealTime, RealTimeHost,
@@ -186,6 +186,10 @@ pub unsafe extern "C" fn zlfs_mount(spec: *const c_char, options: *const c_char,
                 return Err(failed(libc::EINVAL, "handle is null"));
             }
             let (spec, trace_path) = split_trace_option(spec);
+            if let Some(path) = &trace_path {
+                prepare_trace(path)
+                    .map_err(|error| failed(libc::EINVAL, format!("trace {}: {error}", path.display())))?;
+            }
             let (spec, placement) = Placement::split_spec(&spec).map_err(|message| failed(libc::EINVAL, &message))?;
             let (mount_options, fs_options) =
                 parse_options(options, placement).map_err(|message| failed(libc::EINVAL, &message))?;

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use zonelab_device::{DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
-use zonelab_host::trace::{split_trace_option, HostTrace, IoKind, IoSpan};
+use zonelab_host::trace::{prepare_trace, split_trace_option, HostTrace, IoKind, IoSpan};
 use zonelab_runtime::{
     block_on, CommandQueue, IoData, Output, Placement, QueuedCommand, RealTime, RealTimeHost, Simulation,
 };
@@ -344,6 +344,11 @@ pub unsafe extern "C" fn zl_open(spec: *const c_char, mode: u32, handle: *mut u6
             return failed(ZL_EINVAL, "the device spec is not UTF-8");
         };
         let (spec, trace_path) = split_trace_option(spec);
+        if let Some(path) = &trace_path {
+            if let Err(error) = prepare_trace(path) {
+                return failed(ZL_EINVAL, format!("trace {}: {error}", path.display()));
+            }
+        }
         let (spec, placement) = match Placement::split_spec(&spec) {
             Ok(split) => split,
             Err(error) => return failed(ZL_EINVAL, error),
@@ -479,7 +484,12 @@ pub unsafe extern "C" fn zl_report_zones(handle: u64, start_lba: u64, zones: *mu
         let report = match execute(handle, command) {
             Ok(Output::Report(report)) => report,
             Ok(_) => return ZL_EINTERNAL,
-            Err(code) => return code,
+            Err(code) => {
+                // No zones were reported (a conventional namespace refuses the command): say so in the count too.
+                // SAFETY: as above.
+                unsafe { *nr_zones = 0 };
+                return code;
+            }
         };
         // SAFETY: the caller passes room for `room` zones, and a report lists at most `max_zones` = `room`
         // (and no more than the namespace has, so a huge `room` never becomes a huge slice).

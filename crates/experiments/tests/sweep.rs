@@ -122,3 +122,17 @@ fn pandas_reads_a_sweep_table() {
     assert!(at(16) > at(1), "pandas sees deeper queues write faster");
     assert_eq!(summary["failed"].as_array().map(Vec::len), Some(4));
 }
+
+#[test]
+fn a_point_whose_job_fails_counts_as_failed() {
+    // Random reads of empty zones run and fail in the job ("no written data to read"), not in the set-up.
+    let text = r#"
+args = "--name=job --filename=preset:zn540,zones=8 --zonemode=zbd --bs=4k --size=1z"
+seeds = [1, 2, 3]
+[axes]
+rw = ["randread", "write"]
+"#;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outcome = run(&grid(text), &dir.path().join("t.csv"), 1, None).expect("sweep");
+    assert_eq!((outcome.points, outcome.failed), (6, 3), "the three reading points failed, the writers did not");
+}

@@ -136,6 +136,14 @@ fn queue_track(queue: SchedulerQueue) -> u64 {
     }
 }
 
+/// Checks before a run that its trace can be written at `path`, so that a path in a missing directory or on a
+/// full device is refused up front instead of losing the whole trace when the run ends: writes an empty trace
+/// there, which the run's trace replaces.
+pub fn prepare_trace(path: &Path) -> std::io::Result<()> {
+    // An unbuffered write: a full device (/dev/full) refuses it here.
+    std::io::Write::write_all(&mut std::fs::File::create(path)?, b"{\"traceEvents\":[]}\n")
+}
+
 /// Writes the trace of a run of `program` (fio, wal-bench...): the jobs' I/Os by thread name (none for a
 /// program other than fio), the scheduler's queues, and the device's commands and flash operations.
 pub fn write_trace<S: MediaStore>(

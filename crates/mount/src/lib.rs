@@ -50,6 +50,9 @@ pub enum MountError {
     /// files would be hidden) unless `nonempty` says so.
     #[error("cannot mount on {mountpoint}: {reason}")]
     Mountpoint { mountpoint: String, reason: String },
+    /// `trace=PATH` that cannot be written: refused before the mount, not found out when the trace is lost.
+    #[error("trace {}: {source}", path.display())]
+    Trace { path: std::path::PathBuf, source: std::io::Error },
 }
 
 /// Refuses a mountpoint that `mount` would refuse, or that would hide files.
@@ -98,6 +101,10 @@ impl Mounted {
         options: MountOptions,
     ) -> Result<Mounted, MountError> {
         check_mountpoint(mountpoint, options.nonempty)?;
+        if let Some(path) = &options.trace {
+            zonelab_host::trace::prepare_trace(path)
+                .map_err(|source| MountError::Trace { path: path.clone(), source })?;
+        }
         let device = RealTime::start_placed(builder, placement)?;
         let trace = options.trace.clone().map(|path| {
             device.enable_trace();

@@ -297,6 +297,19 @@ const ATTACKS: &[Attack] = &[
     ),
     attack(75, &["fio", "--name=j", "--filename=preset:zn540,ns=9", "--rw=read", "--size=4k"], 2, "no namespace 9"),
     attack(75, &["bench", "realtime", "--load", "100000"], 2, "100000 is not in 0..=1024"),
+    // Issue 75, item 9: a trace that cannot be written is refused before the run, not lost at its end.
+    attack(
+        75,
+        &["fio", "--name=j", "--filename=preset:instant", "--rw=write", "--size=4k", "--trace=DIR/no/t.json"],
+        2,
+        "/no/t.json: No such file or directory",
+    ),
+    attack(
+        75,
+        &["fio", "--name=j", "--filename=preset:instant", "--rw=write", "--size=4k", "--trace=/dev/full"],
+        2,
+        "trace /dev/full: No space left on device",
+    ),
 ];
 
 /// The longest any attack may run before it counts as a hang (defect 4 was a run that never ended).

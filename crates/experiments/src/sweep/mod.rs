@@ -244,7 +244,11 @@ pub fn run(grid: &Grid, table: &Path, jobs: usize, traces: Option<&Path>) -> Res
     if let (_, Some(error)) = appending.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
         return Err(io(error));
     }
-    let failed = results.iter().filter(|result| result.is_err()).count();
+    // A point failed when it did not run or when one of its jobs failed (a row with an error).
+    let failed = results
+        .iter()
+        .filter(|result| result.as_ref().map_or(true, |rows| rows.iter().any(|row| !row[1].is_empty())))
+        .count();
     let rows = results.iter().map(|result| result.as_ref().unwrap_or_else(|rows| rows).len()).sum();
     // The rows went in as points finished; a finished sweep puts its own in the grid's order, so that its table
     // is the same for any number of threads.

@@ -294,7 +294,9 @@ pub fn run_reporting(
         DeviceBuilder::new(DeviceSpec::parse(&filename)).host(host).store(store).build().map_err(FioError::Device)?;
     let seed = first.seed.unwrap_or(default_seed);
     let Built { mut device, config, host: host_side } = built;
-    if invocation.trace.is_some() {
+    if let Some(path) = &invocation.trace {
+        trace::prepare_trace(path)
+            .map_err(|error| FioError::Trace { path: path.display().to_string(), message: error.to_string() })?;
         device.enable_trace();
     }
     // The path's CPU per command is spent on each job's thread (`JobHostCost::of`, `JobState::submit_on_core`): a job, one
