@@ -179,6 +179,14 @@ impl Mapping {
         }
     }
 
+    /// Whether page `lpn` holds data a write left (not never written, not deallocated).
+    fn holds(&self, lpn: u64) -> bool {
+        match self {
+            Mapping::PageMapped(ftl) => ftl.lookup(lpn).is_some(),
+            Mapping::InPlace(mapping) => mapping.is_written(lpn),
+        }
+    }
+
     fn trim(&mut self, lpn: u64) -> Result<(), FtlError> {
         match self {
             Mapping::PageMapped(ftl) => ftl.trim(lpn),
@@ -224,6 +232,9 @@ pub(crate) struct Conventional {
     /// never uses the namespace should not pay for.
     ftl: Option<Mapping>,
     first_zone: PhysicalZone,
+    /// Reads that reached a page no write had reached (never written, or deallocated since): the namespace
+    /// returns zeros for those without reading flash, as for reads past a zone's write pointer.
+    pub reads_of_unwritten: u64,
 }
 
 impl std::fmt::Debug for Conventional {
@@ -249,6 +260,7 @@ impl Conventional {
             kind: config.mapping,
             ftl: None,
             first_zone,
+            reads_of_unwritten: 0,
         })
     }
 
@@ -371,7 +383,9 @@ impl Conventional {
                 let len_bytes = nlb << shift;
                 let (command_done, start) = flash.model.accept_host_read(now, len_bytes);
                 let (first, count) = pages(slba, nlb);
+                let unwritten = (first..first + count).any(|lpn| !ftl.holds(lpn));
                 let data_out = ftl.read_range(&mut flash, start, first, count).expect("the namespace checked it");
+                self.reads_of_unwritten += u64::from(unwritten);
                 flash.model.return_host_read(now, command_done, data_out, len_bytes)
             }
             Work::Write { slba, nlb } => {

@@ -81,7 +81,8 @@ pub struct DeviceCounters {
     /// Dataset Management deallocates (a conventional namespace's trims).
     pub deallocates: u64,
     /// Reads that reached blocks no write has reached (at or past their zone's write pointer, or past its
-    /// capacity): the device returns zeros for those blocks without reading flash.
+    /// capacity; in a conventional namespace, never written or deallocated since): the device returns zeros for
+    /// those blocks without reading flash.
     pub reads_of_unwritten: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
@@ -493,10 +494,14 @@ impl<S: MediaStore> Device<S> {
             Command::Deallocate { .. } => (0, 0, 0, 0, 1),
             _ => (0, 0, 0, 0, 0),
         };
+        let mut unwritten = 0;
         let outcome = match self.conventional.as_mut().filter(|cnv| cnv.nsid == nsid) {
             Some(cnv) => {
                 cnv.collect_while_idle(&mut self.media, now);
-                cnv.run(&mut self.media, self.power_loss_protection, now, command)
+                let before = cnv.reads_of_unwritten;
+                let outcome = cnv.run(&mut self.media, self.power_loss_protection, now, command);
+                unwritten = cnv.reads_of_unwritten - before;
+                outcome
             }
             None => Err(Status::InvalidNamespaceOrFormat),
         };
@@ -507,6 +512,7 @@ impl<S: MediaStore> Device<S> {
             counters.writes += writes;
             counters.bytes_written += bytes_written;
             counters.deallocates += deallocates;
+            counters.reads_of_unwritten += unwritten;
         }
         self.complete(now, described, outcome)
     }

@@ -239,6 +239,12 @@ pub const JOB_OPTIONS: &[OptionDoc] = &[
         default: Some("0"),
         ..doc("norandommap", BOOL, "Accept potential duplicate random blocks", "1")
     },
+    OptionDoc { default: Some("0"), ..doc("fsync", INT, "Issue fsync for writes every given number of blocks", "32") },
+    OptionDoc {
+        default: Some("0"),
+        ..doc("fdatasync", INT, "Issue fdatasync for writes every given number of blocks", "32")
+    },
+    OptionDoc { default: Some("0"), ..doc("end_fsync", BOOL, "Include fsync at the end of job", "1") },
     OptionDoc {
         default: Some("tausworthe"),
         help: "Type of Random Number Generator to use: tausworthe, lfsr, tausworthe64 (zonelab: lfsr visits each \

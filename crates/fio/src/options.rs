@@ -455,6 +455,10 @@ pub struct JobOptions {
     /// `random_generator`: where those draws come from (see `randommap.rs`).
     pub norandommap: bool,
     pub random_generator: RandomGenerator,
+    /// `fsync` (and `fdatasync`): a Flush after every this many writes (0: none); `end_fsync`: a Flush when the
+    /// job's writes are done. On a block device both reach the drive as NVMe Flush.
+    pub fsync_blocks: u64,
+    pub end_fsync: bool,
     /// `verify`: how written data is checked when read back (None: not checked).
     pub verify: Option<VerifyMethod>,
     /// `do_verify`: a writing job reads back and checks what it wrote once its writes are done.
@@ -552,6 +556,8 @@ impl Default for JobOptions {
             random_distribution: Distribution::Uniform,
             norandommap: false,
             random_generator: RandomGenerator::Draw,
+            fsync_blocks: 0,
+            end_fsync: false,
             verify: None,
             do_verify: true,
             verify_backlog: 0,
@@ -593,8 +599,6 @@ const IGNORED: &[&str] = &[
     "disable_slat",
     "disable_clat",
     "disable_lat",
-    "fsync",
-    "end_fsync",
     "create_on_open",
     "allow_mounted_write",
 ];
@@ -738,6 +742,8 @@ impl JobOptions {
             "bssplit" => self.bssplit = parse_bssplit(need(value)?, self.kb_base)?,
             "random_distribution" => self.random_distribution = Distribution::parse(need(value)?)?,
             "norandommap" => self.norandommap = parse_bool(&key, value)?,
+            "fsync" | "fdatasync" => self.fsync_blocks = parse_number(&key, need(value)?)?,
+            "end_fsync" => self.end_fsync = parse_bool(&key, value)?,
             "random_generator" => self.random_generator = RandomGenerator::parse(need(value)?)?,
             // fio applies kb_base to the sizes given after it on the command line (it is parsed in order).
             "kb_base" => {

@@ -1226,3 +1226,34 @@ fn a_mixed_job_on_full_zones_reads_and_writes_for_its_whole_runtime() {
         fio("--filename=preset:zn540,zones=8 --zonemode=zbd --name=r --rw=randread --bs=16k --size=2z").expect("runs");
     assert_eq!(empty.jobs[0].error_message.as_deref(), Some("r: no written data to read in the job's zones"));
 }
+
+#[test]
+fn reads_of_a_never_written_conventional_namespace_are_noted_as_on_a_zoned_one() {
+    let run = |spec: &str| {
+        fio(&format!("--filename={spec} --name=r --rw=randread --bs=4k --iodepth=16 --ioengine=io_uring --io_size=4M"))
+            .expect("runs")
+    };
+    let unwritten = |notes: &[String]| notes.iter().any(|note| note.contains("reached blocks no write had reached"));
+    let fresh = run("preset:zn540,ns=1");
+    assert!(unwritten(&fresh.notes), "{:?}", fresh.notes);
+    assert_eq!(fresh.groups[0].device.reads_of_unwritten, 1024);
+    let written = run("preset:zn540,ns=1,precondition=sequential");
+    assert!(!unwritten(&written.notes), "{:?}", written.notes);
+    let speed = |result: &FioResult| result.jobs[0].read.ios as f64 / result.jobs[0].runtime_ns as f64;
+    assert!(speed(&fresh) > speed(&written), "zeros come back sooner than data");
+}
+
+#[test]
+fn fsync_and_end_fsync_flush_the_namespace_as_fio_syncs_it() {
+    let run = |extra: &str| {
+        let result = fio(&format!("--filename=preset:zn540,ns=1 --name=c --rw=randwrite --bs=4k --io_size=1M {extra}"))
+            .expect("runs");
+        assert!(!result.jobs[0].options.ignored.iter().any(|option| option.contains("sync")), "honoured, not ignored");
+        (result.jobs[0].sync.ios, result.jobs[0].write.ios)
+    };
+    assert_eq!(run("--fsync=16"), (16, 256), "a Flush after every 16th write");
+    assert_eq!(run("--fdatasync=100"), (2, 256));
+    assert_eq!(run("--end_fsync=1"), (1, 256), "one Flush once the writes are done");
+    assert_eq!(run("--fsync=100 --end_fsync=1"), (3, 256), "after writes 100 and 200, and at the end");
+    assert_eq!(run(""), (0, 256));
+}

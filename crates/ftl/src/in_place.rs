@@ -51,7 +51,8 @@ impl InPlace {
         Ok(())
     }
 
-    fn is_written(&self, lpn: u64) -> bool {
+    /// Page `lpn` has been written and not deallocated since.
+    pub fn is_written(&self, lpn: u64) -> bool {
         self.written[(lpn / 64) as usize] & (1 << (lpn % 64)) != 0
     }
 

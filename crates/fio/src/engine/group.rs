@@ -106,6 +106,8 @@ impl JobState {
             total_errors: 0,
             first_error: None,
             writes_issued: 0,
+            last_was_sync: false,
+            end_synced: false,
             verify: job.verify.map(|method| Verifier {
                 layout: VerifyLayout {
                     method,

@@ -85,6 +85,10 @@ pub(super) struct JobState {
     pub(super) first_error: Option<i32>,
     /// Writes issued so far: fio's `numberio` of the next write.
     pub(super) writes_issued: u64,
+    /// The last I/O issued was a Flush of `fsync` or `end_fsync` (fio's `last_was_sync`), and `end_fsync`'s
+    /// Flush has been issued.
+    pub(super) last_was_sync: bool,
+    pub(super) end_synced: bool,
     pub(super) verify: Option<Verifier>,
     /// `read_iolog`: the trace's I/Os left, and when the last one was issued.
     pub(super) replay: Option<(VecDeque<TraceOp>, u64)>,
@@ -388,6 +392,12 @@ impl JobState {
             self.issued_ios += 1;
             return Next::Issue(io);
         }
+        // fio's `fsync=N`: a sync once every N writes, before the next I/O (`fill_io_u`, `should_fsync`).
+        let fsync = self.options.fsync_blocks;
+        if fsync != 0 && self.writes_issued != 0 && self.writes_issued.is_multiple_of(fsync) && !self.last_was_sync {
+            self.last_was_sync = true;
+            return Next::Issue(Io::Flush);
+        }
         if !self.options.time_based && self.issued_bytes >= self.budget_bytes {
             return self.end_writes(zones);
         }
@@ -501,6 +511,14 @@ impl JobState {
 
     /// The job's writes are done: a verifying job that writes goes on to check them (`do_verify`).
     pub(super) fn end_writes(&mut self, zones: &mut ZoneCache) -> Next {
+        // fio's `end_fsync`: one sync after the job's writes, before it verifies them (`do_io`'s end).
+        if self.options.end_fsync && self.options.rw.writes() && !self.end_synced {
+            self.end_synced = true;
+            if !self.last_was_sync {
+                self.last_was_sync = true;
+                return Next::Issue(Io::Flush);
+            }
+        }
         let writes = self.options.rw.writes() && self.options.do_verify;
         match self.verify.as_mut() {
             Some(verifier) if writes && !verifier.verifying => {
@@ -531,6 +549,7 @@ impl JobState {
     pub(super) fn write_data(&mut self, lba: u64, blocks: u64, now: u64) -> Option<(Vec<u8>, Option<u16>)> {
         let numberio = self.writes_issued as u16;
         self.writes_issued += 1;
+        self.last_was_sync = false;
         let len = (blocks << self.geometry.lba_shift) as usize;
         if let Some(verifier) = &self.verify {
             let stamp = BlockStamp { numberio, thread: self.instance_id as u16 + 1, time_ns: now };

@@ -383,8 +383,9 @@ pub fn run_reporting(
         if device.reads_of_unwritten > 0 {
             notes.push(format!(
                 "{}: {} of its {} reads ({:.1} %) reached blocks no write had reached (at or past a \
-                 zone's write pointer, or past its capacity): the device returns zeros for those without reading \
-                 flash, so they complete sooner than reads of data (zonemode=zbd keeps reads to written blocks)",
+                 zone's write pointer or its capacity; on a conventional namespace, never written or deallocated): \
+                 the device returns zeros for those without reading flash, so they complete sooner than reads of \
+                 data (zonemode=zbd keeps reads to written blocks; precondition= writes a conventional namespace)",
                 groups,
                 device.reads_of_unwritten,
                 device.reads,
