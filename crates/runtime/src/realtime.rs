@@ -15,7 +15,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{JoinHandle, Thread};
@@ -371,6 +371,7 @@ impl RealTime {
                     return None;
                 }
                 let shared = shared_rx.recv().ok()?;
+                let _polling = (wait == Wait::Poll).then(PollingThread::count);
                 Some(device_loop(&shared, wait))
             })
             .expect("spawn the device thread");
@@ -461,6 +462,41 @@ struct Due {
 
 /// The device thread: take submissions, execute them at the instant they are seen, deliver completions at
 /// their modelled times. Each round holds the engine's lock; the waits between rounds do not.
+/// Busy-polling device threads of this process that are running.
+static POLLING_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// One running busy-polling device thread, counted while it lives. More of them than the machine has cores
+/// take turns on the cores, each a fraction of the time, and their devices fall far behind the model's pace:
+/// the first to overcommit says so on standard error as it starts, rather than only in its pacing line.
+struct PollingThread;
+
+impl PollingThread {
+    fn count() -> PollingThread {
+        let running = POLLING_THREADS.fetch_add(1, Ordering::SeqCst) + 1;
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        if let Some(warning) = Self::overcommitted(running, cores) {
+            eprintln!("zonelab: warning: {warning}");
+        }
+        PollingThread
+    }
+
+    /// The warning the thread that makes `running` pollers on `cores` cores gives: only the first one past them.
+    fn overcommitted(running: usize, cores: usize) -> Option<String> {
+        (running == cores + 1).then(|| {
+            format!(
+                "{running} busy-polling device threads (device-wait=poll) on {cores} cores: they take turns, and \
+                 their devices fall behind the model's pace (device-wait=adaptive sleeps instead)"
+            )
+        })
+    }
+}
+
+impl Drop for PollingThread {
+    fn drop(&mut self) {
+        POLLING_THREADS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 fn device_loop(shared: &Shared, wait: Wait) -> Stopped {
     let mut batch = Vec::new();
     let mut stalled = Stalls::default();
@@ -870,6 +906,19 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 #[cfg(test)]
 mod pacing_tests {
     use super::*;
+
+    #[test]
+    fn more_polling_device_threads_than_cores_are_warned_of_once() {
+        assert_eq!(PollingThread::overcommitted(2, 2), None);
+        let warning = PollingThread::overcommitted(3, 2).expect("the third poller on two cores warns");
+        assert!(warning.starts_with("3 busy-polling device threads (device-wait=poll) on 2 cores"), "{warning}");
+        assert_eq!(PollingThread::overcommitted(16, 2), None, "once, not for each one after");
+        let before = POLLING_THREADS.load(Ordering::SeqCst);
+        let polling = PollingThread::count();
+        assert_eq!(POLLING_THREADS.load(Ordering::SeqCst), before + 1);
+        drop(polling);
+        assert_eq!(POLLING_THREADS.load(Ordering::SeqCst), before);
+    }
 
     #[test]
     fn the_summary_gives_the_late_share_and_the_error_percentiles_and_warns_past_the_bound() {
