@@ -365,6 +365,37 @@ impl DeviceBuilder {
         Ok(Built { device, config, host })
     }
 
+    /// Sets aside the device states of the image at `path` that no longer open (`ftl.state`, `media.json`), as
+    /// `NAME.damaged`, so that the next device rebuilds them: the conventional namespace's map from the data its
+    /// store holds (as for an image whose namespace was never saved), the flash model's wear from zero. Neither
+    /// holds data the host wrote. Returns what was set aside and why.
+    pub fn repair_saved_states(path: &Path) -> Result<Vec<(&'static str, String)>, BuildError> {
+        let mut set_aside = Vec::new();
+        let label = path.display().to_string();
+        loop {
+            let image = Image::open(path).map_err(|source| BuildError::Image { spec: label.clone(), source })?;
+            let error = match Self::over_image(image, HostPath::Spdk, &label) {
+                Ok(_) => return Ok(set_aside),
+                Err(error) => error,
+            };
+            let BuildError::Image { source: ImageError::Corrupt { path: file, reason }, .. } = &error else {
+                return Err(error);
+            };
+            let name = [zonelab_zns::FTL_STATE_FILE, "media.json"]
+                .into_iter()
+                .find(|name| file.file_name().is_some_and(|found| found == *name));
+            let Some(name) = name.filter(|name| !set_aside.iter().any(|(done, _)| done == name)) else {
+                return Err(error);
+            };
+            let damaged = path.join(format!("{name}.damaged"));
+            std::fs::rename(file, &damaged).map_err(|source| BuildError::Image {
+                spec: label.clone(),
+                source: ImageError::Io { path: damaged.clone(), source },
+            })?;
+            set_aside.push((name, reason.clone()));
+        }
+    }
+
     /// The flash model's state the image's last device saved, if any.
     fn media_state(image: &Image, path: &Path, label: &str) -> Result<Option<MediaState>, BuildError> {
         let image_error = |source| BuildError::Image { spec: label.to_string(), source };

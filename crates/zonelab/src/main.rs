@@ -548,7 +548,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::PowerCycle { image } => on_image(&mut Image::open(&image)?, |namespace| namespace.power_cycle()),
         Command::Flush { image } => on_image(&mut Image::open(&image)?, |namespace| namespace.flush()),
         Command::RepairZones { image } => {
-            let (_, rebuilt) = Image::rebuild_zone_records(&image)?;
+            let (opened, rebuilt) = Image::rebuild_zone_records(&image)?;
             for zone in &rebuilt {
                 writeln!(
                     stdout,
@@ -557,7 +557,19 @@ fn run(command: Command) -> Result<(), CliError> {
                 )
                 .map_err(stdout_error)?;
             }
-            writeln!(stdout, "{}: {} zone records rebuilt", image.display(), rebuilt.len()).map_err(stdout_error)
+            writeln!(stdout, "{}: {} zone records rebuilt", image.display(), rebuilt.len()).map_err(stdout_error)?;
+            // The zone records first: the device's saved states open only over a whole namespace.
+            drop(opened);
+            let set_aside =
+                DeviceBuilder::repair_saved_states(&image).map_err(|error| CliError::Failed(error.to_string()))?;
+            for (file, reason) in set_aside {
+                let rebuilt = match file {
+                    "media.json" => "the flash model's wear starts again from zero",
+                    _ => "the conventional namespace's map is rebuilt from the data it holds",
+                };
+                writeln!(stdout, "{file}: {reason}; set aside as {file}.damaged, {rebuilt}").map_err(stdout_error)?;
+            }
+            Ok(())
         }
         Command::Churn(args) => churn::run(&args, &mut stdout),
         Command::Fio { args } => fio::run(&args, &mut stdout),

@@ -332,3 +332,30 @@ fn a_read_only_image_can_still_be_reported_and_read() {
     assert!(String::from_utf8_lossy(&reset.stderr).contains("Permission denied"));
     assert_eq!(snapshot(&path), before, "and nothing changed");
 }
+
+/// A damaged `ftl.state` stops every device over the image (its timing would be wrong), naming the file;
+/// `repair-zones` sets it aside, and the next device maps the conventional namespace from the data it holds, which
+/// reads back as written (issue 75, item 6).
+#[test]
+fn repair_zones_sets_a_damaged_ftl_state_aside_and_the_data_reads_back() {
+    let img = image_created_with(&["--preset", "zn540", "--zones", "2"]);
+    let conventional = format!("--filename={},ns=1", img.s());
+    let zoned = format!("--filename={},ns=2", img.s());
+    let verified = ["--name=w", conventional.as_str(), "--rw=write", "--bs=64k", "--size=4M", "--verify=crc32c"];
+    ok(&[&["fio"][..], &verified[..]].concat());
+    let state = img.path.join("ftl.state");
+    let mut bytes = std::fs::read(&state).expect("the write saved the FTL state");
+    bytes[20] ^= 0xff;
+    std::fs::write(&state, &bytes).expect("writes");
+    let refused = zonelab(&["fio", "--name=r", &zoned, "--rw=read", "--size=4k"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("ftl.state is corrupt"), "{}", refused.stderr);
+    let said = ok(&["repair-zones", img.s()]);
+    assert!(said.contains("ftl.state: the saved FTL state: its checksum does not match"), "{said}");
+    assert!(said.contains("set aside as ftl.state.damaged"), "{said}");
+    assert_eq!(std::fs::read(img.path.join("ftl.state.damaged")).expect("kept"), bytes);
+    ok(&["fio", "--name=r", &zoned, "--rw=read", "--size=4k"]);
+    let read_back = ok(&["fio", "--name=v", &conventional, "--rw=read", "--bs=64k", "--size=4M", "--verify=crc32c"]);
+    assert!(read_back.contains("err= 0"), "{read_back}");
+    assert!(ok(&["repair-zones", img.s()]).ends_with("0 zone records rebuilt\n"), "nothing more to set aside");
+}
