@@ -117,7 +117,6 @@ impl JobState {
                 },
                 pending: PendingChecks::new(fio_keeps_map),
                 latest: HashMap::new(),
-                issued: 0,
                 logged: 0,
                 batch_left: 0,
                 writes_in_flight: 0,

@@ -120,8 +120,7 @@ pub(super) struct Verifier {
     /// checked, as fio drops an overlapped entry from its log (`log_io_piece`; random writes to a namespace
     /// that is not zoned overwrite blocks).
     pub(super) latest: HashMap<u64, u64>,
-    /// Verified writes issued so far, writes logged so far, and checks left in the current backlog batch.
-    pub(super) issued: u64,
+    /// Writes logged so far, and checks left in the current backlog batch.
     pub(super) logged: u64,
     pub(super) batch_left: u64,
     pub(super) writes_in_flight: u64,

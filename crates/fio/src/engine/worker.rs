@@ -233,8 +233,8 @@ impl JobState {
                 *data = IoData::Bytes(bytes);
                 if let Some(verifier) = self.verify.as_mut() {
                     verifier.writes_in_flight += 1;
-                    logged_write = Some((*lba, *blocks, numberio, verifier.issued));
-                    verifier.issued += 1;
+                    // write_data counted this write: its place among the job's writes in the order issued.
+                    logged_write = Some((*lba, *blocks, numberio, self.writes_issued - 1));
                 }
             }
         }
