@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The cost of the ublk path (docs/kernel.md): 4 KiB random reads at QD 1 (psync) and QD 32 (io_uring) on a
 # zonelab block device of the `instant` preset and on null_blk's zoned, memory-backed device of the same shape,
-# in the same kernel, with the ratio; then the same QD 1 reads on `zn540` with the server's pacing report.
+# in the same kernel, and on rublk's null target where rublk is at hand, with the ratios; then the same reads on
+# `zn540` with the server's pacing report.
 #   scripts/bench_ublk.sh           on this machine's kernel (root, ublk_drv and null_blk loadable)
 #   scripts/bench_ublk.sh --guest   in the Linux 6.12 guest of docs/kernel.md (TCG; ZONELAB_GUEST_KVM=1 for KVM)
 set -euo pipefail
@@ -15,7 +16,7 @@ if [ "${1:-}" = --guest ]; then
     # The figures come back through a file in a directory the guest may write (its console may drop lines).
     out=$(mktemp -d)
     vng -r "$kernel" $accel --memory 2G --cpus 2 --rwdir "$out" -- \
-        "ZONELAB_BIN=$bin BENCH_OUT=$out/figures bash $here/scripts/bench_ublk.sh" > "$out/console" 2>&1 || true
+        "ZONELAB_BIN=$bin RUBLK=${RUBLK:-$(command -v rublk || true)} BENCH_OUT=$out/figures bash $here/scripts/bench_ublk.sh" > "$out/console" 2>&1 || true
     cat "$out/figures" 2> /dev/null || { tail -20 "$out/console"; exit 1; }
     rm -rf "$out"
     exit 0
@@ -60,8 +61,21 @@ nullb=/dev/bench
 [ -b $nullb ] || nullb="/dev/nullb$(cat $nb/index)"
 measure "$nullb" null_blk
 echo 0 > $nb/power; rmdir $nb
+# ublk's own cost: rublk's null target (ublk-org's server, no device behind it), where RUBLK names its binary or
+# it is on PATH (`cargo install rublk`).
+rublk=${RUBLK:-$(command -v rublk || true)}
+if [ -n "$rublk" ]; then
+    "$rublk" add null -n 9 --quiet
+    udevadm settle 2> /dev/null || sleep 1
+    echo "rublk-null QD1 $(iops /dev/ublkb9 rublk-null-qd1 --ioengine=psync) IOPS"
+    echo "rublk-null QD32 $(iops /dev/ublkb9 rublk-null-qd32 --ioengine=io_uring --iodepth=32) IOPS"
+    "$rublk" del -n 9
+fi
 for qd in qd1 qd32; do
-    python3 -c "print('ratio at ${qd^^}: zonelab instant / null_blk = %.3f' % ($(cat "$work/zonelab-instant-$qd") / $(cat "$work/null_blk-$qd")))"
+    for base in null_blk rublk-null; do
+        [ -f "$work/$base-$qd" ] || continue
+        python3 -c "print('ratio at ${qd^^}: zonelab instant / $base = %.3f' % ($(cat "$work/zonelab-instant-$qd") / $(cat "$work/$base-$qd")))"
+    done
 done
 
 # zn540: the same QD 1 reads, and how well the device kept the model's pace.

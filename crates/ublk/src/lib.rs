@@ -8,16 +8,19 @@
 //! Data moves with `UBLK_F_USER_COPY` (read and written through the control character device at the request's
 //! offset), which a zoned device needs: the completion's buffer field carries zone append's LBA.
 
-use std::os::fd::RawFd;
+use std::future::Future;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
-use std::sync::mpsc;
+use std::pin::Pin;
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
 use std::thread::JoinHandle;
 
 use libublk::ctrl::{UblkCtrl, UblkCtrlBuilder};
 use libublk::io::{BufDescList, UblkDev, UblkIOCtx, UblkQueue};
 use libublk::sys;
 use libublk::{BufDesc, UblkFlags, UblkIORes};
-use zonelab_runtime::{block_on, IoData, Output, QueuedCommand, RealTime, RealTimeHost};
+use zonelab_runtime::{IoData, Output, Pending, QueuedCommand, RealTime, RealTimeHost};
 use zonelab_zns::{Geometry, NamespaceKind, ReportFilter, Status, ZoneDescriptor, ZoneSendAction, ZoneState};
 
 /// Why a namespace could not be served.
@@ -30,6 +33,8 @@ pub enum ServeError {
     NoUblk,
     #[error("this kernel's ublk serves no zoned devices (UBLK_F_ZONED needs Linux 6.6 or newer)")]
     NoZonedUblk,
+    #[error("this kernel's ublk cannot hand a device to a new server (UBLK_F_USER_RECOVERY_REISSUE needs Linux 6.0)")]
+    NoRecovery,
     #[error("namespace {nsid}: {reason}")]
     Namespace { nsid: u32, reason: String },
     #[error("cannot record the device numbers in {path}: {source}")]
@@ -43,6 +48,10 @@ const DEFAULT_MAX_IO_BYTES: u64 = 512 * 1024;
 
 /// The largest discard (Dataset Management deallocate) or write zeroes the kernel sends in one request.
 const MAX_DISCARD_BYTES: u64 = 1 << 30;
+
+/// How long a new recoverable server waits, in steps of 100 ms, for the kernel to quiesce the device of a
+/// killed one.
+const RECOVERY_WAIT_STEPS: u32 = 100;
 
 /// Requests a namespace's queue takes at once.
 const QUEUE_DEPTH: u16 = 128;
@@ -107,10 +116,11 @@ pub struct Server {
 
 impl Server {
     /// Serves every namespace of `device` as a block device; returns once all of them are live. With
-    /// `numbers`, a file beside an image, each namespace gets the device number it had the last time (the
-    /// device a server killed left behind is deleted first), so that `/dev/ublkbN` stays the same across
-    /// restarts, as file systems that record their devices' paths (F2FS's second device) need.
-    pub fn start(device: &RealTime, numbers: Option<&Path>) -> Result<Server, ServeError> {
+    /// `numbers`, a file beside an image, each namespace gets the device number it had the last time, so that
+    /// `/dev/ublkbN` stays the same across restarts, as file systems that record their devices' paths (F2FS's
+    /// second device) need. A device that a killed server left behind is deleted first, or, when it was served
+    /// `recoverable`, taken over: its requests waited for a new server, and a mounted file system carries on.
+    pub fn start(device: &RealTime, numbers: Option<&Path>, recoverable: bool) -> Result<Server, ServeError> {
         if !Path::new("/dev/ublk-control").exists() {
             return Err(ServeError::NoUblk);
         }
@@ -121,15 +131,17 @@ impl Server {
         for nsid in host.namespace_ids() {
             let Some(namespace) = host.on_namespace(nsid) else { continue };
             let number = match previous.iter().find(|(recorded, _)| *recorded == nsid) {
-                Some(&(_, number)) => reclaim(nsid, number)?,
-                None => -1,
+                Some(&(_, number)) => {
+                    reclaim(nsid, number, &zonelab_runtime::CommandQueue::geometry(&namespace), recoverable)?
+                }
+                None => Number::Any,
             };
             let (live_tx, live) = mpsc::channel();
             let ended_tx = ended_tx.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("zonelab-ublk-ns{nsid}"))
                 .spawn(move || {
-                    if let Err(error) = serve_namespace(nsid, number, namespace, &live_tx) {
+                    if let Err(error) = serve_namespace(nsid, number, recoverable, namespace, &live_tx) {
                         let _ = live_tx.send(Err(error));
                     }
                     let _ = ended_tx.send(nsid);
@@ -197,30 +209,74 @@ fn read_numbers(path: &Path) -> Vec<(u32, i32)> {
         .collect()
 }
 
-/// Device number `number` for namespace `nsid` again: free, or held by a device whose server is gone (deleted
-/// first), or -1 (any number) when another device uses it; a live device of a running server is refused.
-fn reclaim(nsid: u32, number: i32) -> Result<i32, ServeError> {
+/// Which device number a namespace's block device gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Number {
+    /// Whichever ublk gives.
+    Any,
+    /// This one, free.
+    Free(i32),
+    /// This device, left quiesced by a killed recoverable server: taken over as it is.
+    Recover(i32),
+}
+
+/// Device number `number` for namespace `nsid` again: free; or held by a device whose server is gone, which is
+/// taken over when both its server and this one are recoverable and it has the namespace's shape, and deleted
+/// first otherwise; or any number when another device uses it. A live device of a running server is refused.
+fn reclaim(nsid: u32, number: i32, geometry: &Geometry, recoverable: bool) -> Result<Number, ServeError> {
     if !Path::new(&format!("/sys/class/ublk-char/ublkc{number}")).exists() {
-        return Ok(number);
+        return Ok(Number::Free(number));
     }
-    let Ok(ctrl) = UblkCtrl::new_simple(number) else { return Ok(-1) };
-    let info = ctrl.dev_info();
+    let Ok(mut ctrl) = UblkCtrl::new_simple(number) else { return Ok(Number::Any) };
+    let mut info = ctrl.dev_info();
     // SAFETY: kill with signal 0 only asks whether the process exists.
     let server_alive = info.ublksrv_pid > 0 && unsafe { libc::kill(info.ublksrv_pid, 0) } == 0;
+    // The kernel quiesces a recoverable device a moment after its server dies: wait for it rather than delete it.
+    let recoverable_device = info.flags & u64::from(sys::UBLK_F_USER_RECOVERY) != 0;
+    for _ in 0..RECOVERY_WAIT_STEPS {
+        if !(recoverable && recoverable_device && !server_alive && u32::from(info.state) == sys::UBLK_S_DEV_LIVE) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let Ok(again) = UblkCtrl::new_simple(number) else { return Ok(Number::Any) };
+        info = again.dev_info();
+        ctrl = again;
+    }
     if u32::from(info.state) == sys::UBLK_S_DEV_LIVE && server_alive {
         return Err(ServeError::Namespace {
             nsid,
             reason: format!("/dev/ublkb{number} is served by process {}: stop it first", info.ublksrv_pid),
         });
     }
-    Ok(if ctrl.del_dev().is_ok() { number } else { -1 })
+    let quiesced =
+        u32::from(info.state) == sys::UBLK_S_DEV_QUIESCED && info.flags & u64::from(sys::UBLK_F_USER_RECOVERY) != 0;
+    if recoverable && quiesced && !server_alive && same_shape(&ctrl, geometry) {
+        return Ok(Number::Recover(number));
+    }
+    Ok(if ctrl.del_dev().is_ok() { Number::Free(number) } else { Number::Any })
 }
 
-/// Creates the block device of namespace `nsid` (numbered `number`, or any with -1) and serves its requests
-/// until the device is stopped; `live` hears of it once it is up.
+/// Whether the device `ctrl` controls has the namespace's size, block size and kind (zoned or not).
+fn same_shape(ctrl: &UblkCtrl, geometry: &Geometry) -> bool {
+    let mut params = sys::ublk_params::default();
+    if ctrl.get_params(&mut params).is_err() {
+        return false;
+    }
+    let sectors = (geometry.nsze_lba << geometry.lba_shift) >> 9;
+    let zoned = params.types & sys::UBLK_PARAM_TYPE_ZONED != 0;
+    params.basic.dev_sectors == sectors
+        && u32::from(params.basic.logical_bs_shift) == geometry.lba_shift
+        && zoned == (geometry.kind == NamespaceKind::Zoned)
+}
+
+/// Creates the block device of namespace `nsid` (or takes over the one `number` names) and serves its requests
+/// until the device is stopped; `live` hears of it once it is up. A `recoverable` device outlives a killed
+/// server: the kernel holds its requests (those the server had taken are sent again) until a new server takes
+/// it over.
 fn serve_namespace(
     nsid: u32,
-    number: i32,
+    number: Number,
+    recoverable: bool,
     host: RealTimeHost,
     live: &mpsc::Sender<Result<Served, ServeError>>,
 ) -> Result<(), ServeError> {
@@ -243,15 +299,30 @@ fn serve_namespace(
     if zoned {
         flags |= u64::from(sys::UBLK_F_ZONED);
     }
+    if recoverable {
+        if UblkCtrl::get_features().is_none_or(|features| features & u64::from(sys::UBLK_F_USER_RECOVERY_REISSUE) == 0)
+        {
+            return Err(ServeError::NoRecovery);
+        }
+        flags |= u64::from(sys::UBLK_F_USER_RECOVERY | sys::UBLK_F_USER_RECOVERY_REISSUE);
+    }
+    let (id, dev_flags) = match number {
+        Number::Any => (-1, UblkFlags::UBLK_DEV_F_ADD_DEV),
+        Number::Free(number) => (number, UblkFlags::UBLK_DEV_F_ADD_DEV),
+        Number::Recover(number) => {
+            UblkCtrl::new_simple(number).and_then(|old| old.start_user_recover()).map_err(ublk("recovery"))?;
+            (number, UblkFlags::UBLK_DEV_F_RECOVER_DEV)
+        }
+    };
     let name = format!("zonelab-ns{nsid}");
     let ctrl = UblkCtrlBuilder::default()
         .name(&name)
-        .id(number)
+        .id(id)
         .nr_queues(1)
         .depth(QUEUE_DEPTH)
         .io_buf_bytes(max_io_bytes as u32)
         .ctrl_flags(flags)
-        .dev_flags(UblkFlags::UBLK_DEV_F_ADD_DEV)
+        .dev_flags(dev_flags)
         .build()
         .map_err(ublk("device"))?;
     if zoned && ctrl.get_driver_features().is_none_or(|features| features & u64::from(sys::UBLK_F_ZONED) == 0) {
@@ -259,6 +330,10 @@ fn serve_namespace(
     }
     let target = move |dev: &mut UblkDev| {
         set_params(dev, &geometry, max_io_bytes);
+        // One slot beyond the queue's requests for the doorbell's poll, and room for every completion at once.
+        dev.tgt.extra_ios = 1;
+        dev.tgt.sq_depth = QUEUE_DEPTH + 1;
+        dev.tgt.cq_depth = 2 * QUEUE_DEPTH;
         Ok(())
     };
     let queue_host = host.clone();
@@ -268,6 +343,10 @@ fn serve_namespace(
         let _ = live.send(Ok(Served { nsid, dev_id: ctrl.dev_info().dev_id, geometry }));
     };
     ctrl.run_target(target, queue, started).map_err(ublk("start"))?;
+    if matches!(number, Number::Recover(_)) {
+        // A device taken over is not deleted when its control goes, as one this server added is.
+        let _ = ctrl.del_dev();
+    }
     Ok(())
 }
 
@@ -314,9 +393,20 @@ fn set_params(dev: &mut UblkDev, geometry: &Geometry, max_io_bytes: u64) {
     }
 }
 
-/// Serves one queue: each request runs to completion on the device before the next is taken.
+/// Serves one queue with up to `QUEUE_DEPTH` requests on the device at once, as a real drive's submission queue
+/// takes them: each request is decoded and submitted to the device in the order the kernel sent it, and
+/// completed when the device completes it. A command the device completes later wakes the queue through an
+/// eventfd that the queue's io_uring polls (the extra tag `QUEUE_DEPTH`), since the device thread cannot
+/// complete a ublk request itself.
 fn serve_queue(qid: u16, dev: &UblkDev, host: &RealTimeHost, geometry: &Geometry) {
     let cdev = dev.tgt.fds[0];
+    let doorbell = match Doorbell::new() {
+        Ok(doorbell) => Arc::new(doorbell),
+        Err(error) => {
+            eprintln!("zonelab-ublk: queue {qid} of {} has no eventfd: {error}", dev.dev_info.dev_id);
+            return;
+        }
+    };
     let queue = match UblkQueue::new(qid, dev)
         .and_then(|queue| queue.submit_fetch_commands_unified(BufDescList::Slices(None)))
     {
@@ -327,9 +417,14 @@ fn serve_queue(qid: u16, dev: &UblkDev, host: &RealTimeHost, geometry: &Geometry
         }
     };
     let request = Request { host, geometry, cdev, qid };
-    queue.wait_and_handle_io(|queue: &UblkQueue, tag: u16, _io: &UblkIOCtx| {
-        let iod = queue.get_iod(tag);
-        let (result, appended) = request.execute(tag, iod);
+    let mut inflight: Vec<Option<(Pending, Finish)>> = (0..QUEUE_DEPTH).map(|_| None).collect();
+    let wakers: Vec<Waker> =
+        (0..QUEUE_DEPTH).map(|tag| Waker::from(Arc::new(TagWaker { tag, doorbell: Arc::clone(&doorbell) }))).collect();
+    if let Err(error) = queue.ublk_submit_sqe_sync(doorbell.poll()) {
+        eprintln!("zonelab-ublk: queue {qid} of {} cannot wait for its device: {error}", dev.dev_info.dev_id);
+        return;
+    }
+    let complete = |queue: &UblkQueue, tag: u16, (result, appended): (i32, Option<u64>)| {
         let buffer = match appended {
             Some(sector) => BufDesc::ZonedAppendLba(sector),
             None => BufDesc::Slice(&[]),
@@ -337,7 +432,121 @@ fn serve_queue(qid: u16, dev: &UblkDev, host: &RealTimeHost, geometry: &Geometry
         if let Err(error) = queue.complete_io_cmd_unified(tag, buffer, Ok(UblkIORes::Result(result))) {
             eprintln!("zonelab-ublk: completing request {tag} failed: {error}");
         }
+    };
+    // Requests waiting on the device now, and the most at once: the queue depth the device saw.
+    let (mut on_device, mut most_on_device) = (0u32, 0u32);
+    queue.wait_and_handle_io(|queue: &UblkQueue, tag: u16, io: &UblkIOCtx| {
+        if !io.is_tgt_io() {
+            debug_assert!(inflight[usize::from(tag)].is_none(), "the kernel reuses a tag only once it completed");
+            match request.start(tag, queue.get_iod(tag)) {
+                Started::Done(done) => complete(queue, tag, done),
+                Started::OnDevice(mut pending, finish) => {
+                    match Pin::new(&mut pending).poll(&mut Context::from_waker(&wakers[usize::from(tag)])) {
+                        Poll::Ready(result) => complete(queue, tag, request.finish(tag, finish, result)),
+                        Poll::Pending => {
+                            inflight[usize::from(tag)] = Some((pending, finish));
+                            on_device += 1;
+                            most_on_device = most_on_device.max(on_device);
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        debug_assert_eq!(tag, QUEUE_DEPTH, "the only target I/O is the doorbell's poll");
+        for tag in doorbell.take_rung() {
+            let Some((pending, _)) = inflight[usize::from(tag)].as_mut() else { continue };
+            let Poll::Ready(result) = Pin::new(pending).poll(&mut Context::from_waker(&wakers[usize::from(tag)]))
+            else {
+                continue;
+            };
+            let (_, finish) = inflight[usize::from(tag)].take().expect("checked above");
+            on_device -= 1;
+            complete(queue, tag, request.finish(tag, finish, result));
+        }
+        if let Err(error) = queue.ublk_submit_sqe_sync(doorbell.poll()) {
+            eprintln!("zonelab-ublk: queue {qid} cannot wait for its device again: {error}");
+        }
     });
+    eprintln!(
+        "zonelab ublk: /dev/ublkb{}: at most {most_on_device} requests were waiting on the device at once",
+        dev.dev_info.dev_id
+    );
+}
+
+/// How a queue thread hears that the device thread has completed its commands: the tags whose futures are
+/// ready, and an eventfd the queue's io_uring polls.
+struct Doorbell {
+    eventfd: OwnedFd,
+    rung: Mutex<Vec<u16>>,
+}
+
+impl Doorbell {
+    fn new() -> std::io::Result<Doorbell> {
+        // SAFETY: eventfd takes no pointers; a non-negative result is a new descriptor that we own.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by eventfd and nothing else owns it.
+        Ok(Doorbell { eventfd: unsafe { OwnedFd::from_raw_fd(fd) }, rung: Mutex::new(Vec::new()) })
+    }
+
+    /// The io_uring poll that completes once the doorbell has rung (a poll, not a read, so that no buffer of
+    /// ours is in the kernel's hands when the queue ends).
+    fn poll(&self) -> io_uring::squeue::Entry {
+        io_uring::opcode::PollAdd::new(io_uring::types::Fd(self.eventfd.as_raw_fd()), libc::POLLIN as u32)
+            .build()
+            .user_data(UblkIOCtx::build_user_data(QUEUE_DEPTH, 0, 0, true))
+    }
+
+    fn ring(&self, tag: u16) {
+        self.rung.lock().unwrap_or_else(PoisonError::into_inner).push(tag);
+        let one = 1u64;
+        // SAFETY: writes 8 bytes from a live u64 to an eventfd we own; a full counter (never, at 2^64 - 2)
+        // would only mean the queue is already woken.
+        unsafe { libc::write(self.eventfd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    /// The tags rung since the last call, the eventfd cleared first: a ring after the clear is either in the
+    /// list taken or sets the eventfd again for the next poll.
+    fn take_rung(&self) -> Vec<u16> {
+        let mut count = 0u64;
+        // SAFETY: reads 8 bytes into a live u64 from an eventfd we own; EAGAIN (not rung) leaves it untouched.
+        unsafe { libc::read(self.eventfd.as_raw_fd(), (&mut count as *mut u64).cast(), 8) };
+        std::mem::take(&mut *self.rung.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The waker of one tag's command: rings its queue's doorbell with the tag.
+struct TagWaker {
+    tag: u16,
+    doorbell: Arc<Doorbell>,
+}
+
+impl Wake for TagWaker {
+    fn wake(self: Arc<Self>) {
+        self.doorbell.ring(self.tag);
+    }
+}
+
+/// A request taken from the kernel: done at once (refused, or completed as it was submitted), or on the device.
+enum Started {
+    Done((i32, Option<u64>)),
+    OnDevice(Pending, Finish),
+}
+
+/// What a request's completion still needs once the device has answered.
+#[derive(Clone, Copy)]
+enum Finish {
+    /// `bytes` moved, nothing to copy back (a write, a flush, a discard, a zone action reports 0).
+    Done(i32),
+    /// Copy the data read into the request's buffer.
+    Read,
+    /// Return the LBA the zone append landed at.
+    Append(i32),
+    /// Copy the zones into the request's buffer as the kernel's `struct blk_zone`s.
+    Report,
 }
 
 /// What one request needs: the namespace, its geometry and where its data is copied.
@@ -349,71 +558,70 @@ struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// Runs request `tag` on the device: the bytes done (or a negative errno), and zone append's sector.
-    fn execute(&self, tag: u16, iod: &sys::ublksrv_io_desc) -> (i32, Option<u64>) {
+    /// Submits request `tag` to the device (a write's data copied in first).
+    fn start(&self, tag: u16, iod: &sys::ublksrv_io_desc) -> Started {
         let op = iod.op_flags & 0xff;
         let shift = self.geometry.lba_shift;
         let slba = (iod.start_sector << 9) >> shift;
         let bytes = u64::from(iod.nr_sectors) << 9;
         let nlb = bytes >> shift;
-        let done = |result: Result<Output, Status>| result.map(|_| bytes as i32).unwrap_or_else(errno);
+        let submit = |command, finish| Started::OnDevice(self.host.submit_pending(command), finish);
+        let zone_send =
+            |slba, action, select_all| submit(QueuedCommand::ZoneSend { slba, action, select_all }, Finish::Done(0));
         match op {
-            sys::UBLK_IO_OP_READ => match self.run(QueuedCommand::Read { slba, nlb, keep: true }) {
-                Ok(Output::Data(data)) => (self.copy_out(tag, &data), None),
-                Ok(_) => (-libc::EIO, None),
-                Err(status) => (errno(status), None),
-            },
+            sys::UBLK_IO_OP_READ => submit(QueuedCommand::Read { slba, nlb, keep: true }, Finish::Read),
             sys::UBLK_IO_OP_WRITE => match self.copy_in(tag, bytes) {
-                Ok(data) => (done(self.run(QueuedCommand::Write { slba, data: IoData::Bytes(data) })), None),
-                Err(error) => (error, None),
+                Ok(data) => {
+                    submit(QueuedCommand::Write { slba, data: IoData::Bytes(data) }, Finish::Done(bytes as i32))
+                }
+                Err(error) => Started::Done((error, None)),
             },
             sys::UBLK_IO_OP_ZONE_APPEND => match self.copy_in(tag, bytes) {
-                Ok(data) => match self.run(QueuedCommand::Append { zslba: slba, data: IoData::Bytes(data) }) {
-                    Ok(Output::Appended(lba)) => (bytes as i32, Some((lba << shift) >> 9)),
-                    Ok(_) => (-libc::EIO, None),
-                    Err(status) => (errno(status), None),
-                },
-                Err(error) => (error, None),
+                Ok(data) => submit(
+                    QueuedCommand::Append { zslba: slba, data: IoData::Bytes(data) },
+                    Finish::Append(bytes as i32),
+                ),
+                Err(error) => Started::Done((error, None)),
             },
-            sys::UBLK_IO_OP_FLUSH => (self.no_data(QueuedCommand::Flush), None),
-            sys::UBLK_IO_OP_DISCARD => (self.no_data(QueuedCommand::Deallocate { slba, nlb }), None),
-            sys::UBLK_IO_OP_WRITE_ZEROES => (self.no_data(QueuedCommand::WriteZeroes { slba, nlb }), None),
-            sys::UBLK_IO_OP_REPORT_ZONES => (self.report_zones(tag, slba, iod.nr_sectors), None),
-            sys::UBLK_IO_OP_ZONE_OPEN => (self.zone_send(slba, ZoneSendAction::Open, false), None),
-            sys::UBLK_IO_OP_ZONE_CLOSE => (self.zone_send(slba, ZoneSendAction::Close, false), None),
-            sys::UBLK_IO_OP_ZONE_FINISH => (self.zone_send(slba, ZoneSendAction::Finish, false), None),
-            sys::UBLK_IO_OP_ZONE_RESET => (self.zone_send(slba, ZoneSendAction::Reset, false), None),
-            sys::UBLK_IO_OP_ZONE_RESET_ALL => (self.zone_send(0, ZoneSendAction::Reset, true), None),
-            _ => (-libc::EOPNOTSUPP, None),
+            sys::UBLK_IO_OP_FLUSH => submit(QueuedCommand::Flush, Finish::Done(0)),
+            sys::UBLK_IO_OP_DISCARD => submit(QueuedCommand::Deallocate { slba, nlb }, Finish::Done(0)),
+            sys::UBLK_IO_OP_WRITE_ZEROES => submit(QueuedCommand::WriteZeroes { slba, nlb }, Finish::Done(0)),
+            sys::UBLK_IO_OP_REPORT_ZONES => {
+                let max_zones = iod.nr_sectors;
+                submit(
+                    QueuedCommand::Report { slba, filter: ReportFilter::All, partial: true, max_zones },
+                    Finish::Report,
+                )
+            }
+            sys::UBLK_IO_OP_ZONE_OPEN => zone_send(slba, ZoneSendAction::Open, false),
+            sys::UBLK_IO_OP_ZONE_CLOSE => zone_send(slba, ZoneSendAction::Close, false),
+            sys::UBLK_IO_OP_ZONE_FINISH => zone_send(slba, ZoneSendAction::Finish, false),
+            sys::UBLK_IO_OP_ZONE_RESET => zone_send(slba, ZoneSendAction::Reset, false),
+            sys::UBLK_IO_OP_ZONE_RESET_ALL => zone_send(0, ZoneSendAction::Reset, true),
+            _ => Started::Done((-libc::EOPNOTSUPP, None)),
         }
     }
 
-    fn run(&self, command: QueuedCommand) -> Result<Output, Status> {
-        block_on(self.host.submit_pending(command))
-    }
-
-    /// Runs a command that moves no data (a flush, a discard, a zone action): 0, or the negative errno.
-    fn no_data(&self, command: QueuedCommand) -> i32 {
-        self.run(command).map_or_else(errno, |_| 0)
-    }
-
-    fn zone_send(&self, slba: u64, action: ZoneSendAction, select_all: bool) -> i32 {
-        self.no_data(QueuedCommand::ZoneSend { slba, action, select_all })
-    }
-
-    /// Report Zones: up to `zones` zones from the one at `slba`, as the kernel's `struct blk_zone`s.
-    fn report_zones(&self, tag: u16, slba: u64, zones: u32) -> i32 {
-        let command = QueuedCommand::Report { slba, filter: ReportFilter::All, partial: true, max_zones: zones };
-        let report = match self.run(command) {
-            Ok(Output::Report(report)) => report,
-            Ok(_) => return -libc::EIO,
-            Err(status) => return errno(status),
+    /// Request `tag`'s completion from the device's answer: the bytes done (or a negative errno), and zone
+    /// append's sector.
+    fn finish(&self, tag: u16, finish: Finish, result: Result<Output, Status>) -> (i32, Option<u64>) {
+        let output = match result {
+            Ok(output) => output,
+            Err(status) => return (errno(status), None),
         };
-        let mut bytes = Vec::with_capacity(report.zones.len() * BLK_ZONE_BYTES);
-        for zone in &report.zones {
-            bytes.extend_from_slice(&blk_zone(zone, self.geometry.lba_shift));
+        match (finish, output) {
+            (Finish::Done(bytes), _) => (bytes, None),
+            (Finish::Read, Output::Data(data)) => (self.copy_out(tag, &data), None),
+            (Finish::Append(bytes), Output::Appended(lba)) => (bytes, Some((lba << self.geometry.lba_shift) >> 9)),
+            (Finish::Report, Output::Report(report)) => {
+                let mut bytes = Vec::with_capacity(report.zones.len() * BLK_ZONE_BYTES);
+                for zone in &report.zones {
+                    bytes.extend_from_slice(&blk_zone(zone, self.geometry.lba_shift));
+                }
+                (self.copy_out(tag, &bytes), None)
+            }
+            _ => (-libc::EIO, None),
         }
-        self.copy_out(tag, &bytes)
     }
 
     /// Copies `data` into the request's buffer; gives the bytes copied or a negative errno.

@@ -24,6 +24,11 @@ enum Command {
     Serve {
         /// An image directory or a preset spec, with device-cpu= and device-wait= as for `zonelab mount`.
         device: String,
+        /// Let the devices outlive a killed server (ublk's user recovery): the kernel holds their requests
+        /// until the next `serve` of the same image takes them over, so that a mounted file system carries on.
+        /// Without a new server those requests wait until the devices are deleted (`zonelab ublk del N`).
+        #[arg(long)]
+        recoverable: bool,
     },
     /// Delete block device /dev/ublkbN; the server that serves it removes its other devices and stops.
     Del {
@@ -35,7 +40,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { device } => serve(&device),
+        Command::Serve { device, recoverable } => serve(&device, recoverable),
         Command::Del { id } => libublk::ctrl::UblkCtrl::new_simple(id as i32)
             .and_then(|ctrl| ctrl.kill_dev())
             .map(|_| ())
@@ -53,7 +58,7 @@ fn main() -> ExitCode {
 /// The file beside an image's files that keeps its namespaces' ublk device numbers.
 const DEVICE_NUMBERS: &str = "ublk-devices";
 
-fn serve(spec: &str) -> Result<(), (u8, String)> {
+fn serve(spec: &str, recoverable: bool) -> Result<(), (u8, String)> {
     let (spec, placement) = Placement::split_spec(spec).map_err(|error| (2, error))?;
     // Signals are taken by one thread with sigwait; every thread started from here on inherits the mask.
     let signals = zonelab_runtime::block_termination_signals();
@@ -71,7 +76,7 @@ fn serve(spec: &str) -> Result<(), (u8, String)> {
         }
         other => (1, other.to_string()),
     })?;
-    let mut server = match Server::start(&device, numbers.as_deref()) {
+    let mut server = match Server::start(&device, numbers.as_deref(), recoverable) {
         Ok(server) => server,
         Err(error) => {
             let _ = device.stop();

@@ -1,9 +1,10 @@
 //! The kernel's zoned stack on zonelab's block devices, in a Linux guest booted once for the whole file:
 //! `tests/guest/kernel-stack.sh` runs inside it (sysfs, blkzone, fio, F2FS with kill -9 rounds, btrfs, ext4
-//! with discard, libzbd, dm-linear, null_blk as the reference for errors) and prints one line per case. The guest is Debian's
-//! Linux 6.12 under virtme-ng (`vng`), which sees this machine's files and runs this build's binaries; it runs
-//! under QEMU's TCG unless `ZONELAB_GUEST_KVM=1` says KVM works here (docs/kernel.md). Without the guest's
-//! tools the test stops early with a note, except under CI=true, where it fails.
+//! with discard, libzbd, dm-linear, dm-flakey, null_blk as the reference for errors, fio's t/zbd suite) and
+//! prints one line per case. The guest is Debian's Linux 6.12 under virtme-ng (`vng`), which sees this
+//! machine's files and runs this build's binaries; it runs under QEMU's TCG unless `ZONELAB_GUEST_KVM=1` says
+//! KVM works here (docs/kernel.md). Without the guest's tools the test stops early with a note, except under
+//! CI=true, where it fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,9 +30,19 @@ fn on_path(tool: &str) -> bool {
     Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|out| out.status.success())
 }
 
-/// The guest's kernel when everything the guest needs is here; under CI=true a missing piece is a failure.
-fn guest() -> Option<PathBuf> {
+/// The source of the installed fio (for its t/zbd suite), where .ci/run unpacks it: target/fio-src/fio-VERSION.
+fn fio_source() -> Option<PathBuf> {
+    let out = Command::new("fio").arg("--version").output().ok()?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().trim_start_matches("fio-").to_string();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/fio-src/fio-{version}"));
+    dir.join("t/zbd/test-zbd-support").exists().then_some(dir)
+}
+
+/// The guest's kernel and fio's source when everything the guest needs is here; under CI=true a missing piece
+/// is a failure.
+fn guest() -> Option<(PathBuf, PathBuf)> {
     let kernel = guest_kernel();
+    let fio_source = fio_source();
     let mut missing: Vec<&str> =
         ["vng", "qemu-system-x86_64", "busybox", "fio", "blkzone", "mkfs.f2fs", "mkfs.btrfs", "zbd", "dmsetup"]
             .into_iter()
@@ -40,8 +51,11 @@ fn guest() -> Option<PathBuf> {
     if kernel.is_none() {
         missing.push("a Linux 6.6+ kernel in /boot (linux-image-6.12-amd64)");
     }
-    if missing.is_empty() {
-        return kernel;
+    if fio_source.is_none() {
+        missing.push("the installed fio's source in target/fio-src (apt-get source fio, as .ci/run does)");
+    }
+    if let (true, Some(kernel), Some(fio_source)) = (missing.is_empty(), kernel, fio_source) {
+        return Some((kernel, fio_source));
     }
     assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true and {missing:?} missing: .ci/run must install them");
     eprintln!("skipped: {missing:?} not installed");
@@ -63,7 +77,7 @@ fn binaries() -> PathBuf {
 
 #[test]
 fn the_kernels_zoned_stack_runs_on_zonelabs_block_devices() {
-    let Some(kernel) = guest() else { return };
+    let Some((kernel, fio_source)) = guest() else { return };
     let bin = binaries();
     let work = tempfile::tempdir().expect("tempdir");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/guest/kernel-stack.sh");
@@ -73,7 +87,8 @@ fn the_kernels_zoned_stack_runs_on_zonelabs_block_devices() {
     if !kvm {
         vng.arg("--disable-kvm");
     }
-    let command = format!("bash {} {} {}", script.display(), bin.display(), work.path().display());
+    let command =
+        format!("bash {} {} {} {}", script.display(), bin.display(), work.path().display(), fio_source.display());
     let started = std::time::Instant::now();
     let out = vng.arg("--").arg(command).output().expect("run vng");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -100,8 +115,12 @@ fn the_kernels_zoned_stack_runs_on_zonelabs_block_devices() {
         "f2fs-crash-5",
         "btrfs",
         "ext4-discard",
+        "ext4-recovery",
         "libzbd",
         "dm-linear",
+        "dm-flakey",
+        "queue-depth",
+        "fio-zbd-suite",
     ] {
         assert!(cases.iter().any(|line| line.starts_with(&format!("CASE {needed}:"))), "case {needed} did not run");
     }
