@@ -393,18 +393,25 @@ impl Image {
     /// A zone whose record in the zone journal does not check fails a read-write open, naming it; a read-only
     /// open shows it offline (`damaged_zones` says which and why), so that the rest can still be read.
     pub fn open_as(dir: &Path, access: Access) -> Result<Image, ImageError> {
-        Image::open_with(dir, access, false).map(|(image, _)| image)
+        Image::open_with(dir, access, false).map(|(image, _, _)| image)
     }
 
     /// Opens an image read-write after rebuilding every zone record that does not check from the data: the
     /// write pointer after the zone's last block that is not all zeros, the zone EMPTY, CLOSED or FULL by it.
     /// Zeros written at a zone's end cannot be told from blocks never written, so such a zone comes back with
     /// a lower write pointer. Returns what each rebuilt zone became.
-    pub fn rebuild_zone_records(dir: &Path) -> Result<(Image, Vec<RebuiltZone>), ImageError> {
+    ///
+    /// A zone journal whose header is damaged gets a new one first (`ZoneJournal::rebuild_header`), and what was
+    /// done is returned beside the zones.
+    pub fn rebuild_zone_records(dir: &Path) -> Result<(Image, Option<String>, Vec<RebuiltZone>), ImageError> {
         Image::open_with(dir, Access::ReadWrite, true)
     }
 
-    fn open_with(dir: &Path, access: Access, rebuild: bool) -> Result<(Image, Vec<RebuiltZone>), ImageError> {
+    fn open_with(
+        dir: &Path,
+        access: Access,
+        rebuild: bool,
+    ) -> Result<(Image, Option<String>, Vec<RebuiltZone>), ImageError> {
         let config_path = dir.join(CONFIG_FILE);
         let text = match fs::read_to_string(&config_path) {
             Ok(text) => text,
@@ -429,6 +436,7 @@ impl Image {
         let geometry = config.namespace.validate()?;
         let journal_path = dir.join(JOURNAL_FILE);
         let lock_holder = lock(dir, &journal_path, access)?;
+        let header = if rebuild { ZoneJournal::rebuild_header(&journal_path, &geometry)? } else { None };
         let writable = access == Access::ReadWrite;
         let (mut journal, records, intent) = ZoneJournal::open(&journal_path, &geometry, writable)?;
         if intent.is_some() && !writable {
@@ -493,7 +501,7 @@ impl Image {
             writable,
             _lock: lock_holder,
         };
-        Ok((image, rebuilt))
+        Ok((image, header, rebuilt))
     }
 
     /// Zones whose journal record does not check (shown offline by a read-only open), with why.

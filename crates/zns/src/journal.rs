@@ -178,12 +178,16 @@ impl ZoneJournal {
         }
         let mut header = [0u8; 128];
         file.read_exact_at(&mut header, 0).map_err(|_| corrupt("its header cannot be read".into()))?;
+        let repair = || match path.parent() {
+            Some(image) => format!("; `zonelab repair-zones {}` rebuilds it from config.toml", image.display()),
+            None => String::new(),
+        };
         if &header[..8] != MAGIC {
-            return Err(corrupt("it does not start with the zonelab journal magic".into()));
+            return Err(corrupt(format!("it does not start with the zonelab journal magic{}", repair())));
         }
         // The checksum first: a flipped version byte is corruption, not a journal of another version.
         if !seal_ok(&header[..64]) {
-            return Err(corrupt("its header checksum does not match".into()));
+            return Err(corrupt(format!("its header checksum does not match{}", repair())));
         }
         let found = u32_le(&header, 8);
         if found != JOURNAL_FORMAT_VERSION {
@@ -208,6 +212,48 @@ impl ZoneJournal {
             .map(|(bytes, zone)| decode_record(bytes, zone, identity, geometry))
             .collect();
         Ok((ZoneJournal { file, identity }, records, intent))
+    }
+
+    /// Writes a new header for the journal at `path` when its own is damaged (its magic or its seal does not
+    /// check): the geometry from the image's configuration, and the identity that most of the zone records
+    /// whose seal checks carry (a new one when none does, after which every record is rebuilt from the data). A
+    /// many-zone command the damaged header recorded as interrupted is forgotten. A header that checks is left
+    /// alone, whatever it says (another format version, another geometry: `open` names those). Returns what was
+    /// rebuilt, if anything.
+    pub fn rebuild_header(path: &Path, geometry: &Geometry) -> Result<Option<String>, JournalError> {
+        let io_error = |source| JournalError::Io { path: path.to_path_buf(), source };
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(io_error)?;
+        let expected_len = RECORDS_OFFSET + (RECORD_BYTES as u64) * u64::from(geometry.zones);
+        if file.metadata().map_err(io_error)?.len() != expected_len {
+            return Ok(None);
+        }
+        let mut header = [0u8; 64];
+        file.read_exact_at(&mut header, 0).map_err(io_error)?;
+        let damage = if &header[..8] != MAGIC {
+            "it did not start with the zonelab journal magic"
+        } else if !seal_ok(&header) {
+            "its checksum did not match"
+        } else {
+            return Ok(None);
+        };
+        let mut all = vec![0u8; RECORD_BYTES * geometry.zones as usize];
+        file.read_exact_at(&mut all, RECORDS_OFFSET).map_err(io_error)?;
+        let mut counts: std::collections::BTreeMap<u64, u32> = std::collections::BTreeMap::new();
+        for (bytes, zone) in all.chunks_exact(RECORD_BYTES).zip(0u32..) {
+            if seal_ok(bytes) && u32_le(bytes, 24) == zone {
+                *counts.entry(u64_le(bytes, 28)).or_default() += 1;
+            }
+        }
+        let (identity, agreeing) = counts.into_iter().max_by_key(|&(_, count)| count).unwrap_or((new_identity(), 0));
+        let mut rebuilt = [0u8; 128];
+        rebuilt[..64].copy_from_slice(&encode_header(geometry, identity));
+        file.write_all_at(&rebuilt, 0).map_err(io_error)?;
+        file.sync_all().map_err(io_error)?;
+        Ok(Some(format!(
+            "its header was damaged ({damage}); rebuilt from config.toml, with the image identity that {agreeing} \
+             of its {} zone records carry",
+            geometry.zones
+        )))
     }
 
     fn decode_intent(bytes: &[u8]) -> Result<Option<Intent>, String> {

@@ -57,15 +57,16 @@ enum Command {
     Reset(ZoneActionArgs),
     /// Take a READ_ONLY zone offline, or every READ_ONLY zone with --all.
     Offline(ZoneActionArgs),
-    /// Write at a zone's write pointer; on a mounted image, to the running device behind the mount's back.
+    /// Write at a zone's write pointer; on a mounted or ublk-served image, to the running device behind the
+    /// file system's back.
     Write(WriteArgs),
     /// Zone Append: the device picks the LBA and reports it.
     Append(AppendArgs),
     /// Read blocks as raw bytes.
     Read(ReadArgs),
     /// Put a zone into READ_ONLY or OFFLINE, as null_blk's configfs does; injecting the same state again
-    /// returns the zone to EMPTY. On a mounted image (or a mount's control socket) the fault reaches the running
-    /// device, and io-error makes the zone's next read or write fail with a media error.
+    /// returns the zone to EMPTY. On a mounted or ublk-served image (or its control socket) the fault reaches the
+    /// running device, and io-error makes the zone's next read or write fail with a media error.
     Inject(InjectArgs),
     /// Power-cycle the device: open zones become CLOSED (or EMPTY if unwritten).
     PowerCycle { image: PathBuf },
@@ -350,7 +351,7 @@ struct InjectArgs {
 enum FaultArg {
     ReadOnly,
     Offline,
-    /// The zone's next read or write fails with a media error (a running device only: a mounted image).
+    /// The zone's next read or write fails with a media error (a running device only: a mounted or served image).
     IoError,
 }
 
@@ -501,11 +502,11 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Reset(args) => zone_action(args, ZoneSendAction::Reset),
         Command::Offline(args) => zone_action(args, ZoneSendAction::Offline),
         Command::Write(args) => {
-            if let Some(shape) = mount::through_mount(&args.image, "geometry") {
+            if let Some(shape) = mount::through_control_socket(&args.image, "geometry") {
                 let (lba_size, mdts, _) = mount::geometry(&shape?)?;
                 let data = load_data((lba_size, mdts), &args.source, args.blocks)?;
-                let request = format!("write {} {}", args.lba, zonelab_mount::to_hex(&data));
-                return mount::through_mount(&args.image, &request)
+                let request = format!("write {} {}", args.lba, zonelab_runtime::control::to_hex(&data));
+                return mount::through_control_socket(&args.image, &request)
                     .unwrap_or_else(|| Err(mount::gone(&args.image)))
                     .map(drop);
             }
@@ -525,7 +526,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Read(args) => read(args, &mut stdout),
         Command::Inject(args) => {
             let fault = args.state.to_possible_value().map(|value| value.get_name().to_string()).unwrap_or_default();
-            if let Some(reply) = mount::through_mount(&args.image, &format!("inject {} {fault}", args.zone)) {
+            if let Some(reply) = mount::through_control_socket(&args.image, &format!("inject {} {fault}", args.zone)) {
                 return reply.map(drop);
             }
             let state = match args.state {
@@ -548,7 +549,10 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::PowerCycle { image } => on_image(&mut Image::open(&image)?, |namespace| namespace.power_cycle()),
         Command::Flush { image } => on_image(&mut Image::open(&image)?, |namespace| namespace.flush()),
         Command::RepairZones { image } => {
-            let (opened, rebuilt) = Image::rebuild_zone_records(&image)?;
+            let (opened, header, rebuilt) = Image::rebuild_zone_records(&image)?;
+            if let Some(header) = header {
+                writeln!(stdout, "zone journal: {header}").map_err(stdout_error)?;
+            }
             for zone in &rebuilt {
                 writeln!(
                     stdout,

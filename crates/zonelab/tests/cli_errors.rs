@@ -359,3 +359,30 @@ fn repair_zones_sets_a_damaged_ftl_state_aside_and_the_data_reads_back() {
     assert!(read_back.contains("err= 0"), "{read_back}");
     assert!(ok(&["repair-zones", img.s()]).ends_with("0 zone records rebuilt\n"), "nothing more to set aside");
 }
+
+/// A zone journal whose header is damaged refuses the image, naming the file; `repair-zones` writes a new header
+/// from config.toml with the identity the zone records carry, so that every zone keeps its record and its data
+/// (issue 75, item 6).
+#[test]
+fn repair_zones_rebuilds_a_damaged_journal_header_from_the_configuration() {
+    let img = image_created_with(&["--zones", "4"]);
+    let data = img.path.join("one-block");
+    std::fs::write(&data, vec![0x5a; 4096]).expect("write the block");
+    let data = data.to_str().expect("utf-8");
+    ok(&["write", img.s(), "--lba", "0", "--data", data]);
+    let before = ok(&["report", img.s()]);
+    let journal = img.path.join("zones.meta");
+    let mut bytes = std::fs::read(&journal).expect("the journal");
+    bytes[13] ^= 0x01;
+    std::fs::write(&journal, &bytes).expect("damage the header");
+    let refused = zonelab(&["report", img.s()]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("zones.meta") && refused.stderr.contains("repair-zones"), "{}", refused.stderr);
+    let said = ok(&["repair-zones", img.s()]);
+    assert!(said.contains("zone journal: its header was damaged (its checksum did not match)"), "{said}");
+    assert!(said.contains("the image identity that 4 of its 4 zone records carry"), "{said}");
+    assert!(said.contains("0 zone records rebuilt"), "every record kept: {said}");
+    assert_eq!(ok(&["report", img.s()]), before, "every zone as it was");
+    assert_eq!(ok(&["read", img.s(), "--lba", "0", "--blocks", "1"]), "Z".repeat(4096), "the data reads back");
+    assert!(!ok(&["repair-zones", img.s()]).contains("zone journal"), "a header that checks is left alone");
+}
