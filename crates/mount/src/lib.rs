@@ -20,17 +20,16 @@
 
 mod cnv;
 mod completions;
-mod control;
 mod fs;
 mod options;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use control::{control_request, from_hex, to_hex, ControlReply};
 pub use options::{ErrorsPolicy, MountOptions, OptionError};
 use zonelab_device::DeviceBuilder;
 use zonelab_host::trace::HostTrace;
+use zonelab_runtime::control::ControlChannel;
 use zonelab_runtime::{block_on, Placement, RealTime, StartError, Stopped};
 use zonelab_zns::Status;
 
@@ -73,7 +72,7 @@ fn check_mountpoint(mountpoint: &Path, nonempty: bool) -> Result<(), MountError>
 pub struct Mounted {
     session: fuser::Session<fs::ZonefsMount>,
     device: RealTime,
-    control: Option<control::ControlChannel>,
+    control: Option<ControlChannel>,
     files: u32,
     conventional_bytes: Option<u64>,
     /// Where a traced mount's trace goes, and its requests.
@@ -133,7 +132,7 @@ impl Mounted {
         let poll = options.poll;
         let control = match &options.control {
             Some(path) => Some(
-                control::ControlChannel::start(path, host.clone())
+                ControlChannel::start(path, host.clone())
                     .map_err(|source| MountError::Control { path: path.display().to_string(), source })?,
             ),
             None => None,

@@ -12,6 +12,7 @@
 //! `HostThread` runs host code against it for callers on other threads.
 
 mod api;
+pub mod control;
 mod host_thread;
 pub mod placement;
 mod realtime;

@@ -20,7 +20,8 @@ use libublk::ctrl::{UblkCtrl, UblkCtrlBuilder};
 use libublk::io::{BufDescList, UblkDev, UblkIOCtx, UblkQueue};
 use libublk::sys;
 use libublk::{BufDesc, UblkFlags, UblkIORes};
-use zonelab_runtime::{IoData, Output, Pending, QueuedCommand, RealTime, RealTimeHost};
+use zonelab_host::trace::{HostTrace, IoKind, IoSpan};
+use zonelab_runtime::{CommandQueue, IoData, Output, Pending, QueuedCommand, RealTime, RealTimeHost};
 use zonelab_zns::{Geometry, NamespaceKind, ReportFilter, Status, ZoneDescriptor, ZoneSendAction, ZoneState};
 
 /// Why a namespace could not be served.
@@ -39,6 +40,8 @@ pub enum ServeError {
     Namespace { nsid: u32, reason: String },
     #[error("cannot record the device numbers in {path}: {source}")]
     DeviceNumbers { path: String, source: std::io::Error },
+    #[error("cannot delete /dev/ublkb{number}: {source:?}")]
+    Delete { number: u32, source: libublk::UblkError },
     #[error("ublk refused namespace {nsid}'s {step}: {source:?}")]
     Ublk { nsid: u32, step: &'static str, source: libublk::UblkError },
 }
@@ -120,7 +123,13 @@ impl Server {
     /// `/dev/ublkbN` stays the same across restarts, as file systems that record their devices' paths (F2FS's
     /// second device) need. A device that a killed server left behind is deleted first, or, when it was served
     /// `recoverable`, taken over: its requests waited for a new server, and a mounted file system carries on.
-    pub fn start(device: &RealTime, numbers: Option<&Path>, recoverable: bool) -> Result<Server, ServeError> {
+    /// With `trace`, each request is recorded on a track of its block device, for the trace written at stop.
+    pub fn start(
+        device: &RealTime,
+        numbers: Option<&Path>,
+        recoverable: bool,
+        trace: Option<Arc<HostTrace>>,
+    ) -> Result<Server, ServeError> {
         if !Path::new("/dev/ublk-control").exists() {
             return Err(ServeError::NoUblk);
         }
@@ -131,17 +140,16 @@ impl Server {
         for nsid in host.namespace_ids() {
             let Some(namespace) = host.on_namespace(nsid) else { continue };
             let number = match previous.iter().find(|(recorded, _)| *recorded == nsid) {
-                Some(&(_, number)) => {
-                    reclaim(nsid, number, &zonelab_runtime::CommandQueue::geometry(&namespace), recoverable)?
-                }
+                Some(&(_, number)) => reclaim(nsid, number, &namespace.geometry(), recoverable)?,
                 None => Number::Any,
             };
             let (live_tx, live) = mpsc::channel();
             let ended_tx = ended_tx.clone();
+            let trace = trace.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("zonelab-ublk-ns{nsid}"))
                 .spawn(move || {
-                    if let Err(error) = serve_namespace(nsid, number, recoverable, namespace, &live_tx) {
+                    if let Err(error) = serve_namespace(nsid, number, recoverable, namespace, trace, &live_tx) {
                         let _ = live_tx.send(Err(error));
                     }
                     let _ = ended_tx.send(nsid);
@@ -209,6 +217,25 @@ fn read_numbers(path: &Path) -> Vec<(u32, i32)> {
         .collect()
 }
 
+/// Deletes block device `/dev/ublkbN` (`zonelab ublk del N`): stops it when its server runs (the server then
+/// removes its other devices and ends), deletes it at once when its server is gone.
+pub fn delete(number: u32) -> Result<(), ServeError> {
+    let failed = |source| ServeError::Delete { number, source };
+    let ctrl = UblkCtrl::new_simple(number as i32).map_err(failed)?;
+    if server_alive(&ctrl.dev_info()) {
+        ctrl.kill_dev().map_err(failed)?;
+    } else {
+        ctrl.del_dev().map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// Whether the process that serves a device still runs.
+fn server_alive(info: &sys::ublksrv_ctrl_dev_info) -> bool {
+    // SAFETY: kill with signal 0 only asks whether the process exists.
+    info.ublksrv_pid > 0 && unsafe { libc::kill(info.ublksrv_pid, 0) } == 0
+}
+
 /// Which device number a namespace's block device gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Number {
@@ -229,8 +256,7 @@ fn reclaim(nsid: u32, number: i32, geometry: &Geometry, recoverable: bool) -> Re
     }
     let Ok(mut ctrl) = UblkCtrl::new_simple(number) else { return Ok(Number::Any) };
     let mut info = ctrl.dev_info();
-    // SAFETY: kill with signal 0 only asks whether the process exists.
-    let server_alive = info.ublksrv_pid > 0 && unsafe { libc::kill(info.ublksrv_pid, 0) } == 0;
+    let server_alive = server_alive(&info);
     // The kernel quiesces a recoverable device a moment after its server dies: wait for it rather than delete it.
     let recoverable_device = info.flags & u64::from(sys::UBLK_F_USER_RECOVERY) != 0;
     for _ in 0..RECOVERY_WAIT_STEPS {
@@ -278,9 +304,10 @@ fn serve_namespace(
     number: Number,
     recoverable: bool,
     host: RealTimeHost,
+    trace: Option<Arc<HostTrace>>,
     live: &mpsc::Sender<Result<Served, ServeError>>,
 ) -> Result<(), ServeError> {
-    let geometry = zonelab_runtime::CommandQueue::geometry(&host);
+    let geometry = host.geometry();
     let ublk = |step| move |source| ServeError::Ublk { nsid, step, source };
     let zoned = geometry.kind == NamespaceKind::Zoned;
     let max_io_bytes = geometry
@@ -337,7 +364,7 @@ fn serve_namespace(
         Ok(())
     };
     let queue_host = host.clone();
-    let queue = move |qid: u16, dev: &UblkDev| serve_queue(qid, dev, &queue_host, &geometry);
+    let queue = move |qid: u16, dev: &UblkDev| serve_queue(qid, dev, &queue_host, &geometry, trace.as_deref());
     let live = live.clone();
     let started = move |ctrl: &UblkCtrl| {
         let _ = live.send(Ok(Served { nsid, dev_id: ctrl.dev_info().dev_id, geometry }));
@@ -398,7 +425,7 @@ fn set_params(dev: &mut UblkDev, geometry: &Geometry, max_io_bytes: u64) {
 /// completed when the device completes it. A command the device completes later wakes the queue through an
 /// eventfd that the queue's io_uring polls (the extra tag `QUEUE_DEPTH`), since the device thread cannot
 /// complete a ublk request itself.
-fn serve_queue(qid: u16, dev: &UblkDev, host: &RealTimeHost, geometry: &Geometry) {
+fn serve_queue(qid: u16, dev: &UblkDev, host: &RealTimeHost, geometry: &Geometry, trace: Option<&HostTrace>) {
     let cdev = dev.tgt.fds[0];
     let doorbell = match Doorbell::new() {
         Ok(doorbell) => Arc::new(doorbell),
@@ -416,8 +443,9 @@ fn serve_queue(qid: u16, dev: &UblkDev, host: &RealTimeHost, geometry: &Geometry
             return;
         }
     };
-    let request = Request { host, geometry, cdev, qid };
-    let mut inflight: Vec<Option<(Pending, Finish)>> = (0..QUEUE_DEPTH).map(|_| None).collect();
+    let track = format!("/dev/ublkb{} requests", dev.dev_info.dev_id);
+    let request = Request { host, geometry, cdev, qid, trace: trace.map(|trace| (trace, track.as_str())) };
+    let mut inflight: Vec<Option<(Pending, Finish, Option<IoSpan>)>> = (0..QUEUE_DEPTH).map(|_| None).collect();
     let wakers: Vec<Waker> =
         (0..QUEUE_DEPTH).map(|tag| Waker::from(Arc::new(TagWaker { tag, doorbell: Arc::clone(&doorbell) }))).collect();
     if let Err(error) = queue.ublk_submit_sqe_sync(doorbell.poll()) {
@@ -440,11 +468,11 @@ fn serve_queue(qid: u16, dev: &UblkDev, host: &RealTimeHost, geometry: &Geometry
             debug_assert!(inflight[usize::from(tag)].is_none(), "the kernel reuses a tag only once it completed");
             match request.start(tag, queue.get_iod(tag)) {
                 Started::Done(done) => complete(queue, tag, done),
-                Started::OnDevice(mut pending, finish) => {
+                Started::OnDevice(mut pending, finish, span) => {
                     match Pin::new(&mut pending).poll(&mut Context::from_waker(&wakers[usize::from(tag)])) {
-                        Poll::Ready(result) => complete(queue, tag, request.finish(tag, finish, result)),
+                        Poll::Ready(result) => complete(queue, tag, request.finish(tag, finish, span, result)),
                         Poll::Pending => {
-                            inflight[usize::from(tag)] = Some((pending, finish));
+                            inflight[usize::from(tag)] = Some((pending, finish, span));
                             on_device += 1;
                             most_on_device = most_on_device.max(on_device);
                         }
@@ -455,14 +483,14 @@ fn serve_queue(qid: u16, dev: &UblkDev, host: &RealTimeHost, geometry: &Geometry
         }
         debug_assert_eq!(tag, QUEUE_DEPTH, "the only target I/O is the doorbell's poll");
         for tag in doorbell.take_rung() {
-            let Some((pending, _)) = inflight[usize::from(tag)].as_mut() else { continue };
+            let Some((pending, _, _)) = inflight[usize::from(tag)].as_mut() else { continue };
             let Poll::Ready(result) = Pin::new(pending).poll(&mut Context::from_waker(&wakers[usize::from(tag)]))
             else {
                 continue;
             };
-            let (_, finish) = inflight[usize::from(tag)].take().expect("checked above");
+            let (_, finish, span) = inflight[usize::from(tag)].take().expect("checked above");
             on_device -= 1;
-            complete(queue, tag, request.finish(tag, finish, result));
+            complete(queue, tag, request.finish(tag, finish, span, result));
         }
         if let Err(error) = queue.ublk_submit_sqe_sync(doorbell.poll()) {
             eprintln!("zonelab-ublk: queue {qid} cannot wait for its device again: {error}");
@@ -533,7 +561,8 @@ impl Wake for TagWaker {
 /// A request taken from the kernel: done at once (refused, or completed as it was submitted), or on the device.
 enum Started {
     Done((i32, Option<u64>)),
-    OnDevice(Pending, Finish),
+    /// On the device, with what its completion needs and, when traced, the request's span begun.
+    OnDevice(Pending, Finish, Option<IoSpan>),
 }
 
 /// What a request's completion still needs once the device has answered.
@@ -555,6 +584,8 @@ struct Request<'a> {
     geometry: &'a Geometry,
     cdev: RawFd,
     qid: u16,
+    /// Where a traced server records its requests, and the block device's track.
+    trace: Option<(&'a HostTrace, &'a str)>,
 }
 
 impl Request<'_> {
@@ -565,7 +596,13 @@ impl Request<'_> {
         let slba = (iod.start_sector << 9) >> shift;
         let bytes = u64::from(iod.nr_sectors) << 9;
         let nlb = bytes >> shift;
-        let submit = |command, finish| Started::OnDevice(self.host.submit_pending(command), finish);
+        let submit = |command: QueuedCommand, finish| {
+            let span = self.trace.and_then(|_| IoKind::of(&command, shift)).map(|(kind, lba, blocks)| {
+                let now = self.host.now_ns();
+                IoSpan { kind, lba, blocks, start_ns: now, issued_ns: now, end_ns: now, ok: true }
+            });
+            Started::OnDevice(self.host.submit_pending(command), finish, span)
+        };
         let zone_send =
             |slba, action, select_all| submit(QueuedCommand::ZoneSend { slba, action, select_all }, Finish::Done(0));
         match op {
@@ -604,7 +641,16 @@ impl Request<'_> {
 
     /// Request `tag`'s completion from the device's answer: the bytes done (or a negative errno), and zone
     /// append's sector.
-    fn finish(&self, tag: u16, finish: Finish, result: Result<Output, Status>) -> (i32, Option<u64>) {
+    fn finish(
+        &self,
+        tag: u16,
+        finish: Finish,
+        span: Option<IoSpan>,
+        result: Result<Output, Status>,
+    ) -> (i32, Option<u64>) {
+        if let (Some((trace, track)), Some(span)) = (self.trace, span) {
+            trace.io(track, IoSpan { end_ns: self.host.now_ns(), ok: result.is_ok(), ..span });
+        }
         let output = match result {
             Ok(output) => output,
             Err(status) => return (errno(status), None),

@@ -5,7 +5,11 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use std::sync::Arc;
 use zonelab_device::{BuildError, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
+
+use zonelab_host::trace::HostTrace;
+use zonelab_runtime::control::{ControlChannel, CONTROL_SOCKET};
 use zonelab_runtime::{Placement, RealTime, StartError};
 use zonelab_ublk::Server;
 
@@ -22,7 +26,8 @@ enum Command {
     /// namespace, named on standard output as each comes up. Needs Linux's ublk_drv (6.6 or newer for a zoned
     /// namespace) and the privilege to create block devices.
     Serve {
-        /// An image directory or a preset spec, with device-cpu= and device-wait= as for `zonelab mount`.
+        /// An image directory or a preset spec, with device-cpu=, device-wait= and trace= as for `zonelab
+        /// mount`. An image's live device takes `zonelab inject` and `zonelab write` through IMAGE/control.sock.
         device: String,
         /// Let the devices outlive a killed server (ublk's user recovery): the kernel holds their requests
         /// until the next `serve` of the same image takes them over, so that a mounted file system carries on.
@@ -30,7 +35,8 @@ enum Command {
         #[arg(long)]
         recoverable: bool,
     },
-    /// Delete block device /dev/ublkbN; the server that serves it removes its other devices and stops.
+    /// Delete block device /dev/ublkbN: its server removes its other devices and stops; a device whose server
+    /// is gone (killed, or a recoverable one waiting for a new server) is deleted at once.
     Del {
         /// The N of /dev/ublkbN.
         id: u32,
@@ -41,10 +47,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve { device, recoverable } => serve(&device, recoverable),
-        Command::Del { id } => libublk::ctrl::UblkCtrl::new_simple(id as i32)
-            .and_then(|ctrl| ctrl.kill_dev())
-            .map(|_| ())
-            .map_err(|error| (1, format!("cannot delete /dev/ublkb{id}: {error}"))),
+        Command::Del { id } => zonelab_ublk::delete(id).map_err(|error| (1, error.to_string())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -60,6 +63,10 @@ const DEVICE_NUMBERS: &str = "ublk-devices";
 
 fn serve(spec: &str, recoverable: bool) -> Result<(), (u8, String)> {
     let (spec, placement) = Placement::split_spec(spec).map_err(|error| (2, error))?;
+    let (spec, trace) = zonelab_host::trace::split_trace_option(&spec);
+    if let Some(path) = &trace {
+        zonelab_host::trace::prepare_trace(path).map_err(|error| (2, format!("trace {}: {error}", path.display())))?;
+    }
     // Signals are taken by one thread with sigwait; every thread started from here on inherits the mask.
     let signals = zonelab_runtime::block_termination_signals();
     // The kernel's block layer and ublk cost what they cost for real: the model adds no host path of its own.
@@ -76,12 +83,32 @@ fn serve(spec: &str, recoverable: bool) -> Result<(), (u8, String)> {
         }
         other => (1, other.to_string()),
     })?;
-    let mut server = match Server::start(&device, numbers.as_deref(), recoverable) {
+    let requests = trace.as_ref().map(|_| {
+        device.enable_trace();
+        Arc::new(HostTrace::default())
+    });
+    let mut server = match Server::start(&device, numbers.as_deref(), recoverable, requests.clone()) {
         Ok(server) => server,
         Err(error) => {
             let _ = device.stop();
             return Err((1, error.to_string()));
         }
+    };
+    // An image's live device takes `zonelab inject IMAGE` and `zonelab write IMAGE` through its control socket,
+    // as a mounted image does.
+    let control = match &numbers {
+        Some(numbers) => {
+            let path = numbers.with_file_name(CONTROL_SOCKET);
+            match ControlChannel::start(&path, device.host()) {
+                Ok(control) => Some(control),
+                Err(error) => {
+                    server.stop();
+                    let _ = device.stop();
+                    return Err((1, format!("control socket {}: {error}", path.display())));
+                }
+            }
+        }
+        None => None,
     };
     for served in server.served() {
         println!("zonelab ublk: {}", served.describe());
@@ -109,8 +136,15 @@ fn serve(spec: &str, recoverable: bool) -> Result<(), (u8, String)> {
     let why = stop.recv().unwrap_or_default();
     eprintln!("zonelab ublk: stopping ({why})");
     server.stop();
-    let stopped = device.stop();
+    drop(control);
+    let (stopped, written) = device.stop_then(|device| match (&trace, &requests) {
+        (Some(path), Some(requests)) => requests
+            .write(path, "zonelab ublk", &[], device)
+            .map_err(|error| (1, format!("the trace could not be written to {}: {error}", path.display()))),
+        _ => Ok(()),
+    });
     stopped.flushed.map_err(|status| (1, format!("the device's flush at stop failed: {status}")))?;
+    written?;
     let pacing = stopped.pacing.summary();
     eprintln!("zonelab ublk: devices removed; device flushed; {}", pacing.line());
     if let Some(warning) = pacing.warning() {

@@ -120,6 +120,8 @@ fn the_kernels_zoned_stack_runs_on_zonelabs_block_devices() {
         "dm-linear",
         "dm-flakey",
         "queue-depth",
+        "inject-while-served",
+        "trace",
         "fio-zbd-suite",
     ] {
         assert!(cases.iter().any(|line| line.starts_with(&format!("CASE {needed}:"))), "case {needed} did not run");

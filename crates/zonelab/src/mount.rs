@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use zonelab_device::{BuildError, DeviceBuilder, DeviceSpec, HostPath, StoreChoice};
-use zonelab_mount::{control_request, from_hex, ControlReply, MountError, MountOptions, Mounted};
+use zonelab_mount::{MountError, MountOptions, Mounted};
+use zonelab_runtime::control::{control_request, from_hex, ControlReply, CONTROL_SOCKET};
 use zonelab_runtime::{Placement, StartError};
 use zonelab_zns::{ByteSize, ReportFilter, ZoneReport};
 
@@ -28,9 +29,6 @@ pub struct MountArgs {
     #[arg(short = 'o', default_value = "")]
     options: String,
 }
-
-/// The control socket of a mounted image, in the image's directory.
-pub(crate) const CONTROL_SOCKET: &str = "control.sock";
 
 pub fn run(args: &MountArgs) -> Result<(), CliError> {
     let (spec, trace) = zonelab_host::trace::split_trace_option(&args.device);
@@ -92,10 +90,10 @@ pub fn run(args: &MountArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Sends `request` to the mount serving `image` (`image` itself when it is a mount's control socket, else the
-/// socket in the image's directory); None when no mount listens there, so that the command opens the image
-/// itself (a socket a killed mount left behind refuses connections).
-pub(crate) fn through_mount(image: &Path, request: &str) -> Option<Result<String, CliError>> {
+/// Sends `request` to the live device serving `image` (a mount or a ublk server: `image` itself when it is a
+/// control socket, else the socket in the image's directory); None when nothing listens there, so that the
+/// command opens the image itself (a socket a killed server left behind refuses connections).
+pub(crate) fn through_control_socket(image: &Path, request: &str) -> Option<Result<String, CliError>> {
     let is_socket =
         std::fs::metadata(image).is_ok_and(|meta| std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()));
     let socket = if is_socket { image.to_path_buf() } else { image.join(CONTROL_SOCKET) };
@@ -128,12 +126,12 @@ pub(crate) fn report(
     partial: bool,
     count: Option<usize>,
 ) -> Option<Result<(ZoneReport, u32), CliError>> {
-    let answer = through_mount(image, "geometry")?;
+    let answer = through_control_socket(image, "geometry")?;
     Some(answer.and_then(|answer| {
         let (lba_size, _, zone_size_lba) = geometry(&answer)?;
         let max_zones = count.map_or(u32::MAX, |count| u32::try_from(count).unwrap_or(u32::MAX));
         let request = format!("report {slba} {} {} {max_zones}", filter as u8, u8::from(partial));
-        let answer = through_mount(image, &request).unwrap_or_else(|| Err(gone(image)))?;
+        let answer = through_control_socket(image, &request).unwrap_or_else(|| Err(gone(image)))?;
         let report = from_hex(&answer)
             .and_then(|buf| ZoneReport::decode(&buf, zone_size_lba))
             .ok_or_else(|| CliError::Failed("the mount's zone report does not decode".into()))?;

@@ -24,10 +24,10 @@ server=
 pass() { echo "CASE $1: ok (${SECONDS} s)" | tee -a "$work/cases"; }
 fail() { echo "CASE $1: FAIL $2 (${SECONDS} s)" | tee -a "$work/cases"; }
 
-# Serves $img (with `serve`'s options, if any); sets $server, $cnv and $zns (the conventional and zoned block
+# Serves $img, or $spec when set (with `serve`'s options, if any); sets $server, $cnv and $zns (the conventional and zoned block
 # devices).
 serve() {
-    "$zonelab" ublk serve "$img" "$@" > "$work/served" 2>> "$log" &
+    "$zonelab" ublk serve "${spec:-$img}" "$@" > "$work/served" 2>> "$log" &
     server=$!
     for _ in $(seq 1 200); do
         [ "$(grep -c ublkb "$work/served" 2> /dev/null)" = 2 ] && break
@@ -364,7 +364,22 @@ fi
 
 stop
 
-# 9. fio's own zoned block device suite, as fio ships it, on a device of its own (guest/fio-zbd.sh): every case
+# 9. A fault injected into the live device through the image's control socket reaches the kernel (zone 40 goes
+# offline: the zone report says so and a read of it fails), injecting it again brings the zone back, and a
+# server given trace= writes the kernel's requests with the device's commands at stop.
+spec="$img,trace=$work/ublk-trace.json" serve || { fail setup "the traced server did not serve"; exit 1; }
+dd if="$zns" of=/dev/null bs=64k count=16 iflag=direct status=none
+zone40() { blkzone report -o $((40 * zs)) -c 1 "$zns" | grep -o 'zcond: *[0-9]*' | tr -d ' '; }
+"$zonelab" inject "$img" --zone 40 --state offline > "$work/inject" 2>&1 && offline=$(zone40) \
+    && ! dd if="$zns" of=/dev/null bs=4k skip=$((40 * zs / 8)) count=1 iflag=direct status=none 2> /dev/null \
+    && "$zonelab" inject "$img" --zone 40 --state offline >> "$work/inject" 2>&1 && [ "$offline $(zone40)" = "zcond:15 zcond:1" ] \
+    && pass inject-while-served || fail inject-while-served "$(cat "$work/inject") zone 40: ${offline:-?} then $(zone40)"
+stop
+spec=
+grep -q "ublkb[0-9]* requests" "$work/ublk-trace.json" 2> /dev/null && python3 -m json.tool "$work/ublk-trace.json" > /dev/null \
+    && pass trace || fail trace "no requests track in $work/ublk-trace.json: $(tail -2 "$log")"
+
+# 10. fio's own zoned block device suite, as fio ships it, on a device of its own (guest/fio-zbd.sh): every case
 # that the suite's own checks do not skip passes, but test 54, which fio 3.33 itself aborts on
 # (zbd_replay_write_order's assertion, on null_blk alike): it may fail only that way.
 if [ -n "$fio_src" ]; then

@@ -1,8 +1,9 @@
-//! The mount's control channel: a Unix socket through which `zonelab inject` and `zonelab write` reach the live
-//! device under a mounted file system, as null_blk's configfs (`zone_readonly`, `zone_offline`), dm-error and
-//! plain writes to the block device reach a device under a mounted zonefs. It is how run-time error handling
-//! (zonefs's `errors=` option) is tested here as on Linux (zonefs-tools' cases that change the device behind a
-//! mount).
+//! The control channel of a live real-time device: a Unix socket through which `zonelab inject` and `zonelab
+//! write` reach the device under a mounted file system or behind the kernel's block devices, as null_blk's
+//! configfs (`zone_readonly`, `zone_offline`), dm-error and plain writes to the block device reach a device under
+//! a mounted zonefs. It is how run-time error handling (zonefs's `errors=` option, a file system on a ublk device)
+//! is tested here as on Linux (zonefs-tools' cases that change the device behind a mount). The mount and the ublk
+//! server each open one (by default `IMAGE/control.sock` for an image).
 //!
 //! One request per connection, one line each way:
 //! - `geometry`: answered `ok LBA_SIZE MDTS_BYTES ZONE_SIZE_LBA` (MDTS 0: no limit), what a client needs to build
@@ -25,11 +26,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::{block_on, IoData, Output, QueuedCommand, RealTimeHost};
 use zonelab_device::ZoneFault;
-use zonelab_runtime::{block_on, IoData, Output, QueuedCommand, RealTimeHost};
 use zonelab_zns::{ReportFilter, Status, REPORT_HEADER_BYTES, ZONE_DESCRIPTOR_BYTES};
 
-/// What the mount answered.
+/// The control socket of a served image, in the image's directory.
+pub const CONTROL_SOCKET: &str = "control.sock";
+
+/// What the device's front end answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ControlReply {
     /// Done; the answer to a question (`geometry`), empty otherwise.
@@ -41,7 +45,7 @@ pub enum ControlReply {
 }
 
 /// The listening side, served by a thread of its own until dropped; the socket file goes with it.
-pub(crate) struct ControlChannel {
+pub struct ControlChannel {
     path: PathBuf,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -49,7 +53,7 @@ pub(crate) struct ControlChannel {
 
 impl ControlChannel {
     /// Listens on `path` for requests to `host`'s device (see [`listen`] for what may already be there).
-    pub(crate) fn start(path: &Path, host: RealTimeHost) -> io::Result<ControlChannel> {
+    pub fn start(path: &Path, host: RealTimeHost) -> io::Result<ControlChannel> {
         let listener = listen(path)?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
@@ -58,7 +62,7 @@ impl ControlChannel {
                 if stopping.load(Ordering::SeqCst) {
                     break;
                 }
-                // A client that goes away mid-request loses its answer; the mount goes on. Only the mount's own
+                // A client that goes away mid-request loses its answer; the device goes on. Only its server's own
                 // user (or root) may drive the device: the socket is 0600, and its peer is checked as well, since
                 // a client may have connected in the moment between the bind and the chmod.
                 if let Ok(stream) = stream.and_then(|stream| peer_may_drive(&stream).map(|()| stream)) {
@@ -89,9 +93,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest request line: a `write` of 1 MiB in hex, with its words.
 const MAX_REQUEST_BYTES: u64 = 2 * 1024 * 1024 + 64;
 
-/// Binds the control socket at `path`, readable and writable by the mount's user alone. What is already at `path`
+/// Binds the control socket at `path`, readable and writable by the server's user alone. What is already at `path`
 /// is replaced only when it is a socket nobody answers (left by a mount that died); anything else (a user's file,
-/// a live mount's socket) is refused, naming it, and left as it is.
+/// a live server's socket) is refused, naming it, and left as it is.
 fn listen(path: &Path) -> io::Result<UnixListener> {
     match std::fs::symlink_metadata(path) {
         Ok(metadata) if !metadata.file_type().is_socket() => {
@@ -118,7 +122,7 @@ fn listen(path: &Path) -> io::Result<UnixListener> {
     Ok(listener)
 }
 
-/// Accepts a client run by the mount's own user or by root, refuses any other (SO_PEERCRED).
+/// Accepts a client run by the server's own user or by root, refuses any other (SO_PEERCRED).
 fn peer_may_drive(stream: &UnixStream) -> io::Result<()> {
     let mut credentials = libc::ucred { pid: 0, uid: 0, gid: 0 };
     let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
@@ -168,7 +172,7 @@ fn execute(request: &str, host: &RealTimeHost) -> ControlReply {
     let words: Vec<&str> = request.split_whitespace().collect();
     match words.as_slice() {
         ["geometry"] => {
-            let geometry = zonelab_runtime::CommandQueue::geometry(host);
+            let geometry = crate::CommandQueue::geometry(host);
             let mdts_bytes = geometry.max_transfer_lba.map_or(0, |blocks| blocks << geometry.lba_shift);
             ControlReply::Ok(format!("{} {mdts_bytes} {}", geometry.lba_size, geometry.zone_size_lba))
         }
@@ -225,14 +229,14 @@ fn execute(request: &str, host: &RealTimeHost) -> ControlReply {
     }
 }
 
-/// Sends one request to the mount listening on `path` and returns its answer.
+/// Sends one request to the front end listening on `path` and returns its answer.
 pub fn control_request(path: &Path, request: &str) -> io::Result<ControlReply> {
     let mut stream = UnixStream::connect(path)?;
     stream.write_all(format!("{request}\n").as_bytes())?;
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line)?;
     let line = line.trim_end();
-    let malformed = || io::Error::new(io::ErrorKind::InvalidData, format!("the mount answered '{line}'"));
+    let malformed = || io::Error::new(io::ErrorKind::InvalidData, format!("the device's front end answered '{line}'"));
     match line.split_once(' ') {
         None if line == "ok" => Ok(ControlReply::Ok(String::new())),
         Some(("ok", answer)) => Ok(ControlReply::Ok(answer.to_string())),
@@ -282,8 +286,8 @@ mod tests {
         let socket = dir.join("control.sock");
         let live = listen(&socket).expect("a fresh socket");
         let mode = std::fs::metadata(&socket).expect("socket metadata").permissions().mode();
-        assert_eq!(mode & 0o777, 0o600, "the socket is the mount's user's alone");
-        let error = listen(&socket).expect_err("a live mount's socket is not stale");
+        assert_eq!(mode & 0o777, 0o600, "the socket is the server's user's alone");
+        let error = listen(&socket).expect_err("a live server's socket is not stale");
         assert_eq!(error.kind(), io::ErrorKind::AddrInUse, "{error}");
         drop(live);
         listen(&socket).expect("a socket nobody answers is stale and replaced");
