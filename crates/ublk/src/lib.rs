@@ -274,8 +274,7 @@ fn reclaim(nsid: u32, number: i32, geometry: &Geometry, recoverable: bool) -> Re
             reason: format!("/dev/ublkb{number} is served by process {}: stop it first", info.ublksrv_pid),
         });
     }
-    let quiesced =
-        u32::from(info.state) == sys::UBLK_S_DEV_QUIESCED && info.flags & u64::from(sys::UBLK_F_USER_RECOVERY) != 0;
+    let quiesced = u32::from(info.state) == sys::UBLK_S_DEV_QUIESCED && recoverable_device;
     if recoverable && quiesced && !server_alive && same_shape(&ctrl, geometry) {
         return Ok(Number::Recover(number));
     }
